@@ -1,0 +1,19 @@
+"""Backends: one module per solver family, behind one registry.
+
+Importing this package imports no solver; each backend imports its solver when
+it compiles a program.
+"""
+
+from .base import Backend, CompiledProgram, RawSolution
+from .registry import backend_names, backends_accepting, get_backend, installed_backends, register_backend
+
+__all__ = [
+    "Backend",
+    "CompiledProgram",
+    "RawSolution",
+    "backend_names",
+    "backends_accepting",
+    "get_backend",
+    "installed_backends",
+    "register_backend",
+]

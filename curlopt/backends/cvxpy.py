@@ -1,0 +1,199 @@
+"""The ``cvxpy`` backend: conic programs for DCP utilities, compiled once with Parameters (DPP).
+
+The program's parameter entries become one CVXPY Parameter vector θ, entering the
+rows as ``scatter @ multiply(θ, select @ x)`` — a DPP form, so CVXPY canonicalises
+the problem once and each re-solve only substitutes numbers. ε is a Parameter too.
+The ε-tight and the fallback problems share variables and parameters; the
+fallback is built the first time it is needed.
+
+Solvers are tried in order (default Clarabel, then SCS), because conic solvers
+can stall on exponential cones; the result names the solver that succeeded and
+the message lists any that failed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import BackendError, UnsupportedUtilityError
+from ..program import Program
+from ..results import Status
+from ..utilities import Utility
+from .base import Backend, CompiledProgram, RawSolution
+
+__all__ = ["CvxpyBackend", "DEFAULT_SOLVERS", "DEFAULT_SOLVER_OPTIONS"]
+
+DEFAULT_SOLVERS = ("CLARABEL", "SCS")
+#: tolerances tight enough that solutions meet the constraint rows to ~1e-8
+DEFAULT_SOLVER_OPTIONS: dict[str, dict[str, Any]] = {
+    "CLARABEL": {"tol_gap_abs": 1e-9, "tol_gap_rel": 1e-9, "tol_feas": 1e-9, "max_iter": 500},
+    "SCS": {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 200_000},
+}
+
+
+class CvxpyBackend(Backend):
+    """CVXPY for utilities with a DCP expression (log, α-fair, entropy, quadratic, norms, ...).
+
+    Parameters
+    ----------
+    solvers : str or sequence of str, optional
+        CVXPY solver names tried in order; default ``("CLARABEL", "SCS")``
+        restricted to the installed ones.
+    solver_options : dict, optional
+        Per-solver keyword options, merged over :data:`DEFAULT_SOLVER_OPTIONS`.
+    """
+
+    name: ClassVar[str] = "cvxpy"
+    requires: ClassVar[tuple[str, ...]] = ("cvxpy",)
+    extra: ClassVar[str] = "cvxpy"
+    takes: ClassVar[str] = "utilities with a DCP cvxpy_expr"
+
+    def __init__(self, solvers: str | Sequence[str] | None = None, solver_options: dict | None = None):
+        self._requested = [solvers] if isinstance(solvers, str) else (list(solvers) if solvers else None)
+        self.solver_options = {k: dict(v) for k, v in DEFAULT_SOLVER_OPTIONS.items()}
+        for key, value in (solver_options or {}).items():
+            self.solver_options.setdefault(key.upper(), {}).update(value)
+
+    @property
+    def solvers(self) -> list[str]:
+        """The solver order, validated against CVXPY's installed solvers."""
+        import cvxpy as cp
+
+        installed = set(cp.installed_solvers())
+        if self._requested is None:
+            order = [s for s in DEFAULT_SOLVERS if s in installed]
+            if not order:
+                raise BackendError(f"none of {DEFAULT_SOLVERS} is installed for CVXPY; installed: {sorted(installed)}.")
+            return order
+        order = [s.upper() for s in self._requested]
+        missing = [s for s in order if s not in installed]
+        if missing:
+            raise BackendError(f"CVXPY solver(s) {missing} are not installed; installed: {sorted(installed)}.")
+        return order
+
+    @classmethod
+    def accepts(cls, utility: Utility) -> bool:
+        return utility.has_cvxpy
+
+    def _compile(self, program: Program) -> "CompiledCvxpy":
+        return CompiledCvxpy(self, program)
+
+
+def _status(name: str) -> Status:
+    import cvxpy as cp
+
+    return {
+        cp.OPTIMAL: Status.OPTIMAL,
+        cp.INFEASIBLE: Status.INFEASIBLE,
+        cp.UNBOUNDED: Status.UNBOUNDED,
+        cp.USER_LIMIT: Status.ITERATION_LIMIT,
+        cp.OPTIMAL_INACCURATE: Status.NUMERICAL_ERROR,
+        cp.INFEASIBLE_INACCURATE: Status.NUMERICAL_ERROR,
+        cp.UNBOUNDED_INACCURATE: Status.NUMERICAL_ERROR,
+    }.get(name, Status.UNKNOWN)
+
+
+class CompiledCvxpy(CompiledProgram):
+    """Two DPP CVXPY problems (ε-tight and fallback) over shared variables and parameters."""
+
+    def __init__(self, backend: CvxpyBackend, program: Program):
+        super().__init__(backend, program)
+        import cvxpy as cp
+
+        self._cp = cp
+        self.solvers = backend.solvers
+        lin = program.linear
+        n, J = program.n_vars, lin.n_params
+        self.x = x = cp.Variable(n, name="x")
+        self.theta = cp.Parameter(J, name="theta", value=lin.param_values.copy())
+        self.epsilon = cp.Parameter(nonneg=True, name="epsilon", value=program.epsilon)
+        select = sp.csr_matrix((np.ones(J), (np.arange(J), lin.param_cols)), shape=(J, n))
+        scatter = sp.csr_matrix((np.ones(J), (lin.param_rows, np.arange(J))), shape=(lin.n_rows, J))
+        scaled = cp.multiply(self.theta, select @ x)
+
+        def rows(mask: np.ndarray):
+            index = np.flatnonzero(mask)
+            return lin.fixed[index] @ x + scatter[index] @ scaled, index
+
+        base: list[Any] = []
+        lower, upper = program.column_bounds()
+        if np.any(np.isfinite(lower)):
+            base.append(x[np.flatnonzero(np.isfinite(lower))] >= lower[np.isfinite(lower)])
+        if np.any(np.isfinite(upper)):
+            base.append(x[np.flatnonzero(np.isfinite(upper))] <= upper[np.isfinite(upper)])
+        equality = lin.is_equality()
+        if equality.any():
+            expr, index = rows(equality)
+            base.append(expr == lin.lower[index])
+        if (~equality & np.isfinite(lin.upper)).any():
+            expr, index = rows(~equality & np.isfinite(lin.upper))
+            base.append(expr <= lin.upper[index])
+        if (~equality & np.isfinite(lin.lower)).any():
+            expr, index = rows(~equality & np.isfinite(lin.lower))
+            base.append(expr >= lin.lower[index])
+
+        rewards = program.reward_map @ x
+        objective = program.objective.cvxpy_expr(rewards)
+        if not objective.is_concave():
+            raise UnsupportedUtilityError(
+                f"the objective {program.objective!r} gives a CVXPY expression that is not DCP-concave;"
+                " rewrite its cvxpy_expr with DCP atoms, or use the pyomo backend."
+            )
+        costs = program.cost_map @ x
+        g_rows = []
+        for m, g in enumerate(program.constraints):
+            expr = g.cvxpy_expr(costs)
+            if not expr.is_convex():
+                raise UnsupportedUtilityError(
+                    f"constraint {m} {g!r} gives a CVXPY expression that is not DCP-convex;"
+                    " rewrite its cvxpy_expr with DCP atoms, or use the pyomo backend."
+                )
+            g_rows.append(expr <= -self.epsilon)
+        self._objective = cp.Maximize(objective)
+        self._base = base
+        self.tight = cp.Problem(self._objective, base + g_rows)
+        self._fallback = None
+        #: False if CVXPY could not keep the problem DPP (then every solve recompiles)
+        self.is_dpp = self.tight.is_dpp()
+
+    @property
+    def fallback(self):
+        if self._fallback is None:
+            self._fallback = self._cp.Problem(self._objective, self._base)
+        return self._fallback
+
+    def _solve(self, with_constraints: bool) -> RawSolution:
+        cp = self._cp
+        program = self.program
+        self.theta.value = program.linear.param_values.copy()
+        self.epsilon.value = program.epsilon
+        problem = self.tight if (with_constraints and program.constraints) else self.fallback
+        notes = []
+        iterations = 0
+        solver_time = 0.0
+        last = Status.SOLVER_ERROR
+        for solver in self.solvers:
+            try:
+                problem.solve(solver=solver, warm_start=True, **self.backend.solver_options.get(solver, {}))
+            except cp.error.SolverError as exc:
+                notes.append(f"{solver}: {exc}")
+                last = Status.SOLVER_ERROR
+                continue
+            stats = problem.solver_stats
+            iterations += int(stats.num_iters or 0) if stats is not None else 0
+            solver_time += float(stats.solve_time or 0.0) if stats is not None else 0.0
+            status = _status(problem.status)
+            if status in (Status.OPTIMAL, Status.INFEASIBLE, Status.UNBOUNDED):
+                x = np.asarray(self.x.value, dtype=float) if status is Status.OPTIMAL else None
+                if status is Status.OPTIMAL and (x is None or not np.all(np.isfinite(x))):
+                    notes.append(f"{solver}: reported optimal without a finite solution")
+                    last = Status.NUMERICAL_ERROR
+                    continue
+                message = "; ".join(notes + ([f"solved by {solver}"] if notes else []))
+                return RawSolution(status, x, iterations, solver, message, solver_time)
+            notes.append(f"{solver}: {problem.status}")
+            last = status
+        return RawSolution(last, None, iterations, "/".join(self.solvers), "; ".join(notes), solver_time)

@@ -1,0 +1,75 @@
+"""The registry of backends: names to classes, imported only when used."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable
+
+from ..errors import BackendError
+from ..utilities import Utility
+from .base import Backend
+
+__all__ = ["register_backend", "get_backend", "backend_names", "installed_backends", "backends_accepting"]
+
+# name -> "module:Class" (imported lazily so that naming a backend never imports its solver)
+_BUILTIN = {
+    "highs": "curlopt.backends.highs:HighsBackend",
+    "cvxpy": "curlopt.backends.cvxpy:CvxpyBackend",
+    "pyomo": "curlopt.backends.pyomo:PyomoBackend",
+}
+_REGISTRY: dict[str, str | type[Backend] | Callable[..., Backend]] = dict(_BUILTIN)
+
+
+def register_backend(name: str, backend: type[Backend] | str) -> None:
+    """Register a backend class (or a ``"module:Class"`` path) under ``name``."""
+    if not isinstance(name, str) or not name:
+        raise BackendError(f"a backend name must be a non-empty string, got {name!r}.")
+    _REGISTRY[name] = backend
+
+
+def backend_class(name: str) -> type[Backend]:
+    """The class registered as ``name`` (imports its module, not its solver)."""
+    try:
+        entry = _REGISTRY[name]
+    except KeyError:
+        raise BackendError(f"unknown backend {name!r}; known backends: {', '.join(backend_names())}.") from None
+    if isinstance(entry, str):
+        module, _, attribute = entry.partition(":")
+        try:
+            entry = getattr(importlib.import_module(module), attribute)
+        except ImportError as exc:  # the backend module itself is missing: a broken install
+            raise BackendError(f"backend {name!r} could not be loaded ({exc}).") from exc
+        _REGISTRY[name] = entry
+    return entry  # type: ignore[return-value]
+
+
+def backend_names() -> list[str]:
+    """Every registered backend name, installed or not."""
+    return list(_REGISTRY)
+
+
+def installed_backends() -> list[str]:
+    """Names of the backends whose solver packages are installed."""
+    return [name for name in _REGISTRY if backend_class(name).is_installed()]
+
+
+def backends_accepting(utility: Utility) -> list[str]:
+    """Installed backends that can express ``utility``."""
+    return [name for name in installed_backends() if backend_class(name).accepts(utility)]
+
+
+def get_backend(backend: str | Backend = "highs", **options: Any) -> Backend:
+    """Return a backend instance from a registry name (with ``options``) or pass an instance through.
+
+    Raises
+    ------
+    BackendError
+        For an unknown name (the message lists the known ones).
+    """
+    if isinstance(backend, Backend):
+        if options:
+            raise BackendError("options can only be given with a backend name, not with a backend instance.")
+        return backend
+    if not isinstance(backend, str):
+        raise BackendError(f"backend must be a registry name or a Backend instance, got {type(backend).__name__}.")
+    return backend_class(backend)(**options)

@@ -1,0 +1,18 @@
+"""``curlopt backends``: which backends are registered and installed."""
+
+from __future__ import annotations
+
+import typer
+
+from . import app
+
+
+@app.command("backends")
+def backends_command() -> None:
+    """List the registered backends, whether each is installed, and what it takes."""
+    from ..backends.registry import backend_class, backend_names
+
+    for name in backend_names():
+        cls = backend_class(name)
+        state = "installed" if cls.is_installed() else f"not installed (pip install 'curlopt[{cls.extra}]')"
+        typer.echo(f"{name:8s} {state:40s} takes {cls.takes}")

@@ -1,0 +1,1 @@
+"""PLACEHOLDER — the environments helper replaces this module (issue 5)."""

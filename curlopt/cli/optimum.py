@@ -1,0 +1,58 @@
+"""``curlopt optimum ENV``: the known-model optimum f(λ*) and its policy."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import typer
+
+from . import app
+from .common import load_model
+
+
+@app.command("optimum")
+def optimum_command(
+    env: str = typer.Argument(..., help="Built-in model name, e.g. queue or scheduler."),
+    backend: str = typer.Option("highs", "--backend", "-b", help="Backend registry name."),
+    param: list[str] = typer.Option(None, "--param", "-p", help="Model parameter key=value (repeatable)."),
+    epsilon: float = typer.Option(0.0, "--epsilon", help="Tightness ε of the constraint rows."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Solve the occupancy program on the model's own kernel (SPEC §2, Q = P)."""
+    from ..optimum import solve_optimum
+
+    model = load_model(env, param)
+    _warn_if_not_ergodic(model)
+    result = solve_optimum(model, backend, epsilon=epsilon)
+    if as_json:
+        out = {"env": env, "model": repr(model), **result.to_dict()}
+        out.pop("occupancy", None)
+        typer.echo(json.dumps(out, indent=2))
+        return
+    typer.echo(f"model        {model!r}")
+    typer.echo(f"backend      {result.backend} ({result.solver}), {result.solve_time:.3f} s, iterations {result.iterations}")
+    typer.echo(f"status       {result.status.value} ({result.program.value} program)")
+    if result.message:
+        typer.echo(f"note         {result.message}")
+    if not result.ok:
+        raise typer.Exit(1)
+    typer.echo(f"f(λ*)        {result.objective:.10g}")
+    typer.echo(f"λ*           {np.array2string(result.rewards, precision=8)}")
+    typer.echo(f"ζ*           {np.array2string(result.costs, precision=8)}")
+    for m, value in enumerate(result.constraint_values):
+        typer.echo(f"g_{m + 1}(ζ*)     {value:.3e}  ({model.constraints[m]!r})")
+    typer.echo("policy (rows: states, columns: actions; entries below 1e-6 shown as .)")
+    labels = model.labels.get("states", [str(s) for s in range(model.n_states)])
+    for s, row in enumerate(result.policy):
+        cells = " ".join(f"{p:5.3f}" if p >= 1e-6 else "    ." for p in row)
+        typer.echo(f"  {labels[s]:>8s}  {cells}")
+
+
+def _warn_if_not_ergodic(model) -> None:
+    """Warn (stderr) when the diagnostics find the model is not ergodic."""
+    from ..diagnostics import ergodicity_warning
+
+    message = ergodicity_warning(model)
+    if message:
+        typer.echo(f"warning: {message}", err=True)

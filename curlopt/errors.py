@@ -1,0 +1,46 @@
+"""Exception types of curlopt.
+
+Every error a user can provoke derives from :class:`CurloptError`, so a caller
+(and the command line) can tell "your input was wrong" from "the toolkit is
+broken". Each message says what was wrong and what to do.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CurloptError",
+    "ModelError",
+    "UtilityError",
+    "ProgramError",
+    "BackendError",
+    "UnsupportedUtilityError",
+    "BackendNotInstalledError",
+]
+
+
+class CurloptError(ValueError):
+    """Base class of every error curlopt raises on bad input or unavailable features."""
+
+
+class ModelError(CurloptError):
+    """A CMDP model was given invalid data (shape, NaN/inf, probabilities, sizes)."""
+
+
+class UtilityError(CurloptError):
+    """A utility was built with invalid parameters or evaluated outside its domain."""
+
+
+class ProgramError(CurloptError):
+    """A program was given invalid data (counts, kernel, tightness, time)."""
+
+
+class BackendError(CurloptError):
+    """A backend name is unknown, or a backend was misconfigured."""
+
+
+class UnsupportedUtilityError(BackendError):
+    """A backend cannot express a utility; the message names a backend that can."""
+
+
+class BackendNotInstalledError(BackendError):
+    """A backend's solver package is missing; the message names the extra to install."""

@@ -1,0 +1,236 @@
+"""The tabular constrained MDP with concave utility (SPEC §1)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .errors import ModelError
+from .utilities import Utility
+
+__all__ = ["CMDP", "KERNEL_TOLERANCE", "stationary_occupancy", "policy_kernel"]
+
+#: Largest deviation from 1 allowed for a probability vector's sum.
+KERNEL_TOLERANCE = 1e-9
+
+
+def _finite_array(value: Any, name: str) -> np.ndarray:
+    try:
+        array = np.array(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"{name} must be an array of numbers ({exc}).") from None
+    if not np.all(np.isfinite(array)):
+        bad = np.argwhere(~np.isfinite(array))[0]
+        raise ModelError(f"{name} contains NaN or infinite entries (first at index {tuple(bad.tolist())}).")
+    return array
+
+
+def _signals(value: Any, name: str, n_states: int | None, n_actions: int | None) -> np.ndarray:
+    """Signals of shape (K, S, A); a 2-D (S, A) array is a single signal."""
+    array = _finite_array(value, name)
+    if array.ndim == 2:
+        array = array[None]
+    if array.ndim != 3:
+        raise ModelError(f"{name} must have shape (count, S, A) or (S, A), got shape {array.shape}.")
+    if n_states is not None and array.shape[1:] != (n_states, n_actions):
+        raise ModelError(
+            f"{name} has shape {array.shape}, but the model has S={n_states} states and A={n_actions} actions:"
+            f" expected ({array.shape[0]}, {n_states}, {n_actions})."
+        )
+    return array
+
+
+def check_distribution(vector: np.ndarray, name: str) -> None:
+    """Raise ModelError unless ``vector`` (last axis) holds probability distributions."""
+    if np.any(vector < 0) or np.any(vector > 1):
+        bad = np.argwhere((vector < 0) | (vector > 1))[0]
+        raise ModelError(
+            f"{name} has an entry outside [0, 1] at index {tuple(bad.tolist())}: {vector[tuple(bad)]!r}."
+        )
+    sums = vector.sum(axis=-1)
+    deviation = np.abs(sums - 1.0)
+    if np.any(deviation > KERNEL_TOLERANCE):
+        bad = np.unravel_index(int(np.argmax(deviation)), np.shape(sums))
+        raise ModelError(
+            f"{name} does not sum to 1 (tolerance {KERNEL_TOLERANCE:g}): the row at index {tuple(int(i) for i in bad)}"
+            f" sums to {float(np.asarray(sums)[bad]):.12g}."
+        )
+
+
+class CMDP:
+    """A tabular constrained MDP with a concave objective and convex constraints.
+
+    The agent maximises ``objective(λ)`` where ``λ_k = Σ ρ(s,a) r_k(s,a)`` and keeps
+    ``g_m(ζ) <= 0`` for each constraint, ``ζ_i = Σ ρ(s,a) c_i(s,a)``.
+
+    Parameters
+    ----------
+    rewards : array_like, shape (K, S, A) or (S, A)
+        Reward signals, known to the agent.
+    costs : array_like, shape (d, S, A) or (S, A), optional
+        Cost signals; ``None`` (or shape (0, S, A)) for a model without costs.
+    objective : Utility
+        Concave ``f`` with ``dim == K``.
+    constraints : sequence of Utility, optional
+        Convex ``g_m`` with ``dim == d`` each.
+    kernel : array_like, shape (S, A, S), optional
+        ``P(s'|s,a)``; rows sum to 1 within 1e-9. ``None`` when unknown.
+    initial : array_like, shape (S,), optional
+        Initial state distribution; default uniform.
+    name : str, optional
+        A label used in messages and results.
+
+    Raises
+    ------
+    ModelError
+        When an argument has the wrong shape, NaN/inf entries, probabilities
+        outside [0, 1], rows not summing to 1, or a utility of the wrong size.
+    """
+
+    def __init__(
+        self,
+        rewards: Any,
+        costs: Any = None,
+        objective: Utility | None = None,
+        constraints: Sequence[Utility] = (),
+        kernel: Any = None,
+        initial: Any = None,
+        name: str = "cmdp",
+        labels: dict | None = None,
+    ):
+        r = _signals(rewards, "rewards", None, None)
+        n_states, n_actions = r.shape[1:]
+        if n_states < 1 or n_actions < 1:
+            raise ModelError(f"rewards must have at least one state and one action, got shape {r.shape}.")
+        if r.shape[0] < 1:
+            raise ModelError("rewards must hold at least one reward signal.")
+        if costs is None:
+            c = np.zeros((0, n_states, n_actions))
+        else:
+            c = _signals(costs, "costs", n_states, n_actions)
+
+        if objective is None:
+            raise ModelError("objective is required: a concave Utility of the K average rewards, e.g. Linear([1.0]).")
+        if not isinstance(objective, Utility):
+            raise ModelError(f"objective must be a curlopt Utility, got {type(objective).__name__}.")
+        if objective.curvature == "convex":
+            raise ModelError(f"objective {objective!r} is convex; the objective is maximised and must be concave.")
+        if objective.dim != r.shape[0]:
+            raise ModelError(
+                f"objective {objective!r} takes {objective.dim} inputs but the model has K={r.shape[0]} reward signals."
+            )
+        if isinstance(constraints, Utility):
+            constraints = (constraints,)
+        constraints = tuple(constraints)
+        for m, g in enumerate(constraints):
+            if not isinstance(g, Utility):
+                raise ModelError(f"constraints[{m}] must be a curlopt Utility, got {type(g).__name__}.")
+            if g.curvature == "concave":
+                raise ModelError(f"constraints[{m}] {g!r} is concave; constraints g(ζ) <= 0 must be convex.")
+            if g.dim != c.shape[0]:
+                raise ModelError(
+                    f"constraints[{m}] {g!r} takes {g.dim} inputs but the model has d={c.shape[0]} cost signals."
+                )
+
+        p = None
+        if kernel is not None:
+            p = _finite_array(kernel, "kernel")
+            if p.shape != (n_states, n_actions, n_states):
+                raise ModelError(
+                    f"kernel must have shape (S, A, S) = ({n_states}, {n_actions}, {n_states}), got {p.shape}."
+                )
+            check_distribution(p, "kernel")
+        if initial is None:
+            phi = np.full(n_states, 1.0 / n_states)
+        else:
+            phi = _finite_array(initial, "initial")
+            if phi.shape != (n_states,):
+                raise ModelError(f"initial must have shape (S,) = ({n_states},), got {phi.shape}.")
+            check_distribution(phi, "initial")
+        for array in (r, c, p, phi):
+            if array is not None:
+                array.setflags(write=False)
+        # Arrays are read-only: programs and agents share them without copying.
+        self.rewards: np.ndarray = r
+        self.costs: np.ndarray = c
+        self.objective: Utility = objective
+        self.constraints: tuple[Utility, ...] = constraints
+        self.kernel: np.ndarray | None = p
+        self.initial: np.ndarray = phi
+        self.name = str(name)
+        self.labels = dict(labels or {})
+
+    # -- sizes ----------------------------------------------------------------
+    @property
+    def n_states(self) -> int:
+        """S."""
+        return self.rewards.shape[1]
+
+    @property
+    def n_actions(self) -> int:
+        """A."""
+        return self.rewards.shape[2]
+
+    @property
+    def n_rewards(self) -> int:
+        """K."""
+        return self.rewards.shape[0]
+
+    @property
+    def n_costs(self) -> int:
+        """d."""
+        return self.costs.shape[0]
+
+    @property
+    def n_constraints(self) -> int:
+        """M."""
+        return len(self.constraints)
+
+    # -- evaluation -----------------------------------------------------------
+    def average_rewards(self, occupancy: np.ndarray) -> np.ndarray:
+        """``λ_k = Σ_{s,a} ρ(s,a) r_k(s,a)``."""
+        return np.einsum("ksa,sa->k", self.rewards, occupancy)
+
+    def average_costs(self, occupancy: np.ndarray) -> np.ndarray:
+        """``ζ_i = Σ_{s,a} ρ(s,a) c_i(s,a)``."""
+        return np.einsum("ksa,sa->k", self.costs, occupancy)
+
+    def constraint_values(self, costs: np.ndarray) -> np.ndarray:
+        """``g_m(ζ)`` for each constraint, shape (M,)."""
+        return np.array([g.value(costs) for g in self.constraints], dtype=float)
+
+    def with_kernel(self, kernel: Any) -> "CMDP":
+        """A copy of the model with another transition kernel (validated)."""
+        return CMDP(self.rewards, self.costs, self.objective, self.constraints, kernel, self.initial, self.name, self.labels)
+
+    def without_constraints(self) -> "CMDP":
+        """A copy of the model with no constraint functions."""
+        return CMDP(self.rewards, self.costs, self.objective, (), self.kernel, self.initial, self.name, self.labels)
+
+    def __repr__(self) -> str:
+        return (
+            f"CMDP(name={self.name!r}, S={self.n_states}, A={self.n_actions}, K={self.n_rewards}, d={self.n_costs},"
+            f" M={self.n_constraints}, kernel={'known' if self.kernel is not None else 'unknown'})"
+        )
+
+
+def policy_kernel(kernel: np.ndarray, policy: np.ndarray) -> np.ndarray:
+    """State-to-state matrix ``P_π(s, s') = Σ_a π(a|s) P(s'|s,a)``."""
+    return np.einsum("sa,sat->st", policy, kernel)
+
+
+def stationary_occupancy(kernel: np.ndarray, policy: np.ndarray) -> np.ndarray:
+    """Stationary state-action occupancy ``ρ(s,a) = μ(s) π(a|s)`` of ``policy`` on ``kernel``.
+
+    ``μ`` solves ``μ P_π = μ``, ``Σ μ = 1`` (least squares, exact for a unichain policy).
+    """
+    chain = policy_kernel(kernel, policy)
+    n = chain.shape[0]
+    system = np.vstack([chain.T - np.eye(n), np.ones((1, n))])
+    rhs = np.zeros(n + 1)
+    rhs[-1] = 1.0
+    mu, *_ = np.linalg.lstsq(system, rhs, rcond=None)
+    mu = np.clip(mu, 0.0, None)
+    mu /= mu.sum()
+    return mu[:, None] * policy

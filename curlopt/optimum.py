@@ -1,0 +1,40 @@
+"""The known-model optimum ``f(λ*)`` (SPEC §2 with Q = P and ε = 0)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .backends.base import Backend
+from .backends.registry import get_backend
+from .errors import ProgramError
+from .model import CMDP
+from .program import OccupancyProgram
+from .results import SolveResult
+
+__all__ = ["solve_optimum"]
+
+
+def solve_optimum(model: CMDP, backend: str | Backend = "highs", epsilon: float = 0.0, **options: Any) -> SolveResult:
+    """Solve the occupancy program on the model's own kernel.
+
+    Parameters
+    ----------
+    model : CMDP
+        A model with a known kernel.
+    backend : str or Backend, default "highs"
+        A registry name (with ``options``) or a backend instance.
+    epsilon : float, default 0
+        Tightness; 0 gives the optimum used for regret.
+
+    Returns
+    -------
+    SolveResult
+        ``result.objective`` is ``f(λ*)``. If the constrained problem is
+        infeasible, the result is the labelled fallback (``result.fell_back``).
+    """
+    if not isinstance(model, CMDP):
+        raise ProgramError(f"solve_optimum needs a curlopt CMDP, got {type(model).__name__}.")
+    if model.kernel is None:
+        raise ProgramError(f"model {model.name!r} has no kernel; the optimum needs the true transition kernel.")
+    program = OccupancyProgram(model, epsilon=epsilon)
+    return get_backend(backend, **options).compile(program).solve()

@@ -1,0 +1,150 @@
+"""The result every backend returns, and policy extraction (SPEC §2)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Status", "ProgramVariant", "SolveResult", "policy_from_occupancy", "VISIT_TOLERANCE"]
+
+#: A state whose total occupancy is at most this is treated as unvisited (uniform policy there).
+VISIT_TOLERANCE = 1e-10
+
+
+class Status(str, Enum):
+    """How a solve ended (after Pyomo's ``contrib.solver`` termination conditions)."""
+
+    OPTIMAL = "optimal"
+    INFEASIBLE = "infeasible"
+    UNBOUNDED = "unbounded"
+    ITERATION_LIMIT = "iteration_limit"
+    TIME_LIMIT = "time_limit"
+    NUMERICAL_ERROR = "numerical_error"
+    SOLVER_ERROR = "solver_error"
+    UNKNOWN = "unknown"
+
+    @property
+    def has_solution(self) -> bool:
+        return self is Status.OPTIMAL
+
+
+class ProgramVariant(str, Enum):
+    """Which program produced a result: the ε-tight one, or the fallback without g rows (SPEC §4)."""
+
+    TIGHT = "tight"
+    FALLBACK = "fallback"
+
+
+def policy_from_occupancy(occupancy: np.ndarray, tolerance: float = VISIT_TOLERANCE) -> np.ndarray:
+    """``π(a|s) = ρ(s,a) / Σ_b ρ(s,b)``; uniform where ``Σ_b ρ(s,b) <= tolerance``.
+
+    Tiny negative entries (solver round-off) are clipped to zero first, so the
+    result is always a proper distribution per state and never contains NaN.
+    """
+    rho = np.clip(np.nan_to_num(np.asarray(occupancy, dtype=float), nan=0.0), 0.0, None)
+    totals = rho.sum(axis=1, keepdims=True)
+    visited = totals > tolerance
+    uniform = np.full_like(rho, 1.0 / rho.shape[1])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        policy = np.where(visited, rho / np.where(visited, totals, 1.0), uniform)
+    return policy
+
+
+@dataclass
+class SolveResult:
+    """Outcome of one solve, identical in form for every backend.
+
+    Attributes
+    ----------
+    status : Status
+        Final status; ``OPTIMAL`` means the arrays below hold a solution.
+    program : ProgramVariant
+        ``TIGHT`` when the ε-tight program was solved, ``FALLBACK`` when it was
+        infeasible and the program without g rows was solved instead.
+    tight_status : Status
+        Status of the ε-tight attempt (differs from ``status`` after a fallback).
+    objective : float
+        ``f(λ)`` at the solution, evaluated by the utility (NaN without a solution).
+    occupancy : ndarray (S, A) or None
+    joint : ndarray (S, A, S) or None
+        ``p`` for the optimistic program.
+    policy : ndarray (S, A) or None
+        Extracted policy; rows sum to 1, uniform where ρ(s,·) = 0.
+    rewards, costs : ndarray or None
+        ``λ`` and ``ζ`` achieved by ``occupancy``.
+    constraint_values : ndarray (M,) or None
+        ``g_m(ζ)``.
+    epsilon : float
+        The tightness used by the ε-tight program.
+    solve_time : float
+        Wall seconds for the whole call (both attempts after a fallback).
+    iterations : int or None
+        Solver iterations when reported (summed over attempts).
+    backend, solver : str
+    message : str
+        What happened, in words (always says so when a fallback was used).
+    x : ndarray or None
+        The raw variable vector of the program that was solved.
+    """
+
+    status: Status
+    program: ProgramVariant
+    tight_status: Status
+    objective: float = math.nan
+    occupancy: np.ndarray | None = None
+    joint: np.ndarray | None = None
+    policy: np.ndarray | None = None
+    rewards: np.ndarray | None = None
+    costs: np.ndarray | None = None
+    constraint_values: np.ndarray | None = None
+    epsilon: float = 0.0
+    solve_time: float = 0.0
+    iterations: int | None = None
+    backend: str = ""
+    solver: str = ""
+    message: str = ""
+    x: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        """True when a solution is present (of either program variant)."""
+        return self.status.has_solution
+
+    @property
+    def fell_back(self) -> bool:
+        return self.program is ProgramVariant.FALLBACK
+
+    def to_dict(self, arrays: bool = True) -> dict[str, Any]:
+        """A JSON-ready dictionary (arrays as nested lists when ``arrays``)."""
+
+        def plain(value):
+            if isinstance(value, np.ndarray):
+                return value.tolist() if arrays else None
+            if isinstance(value, float) and not math.isfinite(value):
+                return None
+            return value
+
+        out = {
+            "status": self.status.value,
+            "program": self.program.value,
+            "tight_status": self.tight_status.value,
+            "objective": plain(float(self.objective)),
+            "epsilon": self.epsilon,
+            "rewards": plain(self.rewards),
+            "costs": plain(self.costs),
+            "constraint_values": plain(self.constraint_values),
+            "policy": plain(self.policy),
+            "occupancy": plain(self.occupancy),
+            "solve_time": self.solve_time,
+            "iterations": self.iterations,
+            "backend": self.backend,
+            "solver": self.solver,
+            "message": self.message,
+        }
+        if self.joint is not None and arrays:
+            out["joint"] = self.joint.tolist()
+        return out

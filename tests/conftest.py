@@ -1,0 +1,45 @@
+"""Shared fixtures: one test body runs on every installed backend; Hypothesis profiles.
+
+Hypothesis profiles (select with HYPOTHESIS_PROFILE=name):
+  ci        few examples, the default when CI is set (keeps the suite well under 15 minutes on 2 cores)
+  dev       the default elsewhere
+  thorough  many examples, for a long local check
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci", max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+)
+settings.register_profile("dev", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("thorough", max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+def _installed():
+    from curlopt.backends import installed_backends
+
+    return installed_backends()
+
+
+@pytest.fixture(params=_installed())
+def backend_name(request) -> str:
+    """Every installed backend, by registry name."""
+    return request.param
+
+
+def backend_or_skip(name: str, program):
+    """A compiled program, or skip the test when that backend does not accept the program's utilities."""
+    from curlopt import get_backend
+    from curlopt.errors import UnsupportedUtilityError
+
+    backend = get_backend(name)
+    try:
+        return backend.compile(program)
+    except UnsupportedUtilityError as exc:
+        pytest.skip(f"{name} does not accept this program: {exc}")
