@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import Any, Callable
 
 from ..errors import BackendError
@@ -49,8 +50,18 @@ def backend_names() -> list[str]:
 
 
 def installed_backends() -> list[str]:
-    """Names of the backends whose solver packages are installed."""
-    return [name for name in _REGISTRY if backend_class(name).is_installed()]
+    """Names of the backends whose solver packages are installed.
+
+    A registered backend whose module cannot be loaded is left out with a warning.
+    """
+    names = []
+    for name in _REGISTRY:
+        try:
+            if backend_class(name).is_installed():
+                names.append(name)
+        except BackendError as exc:
+            warnings.warn(str(exc), RuntimeWarning, stacklevel=2)
+    return names
 
 
 def backends_accepting(utility: Utility) -> list[str]:

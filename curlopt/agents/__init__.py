@@ -1,0 +1,54 @@
+"""Learning agents and their epoch triggers.
+
+``make_agent(name, model, **options)`` builds a registered agent; ``AGENTS``
+lists them. Agents take any backend (a registry name or an instance).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import CurloptError
+from ..model import CMDP
+from .base import Agent, EpochPlan, PlanSource
+from .curl import PsCurl, UcCurl
+from .triggers import (
+    TRIGGERS,
+    DoublingTrigger,
+    EpochTrigger,
+    FixedLengthTrigger,
+    LinearTrigger,
+    PerPairLinearTrigger,
+    make_trigger,
+)
+
+__all__ = [
+    "AGENTS", "Agent", "EpochPlan", "PlanSource", "UcCurl", "PsCurl", "make_agent", "register_agent",
+    "EpochTrigger", "DoublingTrigger", "LinearTrigger", "PerPairLinearTrigger", "FixedLengthTrigger", "TRIGGERS",
+    "make_trigger",
+]
+
+AGENTS: dict[str, type[Agent]] = {"uc-curl": UcCurl, "ps-curl": PsCurl}
+
+
+def register_agent(name: str, cls: type[Agent]) -> None:
+    """Make an Agent subclass available by name (CLI and :func:`make_agent`)."""
+    AGENTS[name] = cls
+
+
+def make_agent(name: str, model: CMDP, **options: Any) -> Agent:
+    """Build the agent registered as ``name`` for ``model``.
+
+    Raises
+    ------
+    CurloptError
+        For an unknown name or an option the agent does not take.
+    """
+    try:
+        cls = AGENTS[name]
+    except KeyError:
+        raise CurloptError(f"unknown agent {name!r}; known agents: {', '.join(AGENTS)}.") from None
+    try:
+        return cls(model, **options)
+    except TypeError as exc:
+        raise CurloptError(f"agent {name!r}: {exc}") from None

@@ -1,0 +1,153 @@
+"""UC-CURL and PS-CURL (SPEC §6): one compiled program, re-solved every epoch."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..backends import Backend, get_backend
+from ..errors import CurloptError
+from ..program import OccupancyProgram, OptimisticProgram, Program, tightness
+from ..results import SolveResult
+from .base import Agent, EpochPlan, PlanSource
+from .triggers import EpochTrigger
+
+__all__ = ["UcCurl", "PsCurl"]
+
+
+class _ProgramAgent(Agent):
+    """Shared by the agents that solve a program per epoch: ε schedule, solve, fallback, failures."""
+
+    def __init__(
+        self,
+        model,
+        backend: str | Backend = "highs",
+        trigger: str | EpochTrigger = "doubling",
+        tightness_constant: float = 1.0,
+        horizon_lower_bound: float | None = None,
+        seed: Any = None,
+        **backend_options: Any,
+    ):
+        if not isinstance(tightness_constant, (int, float)) or not math.isfinite(tightness_constant) or tightness_constant < 0:
+            raise CurloptError(f"tightness_constant (K_ε) must be a finite number >= 0, got {tightness_constant!r}.")
+        if horizon_lower_bound is not None and (
+            not isinstance(horizon_lower_bound, (int, float)) or not math.isfinite(horizon_lower_bound) or horizon_lower_bound < 1
+        ):
+            raise CurloptError(f"horizon_lower_bound (T_l) must be a number >= 1 or None, got {horizon_lower_bound!r}.")
+        self.tightness_constant = float(tightness_constant)
+        self.horizon_lower_bound = horizon_lower_bound
+        super().__init__(model, trigger, seed)
+        self.backend = get_backend(backend, **backend_options)
+        self.program = self._build_program()
+        # Compiled once: every epoch only updates the program's data and re-solves.
+        self.compiled = self.backend.compile(self.program)
+        self.last_result: SolveResult | None = None
+
+    def _build_program(self) -> Program:
+        raise NotImplementedError
+
+    def _update_program(self, time: int, epsilon: float) -> None:
+        raise NotImplementedError
+
+    def epsilon(self, time: int) -> float:
+        """``ε_e`` for an epoch starting at ``time`` (SPEC §4)."""
+        return tightness(time, self.tightness_constant, self.horizon_lower_bound)
+
+    def _plan(self, time: int) -> EpochPlan:
+        eps = self.epsilon(time)
+        self._update_program(time, eps)
+        result = self.compiled.solve()
+        self.last_result = result
+        common = dict(epsilon=eps, status=result.status.value, solve_time=result.solve_time,
+                      iterations=result.iterations, message=result.message)
+        if result.ok:
+            return EpochPlan(result.policy, result.program.value, **common)
+        S, A = self.model.n_states, self.model.n_actions
+        if self.policy is not None:
+            why = f"solver failed ({result.status.value}); kept the previous epoch's policy"
+            return EpochPlan(self.policy, PlanSource.KEPT, **{**common, "message": _join(why, result.message)})
+        why = f"solver failed ({result.status.value}) in the first epoch, with no previous policy; playing uniform"
+        return EpochPlan(np.full((S, A), 1.0 / A), PlanSource.UNIFORM, **{**common, "message": _join(why, result.message)})
+
+    def describe(self):
+        return {**super().describe(), "backend": self.backend.name, "tightness": self.tightness_constant,
+                "horizon_lower_bound": self.horizon_lower_bound}
+
+
+def _join(first: str, second: str) -> str:
+    return f"{first}: {second}" if second else first
+
+
+class UcCurl(_ProgramAgent):
+    """UC-CURL: each epoch, the optimistic ε-tight program over L1 confidence sets (SPEC §3, §6).
+
+    Parameters
+    ----------
+    model : CMDP
+        Rewards, costs and utilities (the kernel is not used).
+    backend : str or Backend, default "highs"
+        Any backend that accepts the model's utilities.
+    trigger : {"doubling", "linear"} or EpochTrigger, default "doubling"
+    tightness_constant : float, default 1
+        ``K_ε`` of the schedule ``ε = K_ε sqrt(ln τ / τ)``.
+    horizon_lower_bound : float, optional
+        ``T_l``: with it, ``τ = max(t_e, T_l)``.
+    seed : optional
+        The agent's own seed (UC-CURL itself draws nothing).
+    **backend_options
+        Passed to the backend when ``backend`` is a name.
+    """
+
+    name = "uc-curl"
+
+    def _build_program(self) -> Program:
+        return OptimisticProgram(self.model)
+
+    def _update_program(self, time, epsilon):
+        self.program.update(counts=self.counts, time=time, epsilon=epsilon)
+
+
+class PsCurl(_ProgramAgent):
+    """PS-CURL: each epoch, the ε-tight occupancy program on a posterior sample (SPEC §6).
+
+    ``P~(·|s,a) ~ Dirichlet(prior + n(s,a,·))`` independently for every pair.
+
+    Parameters
+    ----------
+    model, backend, trigger, tightness_constant, horizon_lower_bound, seed
+        As for :class:`UcCurl`; ``seed`` drives the posterior samples.
+    prior : float, default 1
+        The Dirichlet prior ``α0 > 0`` (1 is uniform over kernels).
+    """
+
+    name = "ps-curl"
+
+    def __init__(self, model, backend="highs", trigger="doubling", tightness_constant=1.0,
+                 horizon_lower_bound=None, seed=None, prior: float = 1.0, **backend_options):
+        if not isinstance(prior, (int, float)) or not math.isfinite(prior) or prior <= 0:
+            raise CurloptError(f"the Dirichlet prior must be a finite number > 0, got {prior!r}.")
+        self.prior = float(prior)
+        super().__init__(model, backend, trigger, tightness_constant, horizon_lower_bound, seed, **backend_options)
+
+    def sample_kernel(self) -> np.ndarray:
+        """One posterior draw of the whole kernel (vectorised: normalised Gamma draws)."""
+        draws = self.rng.standard_gamma(self.prior + self.counts)
+        totals = draws.sum(axis=2, keepdims=True)
+        # A row of all-zero Gamma draws has probability ~0 for prior >= 1e-3; guard anyway.
+        empty = totals[..., 0] <= 0
+        if np.any(empty):
+            draws[empty] = 1.0
+            totals = draws.sum(axis=2, keepdims=True)
+        return draws / totals
+
+    def _build_program(self) -> Program:
+        S, A = self.model.n_states, self.model.n_actions
+        return OccupancyProgram(self.model, kernel=np.full((S, A, S), 1.0 / S))
+
+    def _update_program(self, time, epsilon):
+        self.program.update(kernel=self.sample_kernel(), epsilon=epsilon)
+
+    def describe(self):
+        return {**super().describe(), "prior": self.prior}

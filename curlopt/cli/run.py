@@ -1,0 +1,72 @@
+"""``curlopt run ENV``: one learning run, its summary, and its trace file."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from . import app
+from .common import load_model, parse_params
+
+
+@app.command("run")
+def run_command(
+    env: str = typer.Argument(..., help="Built-in environment name, e.g. queue or scheduler."),
+    agent: str = typer.Option("ps-curl", "--agent", "-a", help="Agent name (curlopt agents lists them)."),
+    epochs: str = typer.Option(None, "--epochs", "-e", help="Epoch trigger: doubling (default), linear or linear-per-pair."),
+    steps: int = typer.Option(100_000, "--steps", "-T", help="Horizon T (steps to play)."),
+    seed: int = typer.Option(0, "--seed", "-s", help="Seed of the run."),
+    backend: str = typer.Option(None, "--backend", "-b", help="Backend registry name (default highs)."),
+    tightness: float = typer.Option(None, "--tightness", "-k", help="Tightness constant K_ε (default 1)."),
+    horizon_lower_bound: float = typer.Option(None, "--horizon-lower-bound", help="Known lower bound T_l on the horizon."),
+    prior: float = typer.Option(None, "--prior", help="Dirichlet prior α0 (ps-curl; default 1)."),
+    option: list[str] = typer.Option(None, "--option", "-o", help="Other agent option key=value (repeatable)."),
+    param: list[str] = typer.Option(None, "--param", "-p", help="Environment parameter key=value (repeatable)."),
+    path: str = typer.Option("auto", "--path", help="Stepping path: auto, fast or generic."),
+    out: str = typer.Option(None, "--out", help="Write the trace here (.json, or .json.gz to compress)."),
+    checkpoints: int = typer.Option(100, "--checkpoints", help="About this many log-spaced checkpoints."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    progress: bool = typer.Option(None, "--progress/--no-progress", help="Progress bar (default: on for long runs)."),
+) -> None:
+    """Run an agent for T steps and print its summary (final f(λ^), R(T), g_m, C(T), epochs, fallbacks, time)."""
+    from ..agents import AGENTS, make_agent
+    from ..envs import make
+    from ..errors import CurloptError
+    from ..experiments import run
+
+    if checkpoints < 2:
+        raise CurloptError(f"--checkpoints must be at least 2, got {checkpoints}.")
+    model = load_model(env, param)
+    # Only the options the user gave: an agent refuses one it does not take, by name.
+    given = {"trigger": epochs, "backend": backend, "tightness_constant": tightness,
+             "horizon_lower_bound": horizon_lower_bound, "prior": prior}
+    options = {key: value for key, value in given.items() if value is not None}
+    options.update(parse_params(option))
+    if getattr(AGENTS.get(agent), "needs_horizon", False):
+        options["horizon"] = steps
+    learner = make_agent(agent, model, **options)
+    trace = run(learner, make(model), steps, seed=seed, path=path, checkpoints=checkpoints, progress=progress, env_name=env)
+    if out:
+        trace.save(out)
+    summary = trace.summary()
+    if as_json:
+        typer.echo(json.dumps({"meta": trace.meta, "summary": summary, "trace": out}, indent=2))
+        return
+    _print_summary(trace, summary, model)
+    if out:
+        typer.echo(f"trace        {out}")
+
+
+def _print_summary(trace, summary, model) -> None:
+    meta = trace.meta
+    typer.echo(f"run          {meta['agent']} ({meta['trigger']} epochs) on {meta['env']}, backend {meta.get('backend', '-')},"
+               f" T={meta['steps']}, seed {meta['seed']}, {meta['path']} path")
+    optimum = summary["optimum"]
+    typer.echo(f"f(λ^(T))     {summary['objective']:.6g}" + (f"   (optimum f(λ*) = {optimum:.6g})" if optimum is not None else ""))
+    typer.echo(f"R(T)         {summary['regret']:.6g}")
+    for m, value in enumerate(summary["constraints"]):
+        typer.echo(f"g_{m + 1}(ζ^(T))   {value:.6g}   ({model.constraints[m]!r})")
+    typer.echo(f"C(T)         {summary['violation']:.6g}")
+    typer.echo(f"epochs       {summary['epochs']} ({summary['fallback_epochs']} fallback, {summary['failed_epochs']} solver failures)")
+    typer.echo(f"wall time    {summary['wall_time']:.2f} s")
