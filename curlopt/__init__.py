@@ -39,6 +39,7 @@ _API = {
     "register_backend": "curlopt.backends",
     "installed_backends": "curlopt.backends",
     "backend_names": "curlopt.backends",
+    "choose_backend": "curlopt.backends",
     "SolveResult": "curlopt.results",
     "Status": "curlopt.results",
     "ProgramVariant": "curlopt.results",
@@ -53,6 +54,7 @@ _API = {
     "BackendError": "curlopt.errors",
     "UnsupportedUtilityError": "curlopt.errors",
     "BackendNotInstalledError": "curlopt.errors",
+    "EnvError": "curlopt.errors",
 }
 
 __all__ = sorted(_API) + ["__version__"]

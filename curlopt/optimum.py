@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .backends.base import Backend
-from .backends.registry import get_backend
+from .backends.registry import resolve_backend
 from .errors import ProgramError
 from .model import CMDP
 from .program import OccupancyProgram
@@ -14,15 +14,16 @@ from .results import SolveResult
 __all__ = ["solve_optimum"]
 
 
-def solve_optimum(model: CMDP, backend: str | Backend = "highs", epsilon: float = 0.0, **options: Any) -> SolveResult:
+def solve_optimum(model: CMDP, backend: str | Backend = "auto", epsilon: float = 0.0, **options: Any) -> SolveResult:
     """Solve the occupancy program on the model's own kernel.
 
     Parameters
     ----------
     model : CMDP
         A model with a known kernel.
-    backend : str or Backend, default "highs"
-        A registry name (with ``options``) or a backend instance.
+    backend : str or Backend, default "auto"
+        A registry name (with ``options``), ``"auto"`` (highs for LP-representable
+        utilities, else the first installed backend that accepts them) or an instance.
     epsilon : float, default 0
         Tightness; 0 gives the optimum used for regret.
 
@@ -37,4 +38,5 @@ def solve_optimum(model: CMDP, backend: str | Backend = "highs", epsilon: float 
     if model.kernel is None:
         raise ProgramError(f"model {model.name!r} has no kernel; the optimum needs the true transition kernel.")
     program = OccupancyProgram(model, epsilon=epsilon)
-    return get_backend(backend, **options).compile(program).solve()
+    utilities = (model.objective, *model.constraints)
+    return resolve_backend(backend, utilities, **options).compile(program).solve()

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends import Backend, get_backend
+from ..backends import Backend, resolve_backend
 from ..errors import CurloptError
 from ..program import OccupancyProgram, OptimisticProgram, Program, tightness
 from ..results import SolveResult
@@ -23,7 +23,7 @@ class _ProgramAgent(Agent):
     def __init__(
         self,
         model,
-        backend: str | Backend = "highs",
+        backend: str | Backend = "auto",
         trigger: str | EpochTrigger = "doubling",
         tightness_constant: float = 1.0,
         horizon_lower_bound: float | None = None,
@@ -39,7 +39,7 @@ class _ProgramAgent(Agent):
         self.tightness_constant = float(tightness_constant)
         self.horizon_lower_bound = horizon_lower_bound
         super().__init__(model, trigger, seed)
-        self.backend = get_backend(backend, **backend_options)
+        self.backend = resolve_backend(backend, (model.objective, *model.constraints), **backend_options)
         self.program = self._build_program()
         # Compiled once: every epoch only updates the program's data and re-solves.
         self.compiled = self.backend.compile(self.program)
@@ -87,8 +87,9 @@ class UcCurl(_ProgramAgent):
     ----------
     model : CMDP
         Rewards, costs and utilities (the kernel is not used).
-    backend : str or Backend, default "highs"
-        Any backend that accepts the model's utilities.
+    backend : str or Backend, default "auto"
+        Any backend that accepts the model's utilities; ``"auto"`` takes highs for
+        LP-representable utilities, else the first installed backend that accepts them.
     trigger : {"doubling", "linear"} or EpochTrigger, default "doubling"
     tightness_constant : float, default 1
         ``K_ε`` of the schedule ``ε = K_ε sqrt(ln τ / τ)``.
@@ -124,7 +125,7 @@ class PsCurl(_ProgramAgent):
 
     name = "ps-curl"
 
-    def __init__(self, model, backend="highs", trigger="doubling", tightness_constant=1.0,
+    def __init__(self, model, backend="auto", trigger="doubling", tightness_constant=1.0,
                  horizon_lower_bound=None, seed=None, prior: float = 1.0, **backend_options):
         if not isinstance(prior, (int, float)) or not math.isfinite(prior) or prior <= 0:
             raise CurloptError(f"the Dirichlet prior must be a finite number > 0, got {prior!r}.")

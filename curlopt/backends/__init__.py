@@ -5,7 +5,15 @@ it compiles a program.
 """
 
 from .base import Backend, CompiledProgram, RawSolution
-from .registry import backend_names, backends_accepting, get_backend, installed_backends, register_backend
+from .registry import (
+    backend_names,
+    backends_accepting,
+    choose_backend,
+    get_backend,
+    installed_backends,
+    register_backend,
+    resolve_backend,
+)
 
 __all__ = [
     "Backend",
@@ -13,6 +21,8 @@ __all__ = [
     "RawSolution",
     "backend_names",
     "backends_accepting",
+    "choose_backend",
+    "resolve_backend",
     "get_backend",
     "installed_backends",
     "register_backend",

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import importlib
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ..errors import BackendError
 from ..utilities import Utility
 from .base import Backend
 
-__all__ = ["register_backend", "get_backend", "backend_names", "installed_backends", "backends_accepting"]
+__all__ = [
+    "register_backend", "get_backend", "backend_names", "installed_backends", "backends_accepting",
+    "choose_backend", "resolve_backend",
+]
 
 # name -> "module:Class" (imported lazily so that naming a backend never imports its solver)
 _BUILTIN = {
@@ -84,3 +87,31 @@ def get_backend(backend: str | Backend = "highs", **options: Any) -> Backend:
     if not isinstance(backend, str):
         raise BackendError(f"backend must be a registry name or a Backend instance, got {type(backend).__name__}.")
     return backend_class(backend)(**options)
+
+
+def choose_backend(utilities: Sequence[Utility]) -> str:
+    """The ``auto`` choice: ``highs`` when every utility is LP-representable, else the first
+    installed backend (in registry order) that accepts them all.
+
+    Raises
+    ------
+    BackendError
+        When no installed backend accepts every utility.
+    """
+    utilities = list(utilities)
+    if all(u.is_lp_representable for u in utilities) and "highs" in installed_backends():
+        return "highs"
+    for name in installed_backends():
+        if all(backend_class(name).accepts(u) for u in utilities):
+            return name
+    raise BackendError(
+        f"no installed backend accepts all of {utilities}; install the cvxpy or pyomo backend:"
+        " pip install 'curlopt[cvxpy]' or 'curlopt[pyomo]'."
+    )
+
+
+def resolve_backend(backend: str | Backend, utilities: Sequence[Utility], **options: Any) -> Backend:
+    """Like :func:`get_backend`, and ``"auto"`` picks one for ``utilities`` (see :func:`choose_backend`)."""
+    if isinstance(backend, str) and backend == "auto":
+        backend = choose_backend(utilities)
+    return get_backend(backend, **options)

@@ -14,7 +14,7 @@ from .common import load_model
 @app.command("optimum")
 def optimum_command(
     env: str = typer.Argument(..., help="Built-in model name, e.g. queue or scheduler."),
-    backend: str = typer.Option("highs", "--backend", "-b", help="Backend registry name."),
+    backend: str = typer.Option("auto", "--backend", "-b", help="Backend registry name, or auto (highs for LP-representable utilities, else cvxpy/pyomo)."),
     param: list[str] = typer.Option(None, "--param", "-p", help="Model parameter key=value (repeatable)."),
     epsilon: float = typer.Option(0.0, "--epsilon", help="Tightness ε of the constraint rows."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),

@@ -17,7 +17,7 @@ def run_command(
     epochs: str = typer.Option(None, "--epochs", "-e", help="Epoch trigger: doubling (default), linear or linear-per-pair."),
     steps: int = typer.Option(100_000, "--steps", "-T", help="Horizon T (steps to play)."),
     seed: int = typer.Option(0, "--seed", "-s", help="Seed of the run."),
-    backend: str = typer.Option(None, "--backend", "-b", help="Backend registry name (default highs)."),
+    backend: str = typer.Option(None, "--backend", "-b", help="Backend registry name (default auto: highs for LP-representable utilities, else cvxpy/pyomo)."),
     tightness: float = typer.Option(None, "--tightness", "-k", help="Tightness constant K_ε (default 1)."),
     horizon_lower_bound: float = typer.Option(None, "--horizon-lower-bound", help="Known lower bound T_l on the horizon."),
     prior: float = typer.Option(None, "--prior", help="Dirichlet prior α0 (ps-curl; default 1)."),

@@ -178,17 +178,11 @@ def _generic_epoch(env, state, policy_rows, thresholds, cap, actions: UniformStr
 
 
 def _optimum_backend(model: CMDP, agent: Agent) -> str:
-    """The agent's backend by registry name, else the first installed backend accepting the model."""
-    from ..backends.registry import backend_class, backend_names, installed_backends
+    """The agent's backend by registry name, else the ``auto`` choice for the model."""
+    from ..backends.registry import backend_names, choose_backend
 
     name = getattr(getattr(agent, "backend", None), "name", None)
-    if name in backend_names():
-        return name
-    utilities = (model.objective, *model.constraints)
-    for candidate in installed_backends():
-        if all(backend_class(candidate).accepts(u) for u in utilities):
-            return candidate
-    raise CurloptError(f"no installed backend accepts the utilities of model {model.name!r}; the optimum cannot be computed.")
+    return name if name in backend_names() else choose_backend((model.objective, *model.constraints))
 
 
 def _optimum(model: CMDP, agent: Agent) -> dict[str, Any] | None:

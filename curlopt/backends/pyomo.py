@@ -1,0 +1,693 @@
+"""The ``pyomo`` backend: smooth concave utilities as Pyomo expressions, solved by Ipopt through cyipopt.
+
+The model
+---------
+A program is built as a Pyomo ``ConcreteModel`` **once per structure**
+(:func:`build_pyomo_model`): one variable ``x[i]`` per program column with its
+bounds; the program's parameter entries (kernel, empirical kernel, radius) as one
+mutable Param ``theta[j]`` each, entering the linear rows ``rows[r]`` as
+``theta[j] * x[c]``; the tightness as the mutable Param ``eps``; the averages
+``reward[k]`` (λ = R x) and ``cost[i]`` (ζ = C x) as named Expressions; the
+objective ``f(reward)`` and the constraint rows ``g[m]: g_m(cost) <= -eps`` written
+with each utility's ``pyomo_expr``. Before a solve only the Params that changed are
+rewritten (when ``program.version`` moved on), and the g rows are activated or
+deactivated (ε-tight program or its fallback). ``compiled.model`` is that model.
+
+The default solver: Ipopt through cyipopt, without the AMPL Solver Library
+-------------------------------------------------------------------------
+Pyomo's own ``cyipopt`` solver evaluates models through PyNumero, which needs the
+AMPL Solver Library (``pynumero_ASL``); it cannot be installed from PyPI. The
+default solver, ``"cyipopt-bridge"`` (:mod:`curlopt.backends.ipopt_bridge`), feeds
+the same Pyomo model to cyipopt directly:
+
+* the linear rows are read **once** from Pyomo's standard representation
+  (``generate_standard_repn(..., compute_values=False)``) into a sparse pattern in
+  which the positions of the ``theta`` coefficients are known; each solve rewrites
+  those values from the Params (the Pyomo model stays the source of truth);
+* the objective and the g rows act on a handful of aggregates (K rewards, d
+  costs). They are evaluated by the chain rule, ``∇(f∘R) = Rᵀ∇f`` and
+  ``∇²(f∘R) = Rᵀ∇²f R``, with the utility's **exact** numpy ``value``, ``gradient``
+  and ``hessian``. A utility that gives a Pyomo expression but no numpy
+  derivatives (e.g. ``CustomUtility(pyomo=...)`` without ``hessian=``) is
+  differentiated symbolically by Pyomo (``differentiate``, reverse symbolic mode)
+  on the K- or d-dimensional aggregate — cheap, since the aggregate is tiny. A
+  utility with numpy derivatives but no ``pyomo_expr`` enters the model as a
+  Python-callback ``ExternalFunction`` (the bridge never evaluates it; named Pyomo
+  solvers refuse it). ``derivatives="pyomo"`` prefers Pyomo's differentiation
+  wherever a ``pyomo_expr`` exists. At compile the bridge checks that the numpy
+  value and the Pyomo expression agree at the starting point;
+* Jacobian and Hessian sparsity structures are fixed per pattern of active
+  constraints (tight / fallback). The Hessian pattern is the union of the
+  ``RᵀR`` and ``CᵀC`` patterns, lower triangle, restricted to the entries of
+  ``∇²f`` that can be non-zero (none for affine utilities, the diagonal for sums
+  of logs, α-fairness and entropy).
+
+Starting points and warm start
+------------------------------
+A cold start begins at the stationary occupancy of the uniform policy under the
+program's kernel (the given kernel, or the empirical kernel with unvisited pairs
+sent uniformly), mixed half-and-half with the uniform occupancy so that every
+``λ_k = R_k x`` is strictly inside the utility's domain (e.g. > 0 for a log);
+``p = ρ·P^`` and ``α`` strictly inside the radius rows. After a solve with a
+solution, the next solve of the same program variant starts from its primal point
+and all its multipliers (``warm_start_init_point=yes`` with small pushes, see
+:data:`WARM_START_OPTIONS`). A warm start that ends in a numerical failure is
+retried once from a cold start (both runs' iterations are counted). Pass
+``warm_start=False`` to cold-start every solve.
+
+Non-smooth utilities
+--------------------
+Ipopt needs twice-differentiable functions. Utilities with kinks (``smooth`` is
+False: max-min ``MinOfLinear``, ``MaxOfLinear``, 1- and inf-norms) are
+**reformulated with epigraph rows** from their affine pieces, as the HiGHS
+backend does: a concave ``min_j (W_j λ + c_j)`` objective becomes a free variable
+``t`` (maximised) with rows ``t <= W_j λ + c_j``; a convex ``max_j (W_j ζ + c_j)``
+constraint becomes the linear rows ``W_j ζ + c_j <= -eps``. A non-smooth utility
+without affine pieces is refused, with a message naming the ``cvxpy`` backend.
+
+Statuses
+--------
+Ipopt's return codes map to :class:`~curlopt.results.Status`: Solve_Succeeded →
+OPTIMAL; Solved_To_Acceptable_Level → OPTIMAL (the message says so);
+Infeasible_Problem_Detected → INFEASIBLE (the shared solve then solves the
+labelled fallback); Maximum_Iterations_Exceeded → ITERATION_LIMIT;
+Maximum_CpuTime/WallTime_Exceeded → TIME_LIMIT; Diverging_Iterates → UNBOUNDED;
+Restoration_Failed, Error_In_Step_Computation, Search_Direction_Becomes_Too_Small,
+Invalid_Number_Detected → NUMERICAL_ERROR; everything else → SOLVER_ERROR. No
+Ipopt failure raises. Ipopt's "infeasible" means it converged to a stationary
+point of the constraint violation with a positive violation. For our programs
+(linear rows, convex g rows) every such point is a global minimiser of a convex
+violation measure, so the verdict is an infeasibility certificate up to Ipopt's
+tolerances — not a proof, unlike a conic solver's Farkas certificate.
+
+Named Pyomo solvers
+-------------------
+``PyomoBackend(solver="ipopt")`` (an ``ipopt`` executable on PATH),
+``solver="appsi_highs"`` or ``"highs"`` (linear programs), or a commercial solver
+name solves the same model through Pyomo's ``SolverFactory`` instead. The name is
+checked when the backend is created: an unknown or unavailable solver is a
+:class:`~curlopt.errors.BackendError`. Pyomo's own ``"cyipopt"`` solver is accepted
+only if its AMPL Solver Library is there. These solvers re-solve from the
+previously loaded variable values; iterations are not reported.
+
+Installation
+------------
+``pip install 'curlopt[pyomo]'`` installs Pyomo and ``cyipopt-wheels``. cyipopt
+itself is published on PyPI as a source distribution only, which needs an Ipopt
+library (and headers) to build against; ``cyipopt-wheels`` is a binary
+distribution of the same ``cyipopt`` module with Ipopt (and MUMPS) bundled. Its
+only release is the pre-release ``1.7.0.dev0``, so the extra pins it exactly
+(``cyipopt-wheels==1.7.0.dev0``): an exact pin is the one way pip installs a
+pre-release without ``--pre``, and nothing newer can sneak in.
+
+Importing this module imports neither Pyomo nor cyipopt; they are imported when a
+program is compiled (or a named solver is checked).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import BackendError, UnsupportedUtilityError
+from ..model import stationary_occupancy
+from ..program import Program
+from ..results import Status
+from ..utilities import AlphaFairness, Entropy, SumOfLogs, Utility
+from .base import Backend, CompiledProgram, RawSolution
+
+__all__ = [
+    "PyomoBackend",
+    "CompiledPyomo",
+    "build_pyomo_model",
+    "starting_point",
+    "BRIDGE",
+    "DEFAULT_IPOPT_OPTIONS",
+    "WARM_START_OPTIONS",
+    "IPOPT_STATUS",
+]
+
+#: name of the default solver: Ipopt through cyipopt, via the bridge
+BRIDGE = "cyipopt-bridge"
+
+#: Ipopt options of the bridge: quiet; tolerances such that rows hold to ~1e-9 and
+#: objectives match a conic solver to ~1e-9 relative; adaptive barrier update.
+DEFAULT_IPOPT_OPTIONS: dict[str, Any] = {
+    "print_level": 0,
+    "sb": "yes",
+    "tol": 1e-10,
+    "constr_viol_tol": 1e-9,
+    "acceptable_tol": 1e-8,
+    "acceptable_constr_viol_tol": 1e-8,
+    "acceptable_dual_inf_tol": 1e-6,
+    "acceptable_compl_inf_tol": 1e-8,
+    "acceptable_iter": 10,
+    "max_iter": 3000,
+    "mu_strategy": "adaptive",
+    "honor_original_bounds": "yes",
+}
+
+#: added on a warm start: keep the previous point and multipliers (nearly) where they were
+WARM_START_OPTIONS: dict[str, Any] = {
+    "warm_start_bound_push": 1e-8,
+    "warm_start_bound_frac": 1e-8,
+    "warm_start_slack_bound_push": 1e-8,
+    "warm_start_slack_bound_frac": 1e-8,
+    "warm_start_mult_bound_push": 1e-8,
+    "mu_init": 1e-6,
+}
+
+#: Ipopt ApplicationReturnStatus code -> Status
+IPOPT_STATUS: dict[int, Status] = {
+    0: Status.OPTIMAL,
+    1: Status.OPTIMAL,
+    2: Status.INFEASIBLE,
+    3: Status.NUMERICAL_ERROR,
+    4: Status.UNBOUNDED,
+    -1: Status.ITERATION_LIMIT,
+    -2: Status.NUMERICAL_ERROR,
+    -3: Status.NUMERICAL_ERROR,
+    -4: Status.TIME_LIMIT,
+    -5: Status.TIME_LIMIT,
+    -13: Status.NUMERICAL_ERROR,
+}
+
+#: utilities whose Hessian is diagonal (only those entries enter the sparsity pattern)
+_DIAGONAL_HESSIAN = (SumOfLogs, AlphaFairness, Entropy)
+#: a warm start ending in one of these is retried from a cold start
+_RETRY_COLD = (Status.NUMERICAL_ERROR, Status.SOLVER_ERROR, Status.UNKNOWN, Status.UNBOUNDED)
+
+
+def _probe(utility: Utility) -> np.ndarray:
+    """A point strictly inside the utility's domain (one unit above a finite lower end)."""
+    lower = np.asarray(utility.domain_lower(), dtype=float)
+    return np.where(np.isfinite(lower), lower + 1.0, 1.0)
+
+
+def has_numpy_derivatives(utility: Utility) -> bool:
+    """True when ``gradient`` and ``hessian`` are implemented (a call raising NotImplementedError says no)."""
+    y = _probe(utility)
+    try:
+        utility.gradient(y)
+        utility.hessian(y)
+    except NotImplementedError:
+        return False
+    except Exception:  # implemented, just unhappy at the probe point
+        return True
+    return True
+
+
+def _uses_pieces(utility: Utility) -> bool:
+    return not utility.smooth
+
+
+class PyomoBackend(Backend):
+    """Pyomo models of the programs, solved by Ipopt through cyipopt (or a named Pyomo solver).
+
+    Parameters
+    ----------
+    solver : str, default ``"cyipopt-bridge"``
+        ``"cyipopt-bridge"``: Ipopt via cyipopt, no AMPL Solver Library or
+        executable needed. Any other name is a Pyomo ``SolverFactory`` solver
+        (``"ipopt"`` for an executable on PATH, ``"appsi_highs"``, ``"gurobi"``,
+        ...), checked for availability here.
+    options : dict, optional
+        Solver options. For the bridge, Ipopt options merged over
+        :data:`DEFAULT_IPOPT_OPTIONS` (e.g. ``{"max_iter": 50}``,
+        ``{"max_cpu_time": 5.0}``, ``{"print_level": 5}``); for a named solver,
+        set on ``solver.options``.
+    warm_start : bool, default True
+        Bridge only: start each re-solve from the previous solution and
+        multipliers.
+    warm_start_options : dict, optional
+        Ipopt options added on a warm start, merged over :data:`WARM_START_OPTIONS`.
+    derivatives : {"auto", "pyomo"}, default "auto"
+        Bridge only: where the utilities' derivatives come from. ``"auto"``
+        uses a utility's numpy ``gradient``/``hessian`` when it has them and
+        Pyomo's symbolic differentiation of ``pyomo_expr`` otherwise;
+        ``"pyomo"`` prefers Pyomo's differentiation whenever there is a
+        ``pyomo_expr``.
+
+    Raises
+    ------
+    BackendError
+        For an unknown option value, or a named solver that is unknown or not
+        available on this machine.
+    """
+
+    name: ClassVar[str] = "pyomo"
+    requires: ClassVar[tuple[str, ...]] = ("pyomo", "cyipopt")
+    extra: ClassVar[str] = "pyomo"
+    takes: ClassVar[str] = (
+        "smooth utilities with a pyomo_expr or numpy gradient and hessian,"
+        " and LP-representable ones through epigraph rows"
+    )
+
+    def __init__(self, solver: str = BRIDGE, options: dict[str, Any] | None = None, warm_start: bool = True,
+                 warm_start_options: dict[str, Any] | None = None, derivatives: str = "auto"):
+        if not isinstance(solver, str) or not solver:
+            raise BackendError(f"solver must be a solver name, got {solver!r}.")
+        if derivatives not in ("auto", "pyomo"):
+            raise BackendError(f"derivatives must be 'auto' or 'pyomo', got {derivatives!r}.")
+        if options is not None and not isinstance(options, dict):
+            raise BackendError(f"options must be a dict, got {type(options).__name__}.")
+        self.solver = solver
+        self.derivatives = derivatives
+        self.warm_start = bool(warm_start)
+        self.warm_start_options = {**WARM_START_OPTIONS, **(warm_start_options or {})}
+        if solver == BRIDGE:
+            self.options = {**DEFAULT_IPOPT_OPTIONS, **(options or {})}
+        else:
+            self.options = dict(options or {})
+            _check_pyomo_solver(solver)
+
+    @classmethod
+    def accepts(cls, utility: Utility) -> bool:
+        if not utility.smooth:
+            return utility.affine_pieces() is not None
+        return utility.has_pyomo or has_numpy_derivatives(utility)
+
+    def _compile(self, program: Program) -> "CompiledPyomo":
+        return CompiledPyomo(self, program)
+
+    def __repr__(self) -> str:
+        return f"PyomoBackend(solver={self.solver!r})"
+
+
+def _check_pyomo_solver(name: str) -> None:
+    """Raise BackendError unless Pyomo's SolverFactory has an available solver ``name``."""
+    if name == "cyipopt":
+        from pyomo.contrib.pynumero.asl import AmplInterface
+
+        if not AmplInterface.available():
+            raise BackendError(
+                "Pyomo's own 'cyipopt' solver needs the AMPL Solver Library (pynumero_ASL), which is not installed;"
+                f" use the default solver {BRIDGE!r}, which runs Ipopt through cyipopt without it."
+            )
+    solver = _solver_factory(name)
+    try:
+        available = bool(solver.available(exception_flag=False))
+    except Exception as exc:  # some plugins raise instead of answering
+        available = False
+        detail = f" ({type(exc).__name__}: {exc})"
+    else:
+        detail = ""
+    if not available:
+        raise BackendError(
+            f"the Pyomo solver {name!r} is not available on this machine{detail}: install it (for 'ipopt', an"
+            f" ipopt executable on PATH), or use the default solver {BRIDGE!r} (Ipopt through cyipopt)."
+        )
+
+
+def _solver_factory(name: str):
+    from pyomo.opt import SolverFactory
+    from pyomo.opt.base.solvers import UnknownSolver
+
+    solver = SolverFactory(name)
+    if solver is None or isinstance(solver, UnknownSolver):
+        raise BackendError(f"Pyomo knows no solver named {name!r}; the default solver is {BRIDGE!r}.")
+    return solver
+
+
+# ----------------------------------------------------------------------------
+# The Pyomo model
+# ----------------------------------------------------------------------------
+
+
+class PyomoModel:
+    """A program's Pyomo model and the handles the backend needs.
+
+    Attributes
+    ----------
+    model : pyomo ConcreteModel
+        Components: ``x``, ``theta``, ``eps``, ``rows``, ``reward``, ``cost``,
+        ``objective``; ``g`` (smooth constraint rows, indexed by constraint
+        number), ``g_pieces`` (epigraph rows of non-smooth constraints, indexed by
+        (constraint, piece)); ``t`` and ``objective_pieces`` for a non-smooth
+        objective.
+    variables : list of VarData
+        ``x[0..n-1]`` then ``t`` if present.
+    theta : list of ParamData
+    external : list of str
+        Utilities that entered as Python-callback ExternalFunctions (no pyomo_expr).
+    """
+
+    def __init__(self):
+        self.model = None
+        self.variables: list[Any] = []
+        self.theta: list[Any] = []
+        self.external: list[str] = []
+        self.objective_term = None  # (utility, aggregate exprs, expression) for a smooth objective
+        self.g_terms: list[tuple[int, Utility, Any]] = []  # (m, utility, ConstraintData)
+        self.linear_constraints: list[Any] = []
+
+
+def _pyomo_or_external(model, utility: Utility, y: list, label: str, holder: PyomoModel):
+    """``utility.pyomo_expr(y)``, or a Python-callback ExternalFunction of its numpy value."""
+    import pyomo.environ as pe
+
+    if utility.has_pyomo:
+        return utility.pyomo_expr(y)
+    function = pe.ExternalFunction(lambda *args: utility.value(np.asarray(args, dtype=float)))
+    model.add_component(f"{label}_function", function)
+    holder.external.append(f"{label} {utility!r}")
+    return function(*y)
+
+
+def build_pyomo_model(program: Program) -> PyomoModel:
+    """Build the Pyomo model of ``program`` (structure and current data). See the module docstring."""
+    import pyomo.environ as pe
+
+    out = PyomoModel()
+    m = pe.ConcreteModel(name=f"{program.kind} program of {program.model.name}")
+    out.model = m
+    n = program.n_vars
+    lower, upper = program.column_bounds()
+    m.x = pe.Var(
+        range(n), dense=True,
+        bounds=lambda _m, i: (float(lower[i]) if np.isfinite(lower[i]) else None,
+                              float(upper[i]) if np.isfinite(upper[i]) else None),
+    )
+    x = [m.x[i] for i in range(n)]
+    lin = program.linear
+    m.theta = pe.Param(range(lin.n_params), mutable=True, initialize=dict(enumerate(lin.param_values.tolist())))
+    theta = [m.theta[j] for j in range(lin.n_params)]
+    m.eps = pe.Param(mutable=True, initialize=float(program.epsilon))
+    fixed = lin.fixed.tocsr()
+    param_by_row: list[list[int]] = [[] for _ in range(lin.n_rows)]
+    for j, r in enumerate(lin.param_rows.tolist()):
+        param_by_row[r].append(j)
+    param_cols = lin.param_cols.tolist()
+
+    def row_rule(_m, r):
+        start, stop = fixed.indptr[r], fixed.indptr[r + 1]
+        terms = [float(a) * x[c] for a, c in zip(fixed.data[start:stop], fixed.indices[start:stop])]
+        terms += [theta[j] * x[param_cols[j]] for j in param_by_row[r]]
+        body = pe.quicksum(terms)
+        lo, up = lin.lower[r], lin.upper[r]
+        if lo == up:
+            return body == float(lo)
+        return (float(lo) if np.isfinite(lo) else None, body, float(up) if np.isfinite(up) else None)
+
+    m.rows = pe.Constraint(range(lin.n_rows), rule=row_rule)
+
+    def aggregate(matrix):
+        matrix = matrix.tocsr()
+        return lambda _m, k: pe.quicksum(
+            float(a) * x[c] for a, c in zip(matrix.data[matrix.indptr[k]: matrix.indptr[k + 1]],
+                                            matrix.indices[matrix.indptr[k]: matrix.indptr[k + 1]])
+        )
+
+    m.reward = pe.Expression(range(program.reward_map.shape[0]), rule=aggregate(program.reward_map))
+    m.cost = pe.Expression(range(program.cost_map.shape[0]), rule=aggregate(program.cost_map))
+    rewards = [m.reward[k] for k in range(program.reward_map.shape[0])]
+    costs = [m.cost[i] for i in range(program.cost_map.shape[0])]
+    out.linear_constraints = [m.rows[r] for r in range(lin.n_rows)]
+
+    f = program.objective
+    if _uses_pieces(f):
+        w, c = f.affine_pieces()
+        m.t = pe.Var()
+        m.objective_pieces = pe.Constraint(
+            range(w.shape[0]),
+            rule=lambda _m, j: _m.t - pe.quicksum(float(w[j, k]) * rewards[k] for k in range(w.shape[1]) if w[j, k])
+            <= float(c[j]),
+        )
+        m.objective = pe.Objective(expr=m.t, sense=pe.maximize)
+        out.linear_constraints += [m.objective_pieces[j] for j in range(w.shape[0])]
+    else:
+        expr = _pyomo_or_external(m, f, rewards, "objective", out)
+        m.objective = pe.Objective(expr=expr, sense=pe.maximize)
+        out.objective_term = (f, rewards, expr)
+
+    smooth = [i for i, g in enumerate(program.constraints) if not _uses_pieces(g)]
+    pieces = [i for i, g in enumerate(program.constraints) if _uses_pieces(g)]
+    if smooth:
+        bodies = {i: _pyomo_or_external(m, program.constraints[i], costs, f"g{i}", out) for i in smooth}
+        m.g = pe.Constraint(smooth, rule=lambda _m, i: bodies[i] <= -_m.eps)
+        out.g_terms = [(i, program.constraints[i], m.g[i]) for i in smooth]
+    if pieces:
+        index = []
+        for i in pieces:
+            w, _ = program.constraints[i].affine_pieces()
+            index += [(i, j) for j in range(w.shape[0])]
+        piece_data = {i: program.constraints[i].affine_pieces() for i in pieces}
+
+        def piece_rule(_m, i, j):
+            w, c = piece_data[i]
+            body = pe.quicksum(float(w[j, k]) * costs[k] for k in range(w.shape[1]) if w[j, k]) + float(c[j])
+            return body <= -_m.eps
+
+        m.g_pieces = pe.Constraint(index, rule=piece_rule)
+        out.linear_constraints += [m.g_pieces[key] for key in index]
+    out.variables = x + ([m.t] if _uses_pieces(f) else [])
+    out.theta = theta
+    return out
+
+
+def starting_point(program: Program) -> np.ndarray:
+    """A cold-start point for ``program`` (see the module docstring), length ``n_vars``."""
+    model = program.model
+    S, A = model.n_states, model.n_actions
+    x = np.zeros(program.n_vars)
+    uniform_policy = np.full((S, A), 1.0 / A)
+    kernel = getattr(program, "kernel", None)
+    if kernel is None and hasattr(program, "empirical_kernel"):
+        kernel = program.empirical_kernel.copy()
+        unvisited = kernel.sum(axis=2) <= 0
+        kernel[unvisited] = 1.0 / S
+    if kernel is not None:
+        try:
+            rho = stationary_occupancy(kernel, uniform_policy)
+        except Exception:  # a degenerate chain: the uniform point is fine
+            rho = np.full((S, A), 1.0 / (S * A))
+        rho = 0.5 * rho + 0.5 / (S * A)
+    else:
+        rho = np.full((S, A), 1.0 / (S * A))
+    blocks = program.blocks
+    x[blocks["occupancy"].slice] = rho.ravel()
+    if "joint" in blocks:
+        q = kernel if kernel is not None else np.full((S, A, S), 1.0 / S)
+        p = rho[:, :, None] * q
+        x[blocks["joint"].slice] = p.ravel()
+        if "deviation" in blocks and hasattr(program, "empirical_kernel"):
+            deviation = np.abs(p - program.empirical_kernel * rho[:, :, None])
+            room = np.maximum(program.radius * rho - deviation.sum(axis=2), 0.0)
+            x[blocks["deviation"].slice] = (deviation + 0.5 * room[:, :, None] / S).ravel()
+    return x
+
+
+# ----------------------------------------------------------------------------
+# Compiled program
+# ----------------------------------------------------------------------------
+
+
+def _numpy_evaluator(utility: Utility):
+    from .ipopt_bridge import NumpyEvaluator
+
+    dim = utility.dim
+    if utility.curvature == "affine":
+        pairs: list[tuple[int, int]] | None = []
+    elif type(utility) in _DIAGONAL_HESSIAN:
+        pairs = [(k, k) for k in range(dim)]
+    else:
+        pairs = None
+    return NumpyEvaluator(dim, utility.value, utility.gradient, utility.hessian, pairs=pairs,
+                          lower=utility.domain_lower())
+
+
+def _evaluator(utility: Utility, derivatives: str):
+    from .ipopt_bridge import PyomoEvaluator
+
+    numpy_ok = has_numpy_derivatives(utility)
+    use_pyomo = utility.has_pyomo and (derivatives == "pyomo" or not numpy_ok)
+    if use_pyomo:
+        return PyomoEvaluator(utility.dim, utility.pyomo_expr, lower=utility.domain_lower()), "pyomo"
+    if not numpy_ok:
+        raise UnsupportedUtilityError(
+            f"{utility!r} has neither a pyomo_expr nor numpy gradient and hessian; the pyomo backend needs one of them."
+        )
+    return _numpy_evaluator(utility), "numpy"
+
+
+class CompiledPyomo(CompiledProgram):
+    """A program's Pyomo model with its solver (the cyipopt bridge or a named Pyomo solver).
+
+    Attributes
+    ----------
+    model : pyomo ConcreteModel
+        The model (its Params hold the data of the last solve).
+    bridge : IpoptBridge or None
+        The cyipopt bridge (default solver).
+    derivative_sources : dict of str to str
+        ``"numpy"`` or ``"pyomo"`` for the objective and each smooth g row.
+    last_solve : list of BridgeResult
+        The Ipopt runs of the last ``_solve`` (a retried warm start gives two).
+    """
+
+    def __init__(self, backend: PyomoBackend, program: Program):
+        super().__init__(backend, program)
+        self.built = build_pyomo_model(program)
+        self.model = self.built.model
+        self._version = program.version
+        self._pushed = program.linear.param_values.copy()
+        self._pushed_eps = float(program.epsilon)
+        self.bridge = None
+        self.derivative_sources: dict[str, str] = {}
+        self.last_solve: list[Any] = []
+        self._has_solution = False
+        if backend.solver == BRIDGE:
+            self._build_bridge()
+        else:
+            if self.built.external:
+                raise UnsupportedUtilityError(
+                    f"the Pyomo solver {backend.solver!r} needs Pyomo expressions, but {', '.join(self.built.external)}"
+                    f" has no pyomo_expr; give it one, or use the default solver {BRIDGE!r}."
+                )
+            self._solver = _solver_factory(backend.solver)
+            for key, value in backend.options.items():
+                self._solver.options[key] = value
+
+    def _build_bridge(self) -> None:
+        from .ipopt_bridge import AffineEvaluator, BridgeError, IpoptBridge, SmoothTerm
+
+        built, program, derivatives = self.built, self.program, self.backend.derivatives
+        if built.objective_term is not None:
+            f, rewards, expr = built.objective_term
+            evaluator, source = _evaluator(f, derivatives)
+            objective = SmoothTerm(evaluator, rewards, expression=expr, label=f"objective {f!r}")
+            self.derivative_sources["objective"] = source
+        else:
+            objective = SmoothTerm(AffineEvaluator([1.0]), [self.model.t], expression=self.model.t,
+                                   label="objective epigraph t")
+        terms = []
+        costs = [self.model.cost[i] for i in range(program.cost_map.shape[0])]
+        for i, g, con in built.g_terms:
+            evaluator, source = _evaluator(g, derivatives)
+            terms.append(SmoothTerm(evaluator, costs, constraint=con, label=f"constraint {i} {g!r}"))
+            self.derivative_sources[f"g{i}"] = source
+        try:
+            self.bridge = IpoptBridge(built.variables, built.linear_constraints, objective, terms, maximize=True)
+            self.bridge.check_terms(self._start())
+        except BridgeError as exc:
+            raise BackendError(f"the pyomo backend cannot bridge this program to cyipopt: {exc}") from None
+
+    # -- data -----------------------------------------------------------------
+    def _start(self) -> np.ndarray:
+        """Cold-start point over the bridge's variables (x, then t for an epigraph objective)."""
+        program = self.program
+        x = starting_point(program)
+        if len(self.built.variables) == program.n_vars:
+            return x
+        w, c = program.objective.affine_pieces()
+        t = float(np.min(w @ (program.reward_map @ x) + c)) - 1.0
+        return np.append(x, t)
+
+    def _sync(self, with_constraints: bool) -> None:
+        """Write changed program data into the Params; (de)activate the g rows."""
+        program, m = self.program, self.model
+        if program.version != self._version:
+            values = program.linear.param_values
+            for j in np.flatnonzero(values != self._pushed):
+                self.built.theta[j].set_value(float(values[j]))
+            self._pushed = values.copy()
+            if program.epsilon != self._pushed_eps:
+                m.eps.set_value(float(program.epsilon))
+                self._pushed_eps = float(program.epsilon)
+            self._version = program.version
+        active = with_constraints and bool(program.constraints)
+        for name in ("g", "g_pieces"):
+            component = m.component(name)
+            if component is not None:
+                component.activate() if active else component.deactivate()
+
+    # -- solving ----------------------------------------------------------------
+    def _solve(self, with_constraints: bool) -> RawSolution:
+        self._sync(with_constraints)
+        if self.bridge is not None:
+            return self._solve_bridge()
+        return self._solve_pyomo()
+
+    def _solve_bridge(self) -> RawSolution:
+        backend = self.backend
+        runs = [self.bridge.solve(self._start(), backend.options, backend.warm_start, backend.warm_start_options)]
+        status = IPOPT_STATUS.get(runs[0].status, Status.SOLVER_ERROR)
+        if runs[0].warm and status in _RETRY_COLD:
+            runs.append(self.bridge.solve(self._start(), backend.options, warm_start=False))
+            status = IPOPT_STATUS.get(runs[-1].status, Status.SOLVER_ERROR)
+        self.last_solve = runs
+        last = runs[-1]
+        notes = []
+        if len(runs) > 1:
+            notes.append(f"the warm start ended with {runs[0].status_name}; re-solved from a cold start")
+        if last.status == 1:
+            notes.append("Ipopt stopped at its acceptable level (Solved_To_Acceptable_Level), not the full tolerance")
+        elif status is not Status.OPTIMAL:
+            notes.append(f"Ipopt: {last.status_name} ({last.message})")
+        x = None
+        if status is Status.OPTIMAL and last.x is not None:
+            x = last.x[: self.program.n_vars]
+        elif status is Status.OPTIMAL:
+            status = Status.NUMERICAL_ERROR
+            notes.append("Ipopt reported success without a finite solution")
+        return RawSolution(
+            status, x, sum(r.iterations for r in runs), f"ipopt {self._ipopt_version()} (cyipopt)", "; ".join(notes),
+            sum(r.solve_time for r in runs),
+        )
+
+    @staticmethod
+    def _ipopt_version() -> str:
+        import cyipopt
+
+        version = getattr(cyipopt, "IPOPT_VERSION", None)
+        return ".".join(str(v) for v in version) if isinstance(version, tuple) else str(version or "")
+
+    def _solve_pyomo(self) -> RawSolution:
+        import time
+
+        from pyomo.opt import TerminationCondition as TC
+
+        m = self.model
+        if not self._has_solution:
+            for var, value in zip(self.built.variables, self._start()):
+                var.set_value(float(value), skip_validation=True)
+        started = time.perf_counter()
+        results = self._solver.solve(m, load_solutions=False)
+        elapsed = time.perf_counter() - started
+        condition = results.solver.termination_condition
+        status = {
+            TC.optimal: Status.OPTIMAL,
+            TC.locallyOptimal: Status.OPTIMAL,
+            TC.globallyOptimal: Status.OPTIMAL,
+            TC.infeasible: Status.INFEASIBLE,
+            TC.infeasibleOrUnbounded: Status.INFEASIBLE,  # our programs are bounded
+            TC.unbounded: Status.UNBOUNDED,
+            TC.maxIterations: Status.ITERATION_LIMIT,
+            TC.maxEvaluations: Status.ITERATION_LIMIT,
+            TC.maxTimeLimit: Status.TIME_LIMIT,
+            TC.solverFailure: Status.SOLVER_ERROR,
+            TC.internalSolverError: Status.SOLVER_ERROR,
+            TC.error: Status.SOLVER_ERROR,
+            TC.invalidProblem: Status.SOLVER_ERROR,
+            TC.minStepLength: Status.NUMERICAL_ERROR,
+        }.get(condition, Status.UNKNOWN)
+        message = f"{self.backend.solver}: termination condition {condition}"
+        x = None
+        if status is Status.OPTIMAL:
+            try:
+                m.solutions.load_from(results)
+                x = np.array([np.nan if v.value is None else v.value for v in self.built.variables], dtype=float)
+            except Exception as exc:
+                x = None
+                message += f"; could not load the solution ({exc})"
+            if x is None or not np.all(np.isfinite(x)):
+                status = Status.NUMERICAL_ERROR
+                x = None
+                message += "; no finite solution"
+            else:
+                self._has_solution = True
+                x = x[: self.program.n_vars]
+        return RawSolution(status, x, None, self.backend.solver, message if status is not Status.OPTIMAL else "",
+                           elapsed)
