@@ -32,6 +32,7 @@ _API = {
     # programs
     "OccupancyProgram": "curlopt.program",
     "OptimisticProgram": "curlopt.program",
+    "BoxOptimisticProgram": "curlopt.program",
     "tightness": "curlopt.program",
     # backends and results
     "Backend": "curlopt.backends",
@@ -55,6 +56,8 @@ _API = {
     "UnsupportedUtilityError": "curlopt.errors",
     "BackendNotInstalledError": "curlopt.errors",
     "EnvError": "curlopt.errors",
+    "AgentError": "curlopt.errors",
+    "UnsupportedModelError": "curlopt.errors",
 }
 
 __all__ = sorted(_API) + ["__version__"]

@@ -15,6 +15,7 @@ __all__ = [
     "BackendError",
     "UnsupportedUtilityError",
     "BackendNotInstalledError",
+    "EnvError",
 ]
 
 
@@ -44,3 +45,15 @@ class UnsupportedUtilityError(BackendError):
 
 class BackendNotInstalledError(BackendError):
     """A backend's solver package is missing; the message names the extra to install."""
+
+
+class EnvError(CurloptError):
+    """An environment was used wrongly (invalid action, step before reset, unknown option)."""
+
+
+class AgentError(CurloptError):
+    """An agent was given an unknown name or an invalid option."""
+
+
+class UnsupportedModelError(AgentError):
+    """An agent (a baseline) was given a model it cannot handle; the message suggests one that can."""

@@ -39,6 +39,8 @@ __all__ = [
     "OptimisticProgram",
     "tightness",
     "l1_radius",
+    "BoxOptimisticProgram",
+    "box_radius",
 ]
 
 
@@ -467,6 +469,133 @@ class OptimisticProgram(Program):
             values[self.linear.param_groups["deviation_upper"]] = -p_hat
             values[self.linear.param_groups["deviation_lower"]] = p_hat
             values[self.linear.param_groups["radius"]] = -self.radius.ravel()
+        if epsilon is not None:
+            self._set_epsilon(epsilon)
+        self.version += 1
+
+
+def box_radius(visits: np.ndarray, horizon: float, n_states: int, n_actions: int) -> np.ndarray:
+    """The per-entry radius ``b(s,a) = min(1, sqrt(ln(2 S² A T²) / (2 max(1, N(s,a)))))`` (SPEC §10.1)."""
+    log_term = math.log(2.0 * n_states**2 * n_actions * float(horizon) ** 2)
+    return np.minimum(1.0, np.sqrt(log_term / (2.0 * np.maximum(1.0, visits))))
+
+
+class BoxOptimisticProgram(Program):
+    """UCRL-CMDP's optimistic program (SPEC §10.1): per-entry boxes instead of an L1 ball.
+
+    Variables ρ (S, A) and p (S, A, S), both >= 0 (no α). Rows: ``Σ ρ = 1``;
+    ``ρ(s,a) = Σ_{s'} p(s,a,s')``; flow ``Σ_a ρ(s,a) = Σ_{s'',a} p(s'',a,s)``
+    (the last flow row dropped, as in :class:`OptimisticProgram`); the box
+    ``|p(s,a,s') - P^(s'|s,a) ρ(s,a)| <= b(s,a) ρ(s,a)`` as two rows per triple,
+    ``p - (P^ + b) ρ <= 0`` and ``-p + (P^ - b) ρ <= 0``, whose ρ coefficients are
+    parameter entries; and ``g_m(ζ) <= -ε``. The implied kernel
+    ``P~(s'|s,a) = p(s,a,s') / ρ(s,a)`` is a distribution with
+    ``|P~ - P^| <= b`` entrywise. UCRL-CMDP solves it with ε = 0; ε is kept so the
+    program has the same interface as the others.
+
+    Parameters
+    ----------
+    model : CMDP
+    horizon : float
+        The horizon ``T >= 1``; it enters the radius ``b`` (not the epoch start).
+    counts : array_like, shape (S, A, S), optional
+        Transition counts ``n(s,a,s')``; default zeros (no data).
+    time : float, default 1
+        The epoch start ``t_e >= 1`` (recorded only: the radius uses ``T``).
+    epsilon : float, default 0
+        Tightness ε >= 0.
+    """
+
+    kind = "box-optimistic"
+
+    def __init__(self, model: CMDP, horizon: float, counts: Any = None, time: float = 1.0, epsilon: float = 0.0):
+        if isinstance(horizon, bool) or not isinstance(horizon, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(horizon) or horizon < 1:
+            raise ProgramError(f"the horizon T must be a finite number >= 1, got {horizon!r}.")
+        S, A = model.n_states, model.n_actions
+        super().__init__(model, [("occupancy", (S, A)), ("joint", (S, A, S))])
+        self.horizon = float(horizon)
+        rho = self.blocks["occupancy"].indices()
+        p = self.blocks["joint"].indices()
+        n_pairs, n_triples = S * A, S * A * S
+        lin = self.linear
+        lin.add("mass", 1, np.zeros(n_pairs), rho.ravel(), 1.0, 1.0, 1.0)
+        pair = np.arange(n_pairs)
+        lin.add(
+            "link", n_pairs,
+            np.concatenate([pair, np.repeat(pair, S)]),
+            np.concatenate([rho.ravel(), p.ravel()]),
+            np.concatenate([np.ones(n_pairs), -np.ones(n_triples)]),
+            0.0, 0.0,
+        )
+        flow_rows_rho = np.repeat(np.arange(S - 1), A)
+        flow_rows_p = np.broadcast_to(np.arange(S)[None, None, :], (S, A, S))[:, :, : S - 1].ravel()
+        lin.add(
+            "flow", S - 1,
+            np.concatenate([flow_rows_rho, flow_rows_p]),
+            np.concatenate([rho[: S - 1].ravel(), p[:, :, : S - 1].ravel()]),
+            np.concatenate([np.ones(flow_rows_rho.size), -np.ones(flow_rows_p.size)]),
+            0.0, 0.0,
+        )
+        triple = np.arange(n_triples)
+        rho_of_triple = np.repeat(rho.ravel(), S)
+        # box_upper: p - (P^ + b) ρ <= 0;  box_lower: -p + (P^ - b) ρ <= 0
+        for name, sign in (("box_upper", 1.0), ("box_lower", -1.0)):
+            first = lin.add(name, n_triples, triple, p.ravel(), sign, -np.inf, 0.0)
+            lin.add_parameters(name, first, triple, rho_of_triple)
+        lin.finish()
+        self.counts = np.zeros((S, A, S))
+        self.time = 1.0
+        self.update(counts=np.zeros((S, A, S)) if counts is None else counts, time=time, epsilon=epsilon)
+
+    @property
+    def visits(self) -> np.ndarray:
+        """``N(s,a) = Σ_{s'} n(s,a,s')``."""
+        return self.counts.sum(axis=2)
+
+    @property
+    def empirical_kernel(self) -> np.ndarray:
+        """``P^(s'|s,a) = n(s,a,s') / max(1, N(s,a))`` (zeros for unvisited pairs)."""
+        return self.counts / np.maximum(1.0, self.visits)[:, :, None]
+
+    @property
+    def radius(self) -> np.ndarray:
+        """``b(s,a)`` at the current counts and the horizon."""
+        return box_radius(self.visits, self.horizon, self.model.n_states, self.model.n_actions)
+
+    def kernel_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Entrywise lower and upper bounds ``P^ ∓ b`` of the implied kernel, shape (S, A, S) each."""
+        p_hat, b = self.empirical_kernel, self.radius[:, :, None]
+        return p_hat - b, p_hat + b
+
+    def update(self, counts: Any = None, time: Any = None, epsilon: Any = None) -> None:
+        """Set new counts, time and/or tightness; the structure is unchanged.
+
+        Raises
+        ------
+        ProgramError
+            If counts have the wrong shape or negative/NaN entries, or time < 1.
+        """
+        S, A = self.model.n_states, self.model.n_actions
+        if counts is not None:
+            n = np.asarray(counts, dtype=float)
+            if n.shape != (S, A, S):
+                raise ProgramError(f"counts must have shape (S, A, S) = ({S}, {A}, {S}), got {n.shape}.")
+            if not np.all(np.isfinite(n)) or np.any(n < 0):
+                raise ProgramError("counts must be finite and non-negative.")
+            self.counts = n.copy()
+            lower, upper = self.kernel_bounds()
+            values = self.linear.param_values
+            values[self.linear.param_groups["box_upper"]] = -upper.ravel()
+            values[self.linear.param_groups["box_lower"]] = lower.ravel()
+        if time is not None:
+            try:
+                t = float(time)
+            except (TypeError, ValueError):
+                raise ProgramError(f"time must be a number >= 1, got {time!r}.") from None
+            if not math.isfinite(t) or t < 1:
+                raise ProgramError(f"time must be a finite number >= 1, got {time!r}.")
+            self.time = t
         if epsilon is not None:
             self._set_epsilon(epsilon)
         self.version += 1

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import CurloptError
+from ..errors import AgentError
 from ..model import CMDP
 from .base import Agent, EpochPlan, PlanSource
+from .baselines import PrimalDual, UcrlCmdp, UnsupportedModelError
 from .curl import PsCurl, UcCurl
 from .triggers import (
     TRIGGERS,
@@ -23,12 +24,13 @@ from .triggers import (
 )
 
 __all__ = [
-    "AGENTS", "Agent", "EpochPlan", "PlanSource", "UcCurl", "PsCurl", "make_agent", "register_agent",
+    "AGENTS", "Agent", "EpochPlan", "PlanSource", "UcCurl", "PsCurl", "UcrlCmdp", "PrimalDual", "UnsupportedModelError",
+    "make_agent", "register_agent",
     "EpochTrigger", "DoublingTrigger", "LinearTrigger", "PerPairLinearTrigger", "FixedLengthTrigger", "TRIGGERS",
     "make_trigger",
 ]
 
-AGENTS: dict[str, type[Agent]] = {"uc-curl": UcCurl, "ps-curl": PsCurl}
+AGENTS: dict[str, type[Agent]] = {"uc-curl": UcCurl, "ps-curl": PsCurl, "ucrl-cmdp": UcrlCmdp, "primal-dual": PrimalDual}
 
 
 def register_agent(name: str, cls: type[Agent]) -> None:
@@ -41,14 +43,14 @@ def make_agent(name: str, model: CMDP, **options: Any) -> Agent:
 
     Raises
     ------
-    CurloptError
+    AgentError
         For an unknown name or an option the agent does not take.
     """
     try:
         cls = AGENTS[name]
     except KeyError:
-        raise CurloptError(f"unknown agent {name!r}; known agents: {', '.join(AGENTS)}.") from None
+        raise AgentError(f"unknown agent {name!r}; known agents: {', '.join(AGENTS)}.") from None
     try:
         return cls(model, **options)
     except TypeError as exc:
-        raise CurloptError(f"agent {name!r}: {exc}") from None
+        raise AgentError(f"agent {name!r}: {exc}") from None

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..backends import Backend, resolve_backend
-from ..errors import CurloptError
+from ..errors import AgentError, CurloptError
 from ..program import OccupancyProgram, OptimisticProgram, Program, tightness
 from ..results import SolveResult
 from .base import Agent, EpochPlan, PlanSource
@@ -39,7 +39,14 @@ class _ProgramAgent(Agent):
         self.tightness_constant = float(tightness_constant)
         self.horizon_lower_bound = horizon_lower_bound
         super().__init__(model, trigger, seed)
-        self.backend = resolve_backend(backend, (model.objective, *model.constraints), **backend_options)
+        try:
+            self.backend = resolve_backend(backend, (model.objective, *model.constraints), **backend_options)
+        except TypeError:
+            # Unknown keywords reach the backend's constructor; say whose options they were.
+            raise AgentError(
+                f"{self.name} does not take option(s) {sorted(backend_options)} (extra options are passed to the"
+                f" backend, which does not take them either)."
+            ) from None
         self.program = self._build_program()
         # Compiled once: every epoch only updates the program's data and re-solves.
         self.compiled = self.backend.compile(self.program)

@@ -1,0 +1,400 @@
+"""The baselines of SPEC §10: UCRL-CMDP and primal-dual optimistic policy optimisation.
+
+Both need the horizon ``T`` up front (``needs_horizon = True``: ``curlopt run``
+passes ``horizon=steps``) and handle only linear rewards and linear constraints;
+they refuse other models with :class:`UnsupportedModelError`, which points to
+``uc-curl`` and ``ps-curl``.
+
+The papers leave several constants to the implementer (SPEC §10). The defaults
+here are **ours**, exposed as parameters, and each docstring lists them.
+"""
+
+from __future__ import annotations
+
+import math
+import time as clock
+from typing import Any
+
+import numpy as np
+
+from ..backends import Backend
+from ..errors import AgentError, UnsupportedModelError
+from ..model import CMDP
+from ..program import BoxOptimisticProgram, Program
+from .base import Agent, EpochPlan, PlanSource
+from .curl import _ProgramAgent
+from .triggers import FixedLengthTrigger
+
+__all__ = ["UcrlCmdp", "PrimalDual", "UnsupportedModelError", "fixed_epoch_length", "relative_values"]
+
+#: options of ``uc-curl``/``ps-curl`` (and of ``curlopt run``) that the baselines do not take, and why
+_NOT_TAKEN = {
+    "trigger": "its epochs have a fixed length (no --epochs)",
+    "tightness_constant": "it solves its program with ε = 0, no tightening (no --tightness)",
+    "horizon_lower_bound": "it is given the horizon T itself (no --horizon-lower-bound)",
+    "prior": "it draws no posterior samples (no --prior)",
+}
+
+
+# -- shared checks ---------------------------------------------------------------
+
+
+def _number(value: Any, name: str, agent: str, *, minimum: float, strict: bool = False) -> float:
+    """``value`` as a finite float ``>= minimum`` (``> minimum`` when ``strict``), else AgentError."""
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    number = float(value) if ok else math.nan
+    if not (math.isfinite(number) and (number > minimum if strict else number >= minimum)):
+        relation = ">" if strict else ">="
+        raise AgentError(f"{agent}: {name} must be a finite number {relation} {minimum:g}, got {value!r}.")
+    return number
+
+
+def _horizon(value: Any, agent: str) -> float:
+    if value is None:
+        raise AgentError(
+            f"{agent} needs the horizon T up front (SPEC §10): pass horizon=... (curlopt run passes --steps)."
+        )
+    return _number(value, "the horizon T", agent, minimum=1.0)
+
+
+def _refuse_options(agent: str, options: dict[str, Any], also: dict[str, str] | None = None) -> None:
+    """Refuse the other agents' options by name, saying why this agent has no use for them."""
+    reasons = {**_NOT_TAKEN, **(also or {})}
+    for key in options:
+        if key in reasons:
+            raise AgentError(f"{agent} does not take {key!r}: {reasons[key]}.")
+
+
+def _linear_pieces(model: CMDP, agent: str) -> tuple[np.ndarray, list[tuple[np.ndarray, float]]]:
+    """The objective's weights ``w`` (f = w·λ + const) and each constraint's ``(w_m, c_m)`` (g_m = w_m·ζ + c_m).
+
+    Raises
+    ------
+    UnsupportedModelError
+        For a non-linear objective or constraint.
+    """
+    if not isinstance(model, CMDP):
+        raise AgentError(f"an agent needs a curlopt CMDP model, got {type(model).__name__}.")
+    hint = "use uc-curl or ps-curl, which take concave objectives and convex constraints"
+    if not model.objective.is_linear:
+        raise UnsupportedModelError(
+            f"{agent} handles only a linear objective f(λ) = w·λ (SPEC §10), but model {model.name!r} has"
+            f" {model.objective!r}; {hint}."
+        )
+    constraints = []
+    for m, g in enumerate(model.constraints):
+        if not g.is_linear:
+            raise UnsupportedModelError(
+                f"{agent} handles only linear constraints g(ζ) = w·ζ - b (SPEC §10), but constraint {m} of model"
+                f" {model.name!r} is {g!r}; {hint}."
+            )
+        w, c = g.affine_pieces()
+        constraints.append((np.asarray(w[0], dtype=float), float(c[0])))
+    w_obj, _ = model.objective.affine_pieces()
+    return np.asarray(w_obj[0], dtype=float), constraints
+
+
+def fixed_epoch_length(horizon: float, exponent: float) -> int:
+    """``ceil(T^exponent)``; a root within 1e-9 (relative) of an integer counts as that integer.
+
+    The tolerance keeps floating-point roots honest: ``1000 ** (1/3)`` evaluates to
+    ``9.999999999999998`` and some perfect powers land just above their root.
+    """
+    root = float(horizon) ** float(exponent)
+    nearest = round(root)
+    if abs(root - nearest) <= 1e-9 * max(1.0, root):
+        return max(1, int(nearest))
+    return max(1, math.ceil(root))
+
+
+# -- UCRL-CMDP ---------------------------------------------------------------------
+
+
+class UcrlCmdp(_ProgramAgent):
+    """UCRL-CMDP (Singh, Gupta, Shroff 2020) as specified in SPEC §10.1.
+
+    Epochs of fixed length ``τ = ceil(T^exponent)``. At each epoch start it solves
+    the optimistic program over per-entry confidence boxes
+    ``|P~(s'|s,a) - P^(s'|s,a)| <= b(s,a)``,
+    ``b(s,a) = min(1, sqrt(ln(2 S² A T²) / (2 max(1, N(s,a)))))``
+    (:class:`curlopt.program.BoxOptimisticProgram`) with ε = 0, and plays the
+    extracted policy until the epoch ends. When the program with the constraint rows
+    is infeasible, the backend solves it without them and the epoch is recorded
+    as ``fallback``; when the solver fails, the previous policy is kept
+    (``kept-previous``; uniform in the first epoch), as for UC-CURL.
+
+    Constants that are ours, not the paper's (SPEC §10): the epoch exponent 1/3,
+    the radius' log term ``ln(2 S² A T²)`` and the cap of ``b`` at 1.
+
+    Parameters
+    ----------
+    model : CMDP
+        A linear objective (any number of reward signals, ``f = w·λ + const``) and
+        linear constraints ``g_m(ζ) = w_m·ζ - b_m``; others are refused.
+    horizon : float
+        The horizon ``T >= 1``, required (``curlopt run`` passes ``--steps``).
+    backend : str or Backend, default "highs"
+        Any backend that takes linear programs (``highs``, ``cvxpy``, ``pyomo``).
+    epoch_exponent : float, default 1/3
+        The epoch length is ``ceil(T^epoch_exponent)``; in [0, 1].
+    seed : optional
+        The agent's own seed (UCRL-CMDP draws nothing).
+    **backend_options
+        Passed to the backend when ``backend`` is a name.
+
+    Raises
+    ------
+    UnsupportedModelError
+        For a non-linear objective or constraint.
+    CurloptError
+        For an invalid option, or an option of UC-CURL/PS-CURL it has no use for.
+    """
+
+    name = "ucrl-cmdp"
+    needs_horizon = True
+
+    def __init__(self, model: CMDP, horizon: float | None = None, backend: str | Backend = "highs",
+                 epoch_exponent: float = 1 / 3, seed: Any = None, **backend_options: Any):
+        _refuse_options(self.name, backend_options)
+        _linear_pieces(model, self.name)
+        self.horizon = _horizon(horizon, self.name)
+        self.epoch_exponent = _number(epoch_exponent, "epoch_exponent", self.name, minimum=0.0)
+        if self.epoch_exponent > 1:
+            raise AgentError(f"{self.name}: epoch_exponent must lie in [0, 1], got {epoch_exponent!r}.")
+        self.epoch_length = fixed_epoch_length(self.horizon, self.epoch_exponent)
+        super().__init__(model, backend, FixedLengthTrigger(self.epoch_length), 0.0, None, seed, **backend_options)
+
+    def _build_program(self) -> Program:
+        return BoxOptimisticProgram(self.model, self.horizon)
+
+    def _update_program(self, time: int, epsilon: float) -> None:
+        self.program.update(counts=self.counts, time=time, epsilon=epsilon)
+
+    def epsilon(self, time: int) -> float:
+        """Always 0: UCRL-CMDP does not tighten its constraints."""
+        return 0.0
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "horizon": self.horizon, "epoch_exponent": self.epoch_exponent,
+                "epoch_length": self.epoch_length}
+
+
+# -- primal-dual -------------------------------------------------------------------
+
+
+def relative_values(kernel: np.ndarray, policy: np.ndarray, signals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Average-reward relative action values of ``policy`` on ``kernel`` for each signal.
+
+    For a signal ``r`` (S, A), with ``P_π(s,s') = Σ_a π(a|s) P(s'|s,a)`` and
+    ``r_π(s) = Σ_a π(a|s) r(s,a)``, solve the Poisson equation
+    ``h = r_π - g·1 + P_π h`` with ``h(0) = 0`` for the gain ``g`` and bias ``h``,
+    and return ``Q(s,a) = r(s,a) - g + Σ_{s'} P(s'|s,a) h(s')``.
+
+    The system is non-singular exactly when the chain under ``policy`` has a single
+    recurrent class; otherwise the least-squares solution is used. The
+    normalisation ``h(0) = 0`` shifts every ``Q(s,·)`` by one constant, which the
+    exponential-weights update cancels, so it does not change the policy.
+
+    Parameters
+    ----------
+    kernel : ndarray, shape (S, A, S)
+    policy : ndarray, shape (S, A)
+    signals : ndarray, shape (n, S, A)
+
+    Returns
+    -------
+    q : ndarray, shape (n, S, A)
+    gain : ndarray, shape (n,)
+    """
+    S = kernel.shape[0]
+    chain = np.einsum("sa,sat->st", policy, kernel)
+    system = np.zeros((S + 1, S + 1))
+    system[:S, :S] = np.eye(S) - chain
+    system[:S, S] = 1.0          # + g
+    system[S, 0] = 1.0           # h(0) = 0
+    rhs = np.zeros((S + 1, signals.shape[0]))
+    rhs[:S] = np.einsum("sa,nsa->sn", policy, signals)
+    try:
+        solution = np.linalg.solve(system, rhs)
+    except np.linalg.LinAlgError:
+        solution = np.linalg.lstsq(system, rhs, rcond=None)[0]
+    bias, gain = solution[:S].T, solution[S]                         # (n, S), (n,)
+    q = signals - gain[:, None, None] + np.einsum("sat,nt->nsa", kernel, bias)
+    return q, gain
+
+
+class PrimalDual(Agent):
+    """Primal-dual optimistic policy optimisation (Chen, Jain, Luo 2022, ergodic case), SPEC §10.2.
+
+    Episodes of fixed length ``H``; the first plays the uniform policy. At the end
+    of episode ``k`` (computed when episode ``k+1`` is planned):
+
+    1. ``P^`` from all counts so far; the current policy ``π_k`` is evaluated on
+       ``P^`` (:func:`relative_values`) for the reward ``w·r`` and each constraint's
+       cost, giving ``Q_r + c_b/sqrt(max(1, N))`` and ``Q_c - c_b/sqrt(max(1, N))``;
+    2. ``π_{k+1}(a|s) ∝ π_k(a|s) exp(θ (Q_r(s,a) - Σ_m λ_k,m Q_c,m(s,a)))``
+       (computed in the log domain, the maximum subtracted before ``exp``);
+    3. ``λ_{k+1} = clip(λ_k + η (ζ^_k - τ_c + ε_c), 0, Λ)`` with ``ζ^_k`` the
+       episode's average cost.
+
+    It solves no optimisation program: every epoch record has source
+    ``update-rule``, ``epsilon`` None, ``solve_time`` the update's time, and its
+    ``message`` gives the multiplier ``λ`` held during that episode. The history is
+    also in :attr:`duals` (``duals[k]`` is ``λ_{k+1}``, held in episode ``k+1``).
+
+    Choices that are ours (SPEC §10 leaves them to the implementer):
+
+    * all defaults below (θ, η, ε_c, Λ, c_b, H) and ``λ_1 = 0``;
+    * a pair never visited gets the uniform next-state distribution in ``P^``:
+      with a full-support policy (exponential weights keep full support) the chain
+      on ``P^`` then has a single recurrent class, so the Poisson equation has a
+      unique solution (every state reaches the last visited state along the observed
+      path or through an unvisited pair);
+    * the bias is normalised by ``h(0) = 0`` (irrelevant to the update, see
+      :func:`relative_values`);
+    * constraints: SPEC §10.2 states one constraint ``ζ <= τ_c`` on one cost. A
+      linear constraint ``g_m(ζ) = w_m·ζ - b_m`` is used as the cost
+      ``c_m = (w_m/|w_m|_1)·c`` with threshold ``τ_m = b_m/|w_m|_1``; for one cost
+      signal with ``w > 0`` this is exactly ``ζ <= b/w``. Several constraints get one
+      multiplier each, ``λ ∈ [0, Λ]^M`` (an extension of the paper's single
+      constraint, needed for the queue's two constraints).
+
+    Parameters
+    ----------
+    model : CMDP
+        A linear objective ``f = w·λ + const`` and linear constraints; others are refused.
+    horizon : float
+        The horizon ``T >= 1``, required (``curlopt run`` passes ``--steps``).
+    theta : float, default 0.05
+        Policy step θ > 0.
+    eta : float, default 0.05
+        Dual step η > 0.
+    slack : float, optional
+        ε_c >= 0; default ``1/sqrt(T)``.
+    dual_cap : float, default 100
+        Λ > 0, the largest multiplier.
+    bonus : float, default 1
+        c_b >= 0, the optimism bonus constant.
+    episode_length : int, default 5000
+        H >= 1 steps per episode.
+    seed : optional
+        The agent's own seed (it draws nothing itself).
+
+    Raises
+    ------
+    UnsupportedModelError
+        For a non-linear objective or constraint, or a constraint that ignores every cost.
+    CurloptError
+        For an invalid option, or an option of the program-solving agents.
+    """
+
+    name = "primal-dual"
+    needs_horizon = True
+
+    def __init__(self, model: CMDP, horizon: float | None = None, theta: float = 0.05, eta: float = 0.05,
+                 slack: float | None = None, dual_cap: float = 100.0, bonus: float = 1.0,
+                 episode_length: int = 5000, seed: Any = None, **options: Any):
+        agent = self.name
+        _refuse_options(agent, options, {"backend": "it solves no optimisation program (no --backend)"})
+        if options:
+            raise AgentError(
+                f"{agent} does not take {', '.join(map(repr, options))}; its options are theta, eta, slack,"
+                " dual_cap, bonus, episode_length, horizon and seed."
+            )
+        reward_weights, constraints = _linear_pieces(model, agent)
+        self.horizon = _horizon(horizon, agent)
+        self.theta = _number(theta, "theta (θ)", agent, minimum=0.0, strict=True)
+        self.eta = _number(eta, "eta (η)", agent, minimum=0.0, strict=True)
+        self.slack = (1.0 / math.sqrt(self.horizon) if slack is None
+                      else _number(slack, "slack (ε_c)", agent, minimum=0.0))
+        self.dual_cap = _number(dual_cap, "dual_cap (Λ)", agent, minimum=0.0, strict=True)
+        self.bonus = _number(bonus, "bonus (c_b)", agent, minimum=0.0)
+        if isinstance(episode_length, bool) or not isinstance(episode_length, (int, np.integer)) or episode_length < 1:
+            raise AgentError(f"{agent}: episode_length (H) must be an integer >= 1, got {episode_length!r}.")
+        self.episode_length = int(episode_length)
+
+        S, A = model.n_states, model.n_actions
+        #: per-step reward ``w·r(s,a)``, shape (S, A)
+        self.reward = np.einsum("k,ksa->sa", reward_weights, model.rewards)
+        weights, thresholds = [], []
+        for m, (w, c) in enumerate(constraints):
+            scale = float(np.abs(w).sum())
+            if scale == 0:
+                raise UnsupportedModelError(
+                    f"{agent}: constraint {m} of model {model.name!r} ({model.constraints[m]!r}) does not depend on any"
+                    " cost, so no policy can change it; remove it from the model."
+                )
+            weights.append(w / scale)
+            thresholds.append(-c / scale)
+        M = len(constraints)
+        #: normalised constraint weights ``w_m/|w_m|_1``, shape (M, d)
+        self.cost_weights = np.array(weights, dtype=float).reshape(M, model.n_costs)
+        #: per-step cost of each constraint ``(w_m/|w_m|_1)·c(s,a)``, shape (M, S, A)
+        self.costs = np.einsum("mi,isa->msa", self.cost_weights, model.costs).reshape(M, S, A)
+        #: thresholds ``τ_m = b_m/|w_m|_1``, shape (M,)
+        self.thresholds = np.array(thresholds, dtype=float)
+        super().__init__(model, FixedLengthTrigger(self.episode_length), seed)
+
+    def reset(self, seed: Any = None) -> None:
+        super().reset(seed)
+        S, A = self.model.n_states, self.model.n_actions
+        self.dual = np.zeros(len(self.model.constraints))
+        self.duals: list[np.ndarray] = []
+        self._log_policy = np.full((S, A), -math.log(A))
+        self.last_episode_cost: np.ndarray | None = None
+
+    # -- the update rule ---------------------------------------------------------
+    def estimated_kernel(self) -> np.ndarray:
+        """``P^`` from all counts; uniform next-state distribution for a pair never visited."""
+        S = self.model.n_states
+        visits = self.visits
+        kernel = self.counts / np.maximum(1.0, visits)[:, :, None]
+        kernel[visits == 0] = 1.0 / S
+        return kernel
+
+    def optimistic_values(self) -> tuple[np.ndarray, np.ndarray]:
+        """``Q_r + bonus`` (S, A) and ``Q_c - bonus`` (M, S, A) of the current policy on ``P^``."""
+        bonus = self.bonus / np.sqrt(np.maximum(1.0, self.visits))
+        signals = np.concatenate([self.reward[None], self.costs])
+        q, _ = relative_values(self.estimated_kernel(), self.policy, signals)
+        return q[0] + bonus, q[1:] - bonus
+
+    def _update(self) -> np.ndarray:
+        """π_{k+1} and λ_{k+1} from π_k, λ_k and episode k's data; returns λ_k (the multiplier used)."""
+        q_r, q_c = self.optimistic_values()
+        used = self.dual.copy()
+        step = self.theta * (q_r - np.einsum("m,msa->sa", used, q_c))
+        logits = self._log_policy + step
+        logits -= logits.max(axis=1, keepdims=True)
+        self._log_policy = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+        if self.last_episode_cost is not None:
+            excess = self.cost_weights @ self.last_episode_cost - self.thresholds
+            self.dual = np.clip(used + self.eta * (excess + self.slack), 0.0, self.dual_cap)
+        return used
+
+    def _plan(self, time: int) -> EpochPlan:
+        started = clock.perf_counter()
+        if self.epoch == 0:
+            message = "first episode: uniform policy"
+        else:
+            used = self._update()
+            message = f"exponential-weights update with λ_{self.epoch}={_fmt(used)}"
+        policy = np.exp(self._log_policy)
+        policy /= policy.sum(axis=1, keepdims=True)
+        self.duals.append(self.dual.copy())
+        message += f"; dual λ_{self.epoch + 1}={_fmt(self.dual)}"
+        return EpochPlan(policy, PlanSource.RULE, epsilon=None, solve_time=clock.perf_counter() - started,
+                         message=message)
+
+    def end_epoch(self, transitions: np.ndarray, reward_sum: np.ndarray, cost_sum: np.ndarray, steps: int) -> None:
+        super().end_epoch(transitions, reward_sum, cost_sum, steps)
+        self.last_episode_cost = np.asarray(cost_sum, dtype=float) / steps if steps > 0 else None
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "horizon": self.horizon, "theta": self.theta, "eta": self.eta,
+                "slack": self.slack, "dual_cap": self.dual_cap, "bonus": self.bonus,
+                "episode_length": self.episode_length}
+
+
+def _fmt(vector: np.ndarray) -> str:
+    return "[" + ", ".join(f"{v:.6g}" for v in vector) + "]"
