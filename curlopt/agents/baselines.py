@@ -146,7 +146,7 @@ class UcrlCmdp(_ProgramAgent):
     ------
     UnsupportedModelError
         For a non-linear objective or constraint.
-    CurloptError
+    AgentError
         For an invalid option, or an option of UC-CURL/PS-CURL it has no use for.
     """
 
@@ -284,7 +284,7 @@ class PrimalDual(Agent):
     ------
     UnsupportedModelError
         For a non-linear objective or constraint, or a constraint that ignores every cost.
-    CurloptError
+    AgentError
         For an invalid option, or an option of the program-solving agents.
     """
 

@@ -57,6 +57,7 @@ __all__ = [
     "NumpyEvaluator",
     "PyomoEvaluator",
     "AffineEvaluator",
+    "ShiftedEvaluator",
     "SmoothTerm",
     "IpoptBridge",
     "BridgeResult",
@@ -143,6 +144,29 @@ class AffineEvaluator(NumpyEvaluator):
         w = np.asarray(weights, dtype=float).reshape(-1)
         super().__init__(w.size, lambda y: float(w @ y + constant), lambda y: w, lambda y: np.zeros((w.size, w.size)),
                          pairs=[])
+
+
+class ShiftedEvaluator:
+    """``h(y, s) = base(y) - s``: a constraint body relaxed by a free variable ``s`` (phase-1 problems)."""
+
+    def __init__(self, base: Any):
+        self.base = base
+        self.dim = base.dim + 1
+        self.pairs = list(base.pairs)
+
+    def in_domain(self, y: np.ndarray) -> bool:
+        return self.base.in_domain(y[:-1])
+
+    def value(self, y: np.ndarray) -> float:
+        return self.base.value(y[:-1]) - float(y[-1])
+
+    def gradient(self, y: np.ndarray) -> np.ndarray:
+        return np.append(self.base.gradient(y[:-1]), -1.0)
+
+    def hessian(self, y: np.ndarray) -> np.ndarray:
+        out = np.zeros((self.dim, self.dim))
+        out[:-1, :-1] = self.base.hessian(y[:-1])
+        return out
 
 
 class PyomoEvaluator:

@@ -147,6 +147,7 @@ DEFAULT_IPOPT_OPTIONS: dict[str, Any] = {
     "max_iter": 3000,
     "mu_strategy": "adaptive",
     "honor_original_bounds": "yes",
+    "bound_relax_factor": 0.0,
 }
 
 #: added on a warm start: keep the previous point and multipliers (nearly) where they were
@@ -223,6 +224,15 @@ class PyomoBackend(Backend):
         multipliers.
     warm_start_options : dict, optional
         Ipopt options added on a warm start, merged over :data:`WARM_START_OPTIONS`.
+    feasibility_check : bool, default True
+        Before each ε-tight solve, solve the *phase-1* problem: minimise ``s``
+        subject to the linear rows and ``g_m(ζ) - s <= -ε``. If its optimum
+        ``s*`` exceeds ``infeasibility_threshold`` the ε-tight program is
+        reported INFEASIBLE without running it (and the shared solve falls
+        back). With False the phase 1 runs only after the ε-tight solve fails.
+        Either way an ``INFEASIBLE`` status always has a phase 1 behind it.
+    infeasibility_threshold : float, default 1e-8
+        ``s*`` above this means infeasible.
     derivatives : {"auto", "pyomo"}, default "auto"
         Bridge only: where the utilities' derivatives come from. ``"auto"``
         uses a utility's numpy ``gradient``/``hessian`` when it has them and
@@ -246,15 +256,20 @@ class PyomoBackend(Backend):
     )
 
     def __init__(self, solver: str = BRIDGE, options: dict[str, Any] | None = None, warm_start: bool = True,
-                 warm_start_options: dict[str, Any] | None = None, derivatives: str = "auto"):
+                 warm_start_options: dict[str, Any] | None = None, feasibility_check: bool = True,
+                 infeasibility_threshold: float = 1e-8, derivatives: str = "auto"):
         if not isinstance(solver, str) or not solver:
             raise BackendError(f"solver must be a solver name, got {solver!r}.")
         if derivatives not in ("auto", "pyomo"):
             raise BackendError(f"derivatives must be 'auto' or 'pyomo', got {derivatives!r}.")
         if options is not None and not isinstance(options, dict):
             raise BackendError(f"options must be a dict, got {type(options).__name__}.")
+        if not isinstance(infeasibility_threshold, (int, float)) or not infeasibility_threshold >= 0:
+            raise BackendError(f"infeasibility_threshold must be a number >= 0, got {infeasibility_threshold!r}.")
         self.solver = solver
         self.derivatives = derivatives
+        self.feasibility_check = bool(feasibility_check)
+        self.infeasibility_threshold = float(infeasibility_threshold)
         self.warm_start = bool(warm_start)
         self.warm_start_options = {**WARM_START_OPTIONS, **(warm_start_options or {})}
         if solver == BRIDGE:
@@ -424,24 +439,31 @@ def build_pyomo_model(program: Program) -> PyomoModel:
 
     smooth = [i for i, g in enumerate(program.constraints) if not _uses_pieces(g)]
     pieces = [i for i, g in enumerate(program.constraints) if _uses_pieces(g)]
+    bodies = {i: _pyomo_or_external(m, program.constraints[i], costs, f"g{i}", out) for i in smooth}
+    index = [(i, j) for i in pieces for j in range(program.constraints[i].affine_pieces()[0].shape[0])]
+    piece_data = {i: program.constraints[i].affine_pieces() for i in pieces}
+
+    def piece_body(i, j):
+        w, c = piece_data[i]
+        return pe.quicksum(float(w[j, k]) * costs[k] for k in range(w.shape[1]) if w[j, k]) + float(c[j])
+
     if smooth:
-        bodies = {i: _pyomo_or_external(m, program.constraints[i], costs, f"g{i}", out) for i in smooth}
         m.g = pe.Constraint(smooth, rule=lambda _m, i: bodies[i] <= -_m.eps)
         out.g_terms = [(i, program.constraints[i], m.g[i]) for i in smooth]
     if pieces:
-        index = []
-        for i in pieces:
-            w, _ = program.constraints[i].affine_pieces()
-            index += [(i, j) for j in range(w.shape[0])]
-        piece_data = {i: program.constraints[i].affine_pieces() for i in pieces}
-
-        def piece_rule(_m, i, j):
-            w, c = piece_data[i]
-            body = pe.quicksum(float(w[j, k]) * costs[k] for k in range(w.shape[1]) if w[j, k]) + float(c[j])
-            return body <= -_m.eps
-
-        m.g_pieces = pe.Constraint(index, rule=piece_rule)
+        m.g_pieces = pe.Constraint(index, rule=lambda _m, i, j: piece_body(i, j) <= -_m.eps)
         out.linear_constraints += [m.g_pieces[key] for key in index]
+    if program.constraints:
+        # Phase 1: the smallest s with g_m(ζ) - s <= -ε for all m, over the linear rows (inactive until used).
+        m.phase1_s = pe.Var()
+        m.phase1_objective = pe.Objective(expr=m.phase1_s, sense=pe.minimize)
+        m.phase1_objective.deactivate()
+        if smooth:
+            m.phase1_g = pe.Constraint(smooth, rule=lambda _m, i: bodies[i] - _m.phase1_s <= -_m.eps)
+            m.phase1_g.deactivate()
+        if pieces:
+            m.phase1_pieces = pe.Constraint(index, rule=lambda _m, i, j: piece_body(i, j) - _m.phase1_s <= -_m.eps)
+            m.phase1_pieces.deactivate()
     out.variables = x + ([m.t] if _uses_pieces(f) else [])
     out.theta = theta
     return out
@@ -520,11 +542,15 @@ class CompiledPyomo(CompiledProgram):
     model : pyomo ConcreteModel
         The model (its Params hold the data of the last solve).
     bridge : IpoptBridge or None
-        The cyipopt bridge (default solver).
+        The cyipopt bridge of the program (default solver); ``phase1_bridge``
+        that of the phase-1 problem, built when first needed.
     derivative_sources : dict of str to str
         ``"numpy"`` or ``"pyomo"`` for the objective and each smooth g row.
     last_solve : list of BridgeResult
-        The Ipopt runs of the last ``_solve`` (a retried warm start gives two).
+        The Ipopt runs of the last attempt (phase 1, a retried warm start, ...).
+    last_violation : float or None
+        The phase-1 optimum ``s*`` (smallest achievable ``max_m g_m(ζ) + ε``) of
+        the last ε-tight attempt that ran a phase 1.
     """
 
     def __init__(self, backend: PyomoBackend, program: Program):
@@ -535,9 +561,13 @@ class CompiledPyomo(CompiledProgram):
         self._pushed = program.linear.param_values.copy()
         self._pushed_eps = float(program.epsilon)
         self.bridge = None
+        self.phase1_bridge = None
         self.derivative_sources: dict[str, str] = {}
         self.last_solve: list[Any] = []
-        self._has_solution = False
+        self.last_violation: float | None = None
+        self._loaded = False
+        self._phase1_loaded = False
+        self._evaluators: dict[int, Any] = {}
         if backend.solver == BRIDGE:
             self._build_bridge()
         else:
@@ -550,29 +580,46 @@ class CompiledPyomo(CompiledProgram):
             for key, value in backend.options.items():
                 self._solver.options[key] = value
 
+    # -- bridges ------------------------------------------------------------------
+    def _evaluator(self, utility: Utility, role: str):
+        """One evaluator per utility object (shared by the program and its phase 1)."""
+        if id(utility) not in self._evaluators:
+            evaluator, source = _evaluator(utility, self.backend.derivatives)
+            self._evaluators[id(utility)] = evaluator
+            self.derivative_sources[role] = source
+        return self._evaluators[id(utility)]
+
     def _build_bridge(self) -> None:
         from .ipopt_bridge import AffineEvaluator, BridgeError, IpoptBridge, SmoothTerm
 
-        built, program, derivatives = self.built, self.program, self.backend.derivatives
+        built, program, m = self.built, self.program, self.model
         if built.objective_term is not None:
             f, rewards, expr = built.objective_term
-            evaluator, source = _evaluator(f, derivatives)
-            objective = SmoothTerm(evaluator, rewards, expression=expr, label=f"objective {f!r}")
-            self.derivative_sources["objective"] = source
+            objective = SmoothTerm(self._evaluator(f, "objective"), rewards, expression=expr,
+                                   label=f"objective {f!r}")
         else:
-            objective = SmoothTerm(AffineEvaluator([1.0]), [self.model.t], expression=self.model.t,
-                                   label="objective epigraph t")
-        terms = []
-        costs = [self.model.cost[i] for i in range(program.cost_map.shape[0])]
-        for i, g, con in built.g_terms:
-            evaluator, source = _evaluator(g, derivatives)
-            terms.append(SmoothTerm(evaluator, costs, constraint=con, label=f"constraint {i} {g!r}"))
-            self.derivative_sources[f"g{i}"] = source
+            objective = SmoothTerm(AffineEvaluator([1.0]), [m.t], expression=m.t, label="objective epigraph t")
+        costs = [m.cost[i] for i in range(program.cost_map.shape[0])]
+        terms = [SmoothTerm(self._evaluator(g, f"g{i}"), costs, constraint=con, label=f"constraint {i} {g!r}")
+                 for i, g, con in built.g_terms]
         try:
             self.bridge = IpoptBridge(built.variables, built.linear_constraints, objective, terms, maximize=True)
             self.bridge.check_terms(self._start())
         except BridgeError as exc:
             raise BackendError(f"the pyomo backend cannot bridge this program to cyipopt: {exc}") from None
+
+    def _build_phase1_bridge(self) -> None:
+        from .ipopt_bridge import AffineEvaluator, IpoptBridge, ShiftedEvaluator, SmoothTerm
+
+        built, program, m = self.built, self.program, self.model
+        costs = [m.cost[i] for i in range(program.cost_map.shape[0])]
+        terms = [SmoothTerm(ShiftedEvaluator(self._evaluator(g, f"g{i}")), costs + [m.phase1_s],
+                            constraint=m.phase1_g[i], label=f"phase-1 constraint {i} {g!r}")
+                 for i, g, _ in built.g_terms]
+        pieces = m.component("phase1_pieces")
+        linear = [m.rows[r] for r in range(program.linear.n_rows)] + (list(pieces.values()) if pieces else [])
+        objective = SmoothTerm(AffineEvaluator([1.0]), [m.phase1_s], expression=m.phase1_s, label="phase-1 s")
+        self.phase1_bridge = IpoptBridge(list(m.x.values()) + [m.phase1_s], linear, objective, terms, maximize=False)
 
     # -- data -----------------------------------------------------------------
     def _start(self) -> np.ndarray:
@@ -585,8 +632,18 @@ class CompiledPyomo(CompiledProgram):
         t = float(np.min(w @ (program.reward_map @ x) + c)) - 1.0
         return np.append(x, t)
 
-    def _sync(self, with_constraints: bool) -> None:
-        """Write changed program data into the Params; (de)activate the g rows."""
+    def _phase1_start(self) -> np.ndarray:
+        """Cold start of the phase-1 problem: the program's point and an s that meets every g row with room."""
+        program = self.program
+        x = starting_point(program)
+        costs = program.cost_map @ x
+        values = [g.value(costs) for g in program.constraints]
+        finite = [v for v in values if math.isfinite(v)]
+        s = (max(finite) if finite else 0.0) + program.epsilon + 1.0
+        return np.append(x, s)
+
+    def _sync(self) -> None:
+        """Write the program data that changed into the Params."""
         program, m = self.program, self.model
         if program.version != self._version:
             values = program.linear.param_values
@@ -597,27 +654,109 @@ class CompiledPyomo(CompiledProgram):
                 m.eps.set_value(float(program.epsilon))
                 self._pushed_eps = float(program.epsilon)
             self._version = program.version
-        active = with_constraints and bool(program.constraints)
-        for name in ("g", "g_pieces"):
+
+    def _activate(self, mode: str) -> None:
+        """Switch the model between ``"tight"``, ``"fallback"`` and ``"phase1"`` (objective and rows)."""
+        m = self.model
+        for name, on in (("objective", mode != "phase1"), ("g", mode == "tight"), ("g_pieces", mode == "tight"),
+                         ("phase1_objective", mode == "phase1"), ("phase1_g", mode == "phase1"),
+                         ("phase1_pieces", mode == "phase1")):
             component = m.component(name)
             if component is not None:
-                component.activate() if active else component.deactivate()
+                component.activate() if on else component.deactivate()
 
     # -- solving ----------------------------------------------------------------
     def _solve(self, with_constraints: bool) -> RawSolution:
-        self._sync(with_constraints)
-        if self.bridge is not None:
-            return self._solve_bridge()
-        return self._solve_pyomo()
+        """One attempt; for the ε-tight program a phase 1 decides infeasibility (see :class:`PyomoBackend`)."""
+        self._sync()
+        self.last_solve = []
+        if not (with_constraints and self.program.constraints):
+            self._activate("fallback")
+            return self._attempt()
+        self.last_violation = None
+        runs: list[RawSolution] = []
+        threshold = self.backend.infeasibility_threshold
+        if self.backend.feasibility_check:
+            phase1, violation = self._phase1()
+            runs.append(phase1)
+            if violation is not None and violation > threshold:
+                return self._infeasible(runs, violation, "")
+        self._activate("tight")
+        raw = self._attempt()
+        runs.append(raw)
+        if raw.status is not Status.OPTIMAL and not self.backend.feasibility_check:
+            phase1, violation = self._phase1()
+            runs.append(phase1)
+            if violation is not None and violation > threshold:
+                return self._infeasible(runs, violation, f"{self._solver_name()} ended with {raw.status.value}; ")
+        else:
+            violation = self.last_violation
+        message = raw.message
+        if raw.status is Status.INFEASIBLE and violation is not None:
+            raw.status = Status.NUMERICAL_ERROR
+            message = (f"{self._solver_name()} reported the ε-tight program infeasible, but the phase-1 problem"
+                       f" meets every g row (smallest max_m g_m(ζ)+ε = {violation:.3g}); " + message)
+        notes = [r.message for r in runs[:-1] if r.message and r.status is not Status.OPTIMAL]
+        return RawSolution(
+            raw.status, raw.x, self._total_iterations(runs), raw.solver, "; ".join(notes + ([message] if message else [])),
+            sum(r.solver_time or 0.0 for r in runs),
+        )
 
-    def _solve_bridge(self) -> RawSolution:
+    def _infeasible(self, runs: list[RawSolution], violation: float, prefix: str) -> RawSolution:
+        message = (f"{prefix}phase 1: the ε-tight rows cannot all hold — the smallest achievable max_m g_m(ζ) + ε is"
+                   f" {violation:.6g} > {self.backend.infeasibility_threshold:g}")
+        return RawSolution(Status.INFEASIBLE, None, self._total_iterations(runs), runs[-1].solver, message,
+                           sum(r.solver_time or 0.0 for r in runs))
+
+    @staticmethod
+    def _total_iterations(runs: list[RawSolution]) -> int | None:
+        counts = [r.iterations for r in runs if r.iterations is not None]
+        return sum(counts) if counts else None
+
+    def _solver_name(self) -> str:
+        return "Ipopt" if self.bridge is not None else self.backend.solver
+
+    def _phase1(self) -> tuple[RawSolution, float | None]:
+        """Solve the phase-1 problem; return its outcome and ``s*`` (None when it did not solve)."""
+        self._activate("phase1")
+        try:
+            if self.bridge is not None:
+                if self.phase1_bridge is None:
+                    self._build_phase1_bridge()
+                raw = self._run_bridge(self.phase1_bridge, self._phase1_start)
+            else:
+                raw = self._run_pyomo(self.built.variables[: self.program.n_vars] + [self.model.phase1_s],
+                                      self._phase1_start, phase1=True)
+        finally:
+            self._activate("tight")
+        violation = None
+        if raw.status is Status.OPTIMAL and raw.x is not None:
+            violation = float(raw.x[-1])
+            self.last_violation = violation
+        elif raw.message:
+            raw.message = f"phase 1 did not solve ({raw.status.value}: {raw.message})"
+        else:
+            raw.message = f"phase 1 did not solve ({raw.status.value})"
+        return raw, violation
+
+    def _attempt(self) -> RawSolution:
+        """Solve the model as activated (tight or fallback)."""
+        if self.bridge is not None:
+            raw = self._run_bridge(self.bridge, self._start)
+        else:
+            raw = self._run_pyomo(self.built.variables, self._start)
+        if raw.x is not None:
+            raw.x = raw.x[: self.program.n_vars]
+        return raw
+
+    def _run_bridge(self, bridge, start) -> RawSolution:
         backend = self.backend
-        runs = [self.bridge.solve(self._start(), backend.options, backend.warm_start, backend.warm_start_options)]
+        runs = [bridge.solve(start(), backend.options, backend.warm_start, backend.warm_start_options)]
         status = IPOPT_STATUS.get(runs[0].status, Status.SOLVER_ERROR)
         if runs[0].warm and status in _RETRY_COLD:
-            runs.append(self.bridge.solve(self._start(), backend.options, warm_start=False))
+            runs.append(bridge.solve(start(), backend.options, warm_start=False))
             status = IPOPT_STATUS.get(runs[-1].status, Status.SOLVER_ERROR)
-        self.last_solve = runs
+        self.last_solve.extend(runs)
         last = runs[-1]
         notes = []
         if len(runs) > 1:
@@ -626,68 +765,67 @@ class CompiledPyomo(CompiledProgram):
             notes.append("Ipopt stopped at its acceptable level (Solved_To_Acceptable_Level), not the full tolerance")
         elif status is not Status.OPTIMAL:
             notes.append(f"Ipopt: {last.status_name} ({last.message})")
-        x = None
-        if status is Status.OPTIMAL and last.x is not None:
-            x = last.x[: self.program.n_vars]
-        elif status is Status.OPTIMAL:
+        x = last.x
+        if status is Status.OPTIMAL and x is None:
             status = Status.NUMERICAL_ERROR
             notes.append("Ipopt reported success without a finite solution")
-        return RawSolution(
-            status, x, sum(r.iterations for r in runs), f"ipopt {self._ipopt_version()} (cyipopt)", "; ".join(notes),
-            sum(r.solve_time for r in runs),
-        )
+        return RawSolution(status, x if status is Status.OPTIMAL else None, sum(r.iterations for r in runs),
+                           f"ipopt {_ipopt_version()} (cyipopt)", "; ".join(notes), sum(r.solve_time for r in runs))
 
-    @staticmethod
-    def _ipopt_version() -> str:
-        import cyipopt
-
-        version = getattr(cyipopt, "IPOPT_VERSION", None)
-        return ".".join(str(v) for v in version) if isinstance(version, tuple) else str(version or "")
-
-    def _solve_pyomo(self) -> RawSolution:
+    def _run_pyomo(self, variables: list, start, phase1: bool = False) -> RawSolution:
         import time
 
         from pyomo.opt import TerminationCondition as TC
 
-        m = self.model
-        if not self._has_solution:
-            for var, value in zip(self.built.variables, self._start()):
+        loaded = self._phase1_loaded if phase1 else self._loaded
+        if not loaded:  # first solve of this problem: the cold-start point; later the last solution
+            for var, value in zip(variables, start()):
                 var.set_value(float(value), skip_validation=True)
         started = time.perf_counter()
-        results = self._solver.solve(m, load_solutions=False)
+        results = self._solver.solve(self.model, load_solutions=False)
         elapsed = time.perf_counter() - started
         condition = results.solver.termination_condition
-        status = {
-            TC.optimal: Status.OPTIMAL,
-            TC.locallyOptimal: Status.OPTIMAL,
-            TC.globallyOptimal: Status.OPTIMAL,
-            TC.infeasible: Status.INFEASIBLE,
-            TC.infeasibleOrUnbounded: Status.INFEASIBLE,  # our programs are bounded
-            TC.unbounded: Status.UNBOUNDED,
-            TC.maxIterations: Status.ITERATION_LIMIT,
-            TC.maxEvaluations: Status.ITERATION_LIMIT,
-            TC.maxTimeLimit: Status.TIME_LIMIT,
-            TC.solverFailure: Status.SOLVER_ERROR,
-            TC.internalSolverError: Status.SOLVER_ERROR,
-            TC.error: Status.SOLVER_ERROR,
-            TC.invalidProblem: Status.SOLVER_ERROR,
-            TC.minStepLength: Status.NUMERICAL_ERROR,
-        }.get(condition, Status.UNKNOWN)
+        status = _PYOMO_STATUS.get(str(condition), Status.UNKNOWN)
         message = f"{self.backend.solver}: termination condition {condition}"
         x = None
         if status is Status.OPTIMAL:
             try:
-                m.solutions.load_from(results)
-                x = np.array([np.nan if v.value is None else v.value for v in self.built.variables], dtype=float)
+                self.model.solutions.load_from(results)
+                x = np.array([np.nan if v.value is None else v.value for v in variables], dtype=float)
             except Exception as exc:
-                x = None
                 message += f"; could not load the solution ({exc})"
             if x is None or not np.all(np.isfinite(x)):
-                status = Status.NUMERICAL_ERROR
-                x = None
+                status, x = Status.NUMERICAL_ERROR, None
                 message += "; no finite solution"
+            elif phase1:
+                self._phase1_loaded = True
             else:
-                self._has_solution = True
-                x = x[: self.program.n_vars]
-        return RawSolution(status, x, None, self.backend.solver, message if status is not Status.OPTIMAL else "",
-                           elapsed)
+                self._loaded = True
+        del TC
+        return RawSolution(status, x, None, self.backend.solver, "" if status is Status.OPTIMAL else message, elapsed)
+
+
+#: Pyomo (legacy) TerminationCondition name -> Status
+_PYOMO_STATUS: dict[str, Status] = {
+    "optimal": Status.OPTIMAL,
+    "locallyOptimal": Status.OPTIMAL,
+    "globallyOptimal": Status.OPTIMAL,
+    "infeasible": Status.INFEASIBLE,
+    "infeasibleOrUnbounded": Status.INFEASIBLE,  # our programs are bounded
+    "unbounded": Status.UNBOUNDED,
+    "maxIterations": Status.ITERATION_LIMIT,
+    "maxEvaluations": Status.ITERATION_LIMIT,
+    "maxTimeLimit": Status.TIME_LIMIT,
+    "minStepLength": Status.NUMERICAL_ERROR,
+    "solverFailure": Status.SOLVER_ERROR,
+    "internalSolverError": Status.SOLVER_ERROR,
+    "error": Status.SOLVER_ERROR,
+    "invalidProblem": Status.SOLVER_ERROR,
+}
+
+
+def _ipopt_version() -> str:
+    import cyipopt
+
+    version = getattr(cyipopt, "IPOPT_VERSION", None)
+    return ".".join(str(v) for v in version) if isinstance(version, tuple) else str(version or "")

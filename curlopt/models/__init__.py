@@ -10,12 +10,30 @@ from typing import Any, Callable
 
 from ..errors import ModelError
 from ..model import CMDP
+from .maxent import maxent_model
+from .nonergodic import nonergodic_model
 from .queue import queue_model
+from .random import random_model
 from .scheduler import scheduler_model
 
-__all__ = ["MODELS", "build_model", "queue_model", "register_model", "scheduler_model"]
+__all__ = [
+    "MODELS",
+    "build_model",
+    "maxent_model",
+    "nonergodic_model",
+    "queue_model",
+    "random_model",
+    "register_model",
+    "scheduler_model",
+]
 
-MODELS: dict[str, Callable[..., CMDP]] = {"queue": queue_model, "scheduler": scheduler_model}
+MODELS: dict[str, Callable[..., CMDP]] = {
+    "queue": queue_model,
+    "scheduler": scheduler_model,
+    "nonergodic": nonergodic_model,
+    "random": random_model,
+    "maxent": maxent_model,
+}
 
 
 def register_model(name: str, builder: Callable[..., CMDP]) -> None:
