@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..lp import LPForm
 from ..program import Program
@@ -72,24 +73,70 @@ _STATUS = {
 
 
 class CompiledHighs(CompiledProgram):
-    """A HiGHS model of one program, updated in place between solves."""
+    """A HiGHS model of one program, updated in place between solves.
+
+    The LP's rows are ordered so that every row holding a parameter entry comes
+    last (the *parameter block*). Before a solve, the parameter values that
+    changed are pushed in one of two ways:
+
+    * few changes: ``changeCoeff`` per changed entry;
+    * many changes (a new sampled kernel changes every entry): save the basis,
+      delete the parameter block and add it back with the new values (two bulk
+      calls), and restore the basis. The block is last, so every row keeps its
+      index and the saved basis stays valid: the re-solve is still a hot start.
+    """
+
+    #: above this many changed entries, replacing the parameter block beats per-entry calls
+    BULK_THRESHOLD = 500
 
     def __init__(self, backend: HighsBackend, program: Program):
         super().__init__(backend, program)
         import highspy
 
         self._highspy = highspy
-        self.form = LPForm(program)
+        self.form = form = LPForm(program)
         self.highs = highspy.Highs()
         for key, value in backend.options.items():
             self.highs.setOptionValue(key, value)
         inf = highspy.kHighsInf
-        form = self.form
+
+        # Row order: rows without parameter entries first, then the parameter block.
+        is_param_row = np.zeros(form.n_rows, dtype=bool)
+        is_param_row[form.param_rows] = True
+        block_rows = np.flatnonzero(is_param_row)
+        order = np.concatenate([np.flatnonzero(~is_param_row), block_rows])
+        position = np.empty(form.n_rows, dtype=np.int64)
+        position[order] = np.arange(form.n_rows)
+        self._param_row_index = position[form.param_rows].astype(np.int32)
+        self._param_col_index = form.param_cols.astype(np.int32)
+        self._g_index = position[np.arange(form.constraint_rows.start, form.constraint_rows.stop)].astype(np.int32)
+        self._block_index = np.arange(form.n_rows - block_rows.size, form.n_rows, dtype=np.int32)
+
+        # The parameter block in CSR form, with where each parameter entry sits in its data.
+        # Parameter positions are marked with 1.0 first so that a zero value cannot drop an entry.
+        marks = sp.csr_matrix((np.ones(form.param_rows.size), (form.param_rows, form.param_cols)), shape=form.fixed.shape)
+        pattern = (form.fixed + marks).tocsr()[block_rows]
+        pattern.sort_indices()
+        local_row = np.repeat(np.arange(block_rows.size), np.diff(pattern.indptr))
+        keys = local_row * form.n_cols + pattern.indices
+        local_of = np.full(form.n_rows, -1)
+        local_of[block_rows] = np.arange(block_rows.size)
+        self._param_pos = np.searchsorted(keys, local_of[form.param_rows] * form.n_cols + form.param_cols)
+        self._block = pattern
+        self._block_lower = np.where(np.isfinite(form.row_lower[block_rows]), form.row_lower[block_rows], -inf)
+        self._block_upper = np.where(np.isfinite(form.row_upper[block_rows]), form.row_upper[block_rows], inf)
+        self._block_start = pattern.indptr[:-1].astype(np.int32)
+        self._block_columns = pattern.indices.astype(np.int32)
+
         self._pushed_params = program.linear.param_values.copy()
         self._pushed_g_upper = form.constraint_upper(program.epsilon)
         row_upper = form.row_upper.copy()
         row_upper[form.constraint_rows] = self._pushed_g_upper
-        matrix = form.matrix(self._pushed_params).tocsc()
+        full = (form.fixed + marks).tocsr()
+        full.sort_indices()
+        block_data = self._block_values(self._pushed_params)
+        matrix = sp.vstack([full[order[: form.n_rows - block_rows.size]],
+                            sp.csr_matrix((block_data, pattern.indices, pattern.indptr), shape=pattern.shape)]).tocsc()
         matrix.sort_indices()
         lp = highspy.HighsLp()
         lp.num_col_ = form.n_cols
@@ -98,8 +145,8 @@ class CompiledHighs(CompiledProgram):
         lp.offset_ = form.offset
         lp.col_lower_ = np.where(np.isfinite(form.col_lower), form.col_lower, -inf)
         lp.col_upper_ = np.where(np.isfinite(form.col_upper), form.col_upper, inf)
-        lp.row_lower_ = np.where(np.isfinite(form.row_lower), form.row_lower, -inf)
-        lp.row_upper_ = np.where(np.isfinite(row_upper), row_upper, inf)
+        lp.row_lower_ = np.where(np.isfinite(form.row_lower[order]), form.row_lower[order], -inf)
+        lp.row_upper_ = np.where(np.isfinite(row_upper[order]), row_upper[order], inf)
         lp.sense_ = highspy.ObjSense.kMaximize
         lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
         lp.a_matrix_.num_col_ = form.n_cols
@@ -108,21 +155,40 @@ class CompiledHighs(CompiledProgram):
         lp.a_matrix_.index_ = matrix.indices.astype(np.int32)
         lp.a_matrix_.value_ = matrix.data
         self.highs.passModel(lp)
-        self._g_index = np.arange(form.constraint_rows.start, form.constraint_rows.stop, dtype=np.int32)
         self._version = program.version
         #: HiGHS's own run time of the last attempt (for overhead benchmarks)
         self.last_solver_time = 0.0
+        #: how the last update reached HiGHS: "none", "coefficients" or "block"
+        self.last_update = "none"
+
+    def _block_values(self, param_values: np.ndarray) -> np.ndarray:
+        data = self._block.data.copy()
+        data[self._param_pos] = param_values
+        return data
 
     def _sync(self, with_constraints: bool) -> None:
         """Push the parameter coefficients and g bounds that changed since the last solve."""
         program, highs = self.program, self.highs
         values = program.linear.param_values
+        self.last_update = "none"
         if program.version != self._version:
             changed = np.flatnonzero(values != self._pushed_params)
-            rows, cols = self.form.param_rows, self.form.param_cols
-            for j in changed:
-                highs.changeCoeff(int(rows[j]), int(cols[j]), float(values[j]))
-            self._pushed_params[changed] = values[changed]
+            if changed.size > self.BULK_THRESHOLD:
+                basis = highs.getBasis()
+                highs.deleteRows(self._block_index.size, self._block_index)
+                data = self._block_values(values)
+                highs.addRows(self._block_index.size, self._block_lower, self._block_upper, data.size,
+                              self._block_start, self._block_columns, data)
+                if basis.valid:
+                    highs.setBasis(basis)
+                self._pushed_params[:] = values
+                self.last_update = "block"
+            elif changed.size:
+                rows, cols = self._param_row_index, self._param_col_index
+                for j in changed.tolist():
+                    highs.changeCoeff(int(rows[j]), int(cols[j]), float(values[j]))
+                self._pushed_params[changed] = values[changed]
+                self.last_update = "coefficients"
             self._version = program.version
         upper = self.form.constraint_upper(program.epsilon, with_constraints)
         if upper.size and not np.array_equal(upper, self._pushed_g_upper):
