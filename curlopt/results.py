@@ -11,8 +11,11 @@ import numpy as np
 
 __all__ = ["Status", "ProgramVariant", "SolveResult", "policy_from_occupancy", "VISIT_TOLERANCE"]
 
-#: A state whose total occupancy is at most this is treated as unvisited (uniform policy there).
-VISIT_TOLERANCE = 1e-10
+#: A state whose total occupancy is at most this (per action) is treated as unvisited: uniform policy there.
+#: It sits just above the feasibility tolerance of the solvers (~1e-9): interior-point solvers leave
+#: round-off of that size on entries that are exactly 0 at the optimum, and a policy made of that
+#: round-off would differ between backends for a state the optimum never visits.
+VISIT_TOLERANCE = 1e-8
 
 
 class Status(str, Enum):
@@ -40,14 +43,14 @@ class ProgramVariant(str, Enum):
 
 
 def policy_from_occupancy(occupancy: np.ndarray, tolerance: float = VISIT_TOLERANCE) -> np.ndarray:
-    """``π(a|s) = ρ(s,a) / Σ_b ρ(s,b)``; uniform where ``Σ_b ρ(s,b) <= tolerance``.
+    """``π(a|s) = ρ(s,a) / Σ_b ρ(s,b)``; uniform where ``Σ_b ρ(s,b) <= tolerance · A``.
 
     Tiny negative entries (solver round-off) are clipped to zero first, so the
     result is always a proper distribution per state and never contains NaN.
     """
     rho = np.clip(np.nan_to_num(np.asarray(occupancy, dtype=float), nan=0.0), 0.0, None)
     totals = rho.sum(axis=1, keepdims=True)
-    visited = totals > tolerance
+    visited = totals > tolerance * rho.shape[1]
     uniform = np.full_like(rho, 1.0 / rho.shape[1])
     with np.errstate(invalid="ignore", divide="ignore"):
         policy = np.where(visited, rho / np.where(visited, totals, 1.0), uniform)

@@ -13,6 +13,7 @@ the message lists any that failed.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
@@ -177,7 +178,10 @@ class CompiledCvxpy(CompiledProgram):
         last = Status.SOLVER_ERROR
         for solver in self.solvers:
             try:
-                problem.solve(solver=solver, warm_start=True, **self.backend.solver_options.get(solver, {}))
+                with warnings.catch_warnings():
+                    # An inaccurate solve is a status we handle (next solver, and a note in the message).
+                    warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+                    problem.solve(solver=solver, warm_start=True, **self.backend.solver_options.get(solver, {}))
             except cp.error.SolverError as exc:
                 notes.append(f"{solver}: {exc}")
                 last = Status.SOLVER_ERROR
