@@ -126,8 +126,9 @@ class CompiledProgram(ABC):
             fallback = self._guarded_solve(False)
             raw, variant = fallback, ProgramVariant.FALLBACK
             message = (
-                f"the ε-tight program (ε={program.epsilon:.6g}) is infeasible; solved the program without"
-                f" constraint rows instead (status {fallback.status.value})"
+                f"the ε-tight program (ε={program.epsilon:.6g}) is infeasible"
+                + (f" ({tight.message})" if tight.message else "")
+                + f"; solved the program without constraint rows instead (status {fallback.status.value})"
                 + (f": {fallback.message}" if fallback.message else "")
             )
             if tight.iterations is not None or fallback.iterations is not None:

@@ -350,7 +350,9 @@ class _LinearRows:
                 raise BridgeError(f"constraint {con.name} is not linear; give it to the bridge as a SmoothTerm.")
             for coef, var in zip(repn.linear_coefs, repn.linear_vars):
                 if id(var) not in column:
-                    raise BridgeError(f"constraint {con.name} uses variable {var.name}, which the bridge was not given.")
+                    raise BridgeError(
+                        f"constraint {con.name} uses variable {var.name}, which the bridge was not given."
+                    )
                 number, dynamic = _coefficient(coef)
                 rows.append(r)
                 cols.append(column[id(var)])
@@ -543,6 +545,7 @@ class BridgeResult:
     solve_time: float
     warm: bool
     objective: float = math.nan
+    role: str = ""  # set by the caller, e.g. "phase1" or "program"
 
 
 class IpoptBridge:

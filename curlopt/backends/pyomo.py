@@ -52,8 +52,9 @@ sent uniformly), mixed half-and-half with the uniform occupancy so that every
 solution, the next solve of the same program variant starts from its primal point
 and all its multipliers (``warm_start_init_point=yes`` with small pushes, see
 :data:`WARM_START_OPTIONS`). A warm start that ends in a numerical failure is
-retried once from a cold start (both runs' iterations are counted). Pass
-``warm_start=False`` to cold-start every solve.
+retried once from a cold start. Pass ``warm_start=False`` to cold-start every
+solve. A result's ``iterations`` and solver time add up every Ipopt run behind
+it (phase 1, a retried warm start, the fallback).
 
 Non-smooth utilities
 --------------------
@@ -65,20 +66,44 @@ backend does: a concave ``min_j (W_j λ + c_j)`` objective becomes a free variab
 constraint becomes the linear rows ``W_j ζ + c_j <= -eps``. A non-smooth utility
 without affine pieces is refused, with a message naming the ``cvxpy`` backend.
 
+Infeasibility: a phase 1 decides
+--------------------------------
+Ipopt's own infeasibility detection (restoration phase, then
+Infeasible_Problem_Detected) is unreliable on these programs: the ε-tight rows
+often push an aggregate towards the edge of the objective's domain (for the
+scheduler, ζ <= 0.3 - ε forces client 2's reward λ_2 -> 0, where ln λ_2 is
+undefined), and Ipopt then fails in restoration or runs to its iteration limit
+(observed: 161 to 3000 iterations, up to 100 s, instead of a verdict). So before
+each ε-tight solve the backend solves the **phase-1 problem**
+
+    minimise s   subject to   the linear rows,   g_m(ζ) - s <= -ε  for every m
+
+(the model's ``phase1_*`` components; no objective, so no domain trouble; always
+feasible; warm-started like the program). Its optimum ``s*`` is the smallest
+achievable ``max_m g_m(ζ) + ε``. If ``s* > infeasibility_threshold`` (1e-8) the
+ε-tight program is reported INFEASIBLE without running it, and the shared solve
+falls back (labelled). The phase 1 is a convex program solved to optimality, so
+``s* > 0`` is a real certificate of infeasibility up to Ipopt's tolerances (not a
+Farkas certificate as a conic solver gives). With ``feasibility_check=False`` the
+phase 1 runs only after the ε-tight solve ends without a solution, which saves
+a solve per epoch when the program is known to be feasible. If Ipopt itself says
+"infeasible" but the phase 1 finds ``s* <= threshold``, the status is
+NUMERICAL_ERROR (no silent fallback on a feasible program).
+
 Statuses
 --------
-Ipopt's return codes map to :class:`~curlopt.results.Status`: Solve_Succeeded →
-OPTIMAL; Solved_To_Acceptable_Level → OPTIMAL (the message says so);
-Infeasible_Problem_Detected → INFEASIBLE (the shared solve then solves the
-labelled fallback); Maximum_Iterations_Exceeded → ITERATION_LIMIT;
-Maximum_CpuTime/WallTime_Exceeded → TIME_LIMIT; Diverging_Iterates → UNBOUNDED;
-Restoration_Failed, Error_In_Step_Computation, Search_Direction_Becomes_Too_Small,
-Invalid_Number_Detected → NUMERICAL_ERROR; everything else → SOLVER_ERROR. No
-Ipopt failure raises. Ipopt's "infeasible" means it converged to a stationary
-point of the constraint violation with a positive violation. For our programs
-(linear rows, convex g rows) every such point is a global minimiser of a convex
-violation measure, so the verdict is an infeasibility certificate up to Ipopt's
-tolerances — not a proof, unlike a conic solver's Farkas certificate.
+Ipopt's return codes map to :class:`~curlopt.results.Status` (:data:`IPOPT_STATUS`):
+Solve_Succeeded → OPTIMAL; Solved_To_Acceptable_Level → OPTIMAL (the message says
+so); Infeasible_Problem_Detected → INFEASIBLE (checked by the phase 1, above);
+Maximum_Iterations_Exceeded → ITERATION_LIMIT; Maximum_CpuTime/WallTime_Exceeded →
+TIME_LIMIT; Diverging_Iterates → UNBOUNDED; Restoration_Failed,
+Error_In_Step_Computation, Search_Direction_Becomes_Too_Small,
+Invalid_Number_Detected → NUMERICAL_ERROR; everything else (including a Python
+exception in a utility, or an option Ipopt refuses) → SOLVER_ERROR. No Ipopt
+failure raises. Tolerances (:data:`DEFAULT_IPOPT_OPTIONS`): ``tol`` 1e-10,
+``constr_viol_tol`` 1e-9 and ``bound_relax_factor`` 0 — Ipopt's default relaxes
+every bound by 1e-8, which left SLA rows violated by ~1e-8 and LP optima above
+the true optimum.
 
 Named Pyomo solvers
 -------------------
@@ -106,12 +131,13 @@ program is compiled (or a named solver is checked).
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import BackendError, UnsupportedUtilityError
+from ..errors import BackendError, BackendNotInstalledError, UnsupportedUtilityError
 from ..model import stationary_occupancy
 from ..program import Program
 from ..results import Status
@@ -150,14 +176,16 @@ DEFAULT_IPOPT_OPTIONS: dict[str, Any] = {
     "bound_relax_factor": 0.0,
 }
 
-#: added on a warm start: keep the previous point and multipliers (nearly) where they were
+#: added on a warm start: keep the previous point and multipliers (nearly) where they were. Pushes of
+#: 1e-10 took 20-25% fewer iterations than 1e-8 over simulated runs (benchmarks/bench_pyomo_warmstart.py);
+#: mu_init only matters with mu_strategy "monotone" (much slower here than the default "adaptive").
 WARM_START_OPTIONS: dict[str, Any] = {
-    "warm_start_bound_push": 1e-8,
-    "warm_start_bound_frac": 1e-8,
-    "warm_start_slack_bound_push": 1e-8,
-    "warm_start_slack_bound_frac": 1e-8,
-    "warm_start_mult_bound_push": 1e-8,
-    "mu_init": 1e-6,
+    "warm_start_bound_push": 1e-10,
+    "warm_start_bound_frac": 1e-10,
+    "warm_start_slack_bound_push": 1e-10,
+    "warm_start_slack_bound_frac": 1e-10,
+    "warm_start_mult_bound_push": 1e-10,
+    "mu_init": 1e-9,
 }
 
 #: Ipopt ApplicationReturnStatus code -> Status
@@ -230,7 +258,9 @@ class PyomoBackend(Backend):
         ``s*`` exceeds ``infeasibility_threshold`` the ε-tight program is
         reported INFEASIBLE without running it (and the shared solve falls
         back). With False the phase 1 runs only after the ε-tight solve fails.
-        Either way an ``INFEASIBLE`` status always has a phase 1 behind it.
+        Either way an ``INFEASIBLE`` status has a phase 1 behind it (unless the
+        phase 1 itself failed: then Ipopt's own verdict stands, and the message
+        says the phase 1 did not solve).
     infeasibility_threshold : float, default 1e-8
         ``s*`` above this means infeasible.
     derivatives : {"auto", "pyomo"}, default "auto"
@@ -293,6 +323,8 @@ class PyomoBackend(Backend):
 
 def _check_pyomo_solver(name: str) -> None:
     """Raise BackendError unless Pyomo's SolverFactory has an available solver ``name``."""
+    if importlib.util.find_spec("pyomo") is None:
+        raise BackendNotInstalledError(f"the Pyomo solver {name!r} needs Pyomo: pip install 'curlopt[pyomo]'.")
     if name == "cyipopt":
         from pyomo.contrib.pynumero.asl import AmplInterface
 
@@ -341,7 +373,8 @@ class PyomoModel:
         ``objective``; ``g`` (smooth constraint rows, indexed by constraint
         number), ``g_pieces`` (epigraph rows of non-smooth constraints, indexed by
         (constraint, piece)); ``t`` and ``objective_pieces`` for a non-smooth
-        objective.
+        objective; with constraints, the (normally inactive) phase-1 problem
+        ``phase1_s``, ``phase1_objective``, ``phase1_g``, ``phase1_pieces``.
     variables : list of VarData
         ``x[0..n-1]`` then ``t`` if present.
     theta : list of ParamData
@@ -565,6 +598,9 @@ class CompiledPyomo(CompiledProgram):
         self.derivative_sources: dict[str, str] = {}
         self.last_solve: list[Any] = []
         self.last_violation: float | None = None
+        #: how many warm starts failed and were retried from a cold start
+        self.cold_retries = 0
+        self._start_note = ""
         self._loaded = False
         self._phase1_loaded = False
         self._evaluators: dict[int, Any] = {}
@@ -584,10 +620,10 @@ class CompiledPyomo(CompiledProgram):
     def _evaluator(self, utility: Utility, role: str):
         """One evaluator per utility object (shared by the program and its phase 1)."""
         if id(utility) not in self._evaluators:
-            evaluator, source = _evaluator(utility, self.backend.derivatives)
-            self._evaluators[id(utility)] = evaluator
-            self.derivative_sources[role] = source
-        return self._evaluators[id(utility)]
+            self._evaluators[id(utility)] = _evaluator(utility, self.backend.derivatives)
+        evaluator, source = self._evaluators[id(utility)]
+        self.derivative_sources[role] = source
+        return evaluator
 
     def _build_bridge(self) -> None:
         from .ipopt_bridge import AffineEvaluator, BridgeError, IpoptBridge, SmoothTerm
@@ -604,9 +640,14 @@ class CompiledPyomo(CompiledProgram):
                  for i, g, con in built.g_terms]
         try:
             self.bridge = IpoptBridge(built.variables, built.linear_constraints, objective, terms, maximize=True)
-            self.bridge.check_terms(self._start())
+            start = self._start()
+            self.bridge.check_terms(start)
         except BridgeError as exc:
             raise BackendError(f"the pyomo backend cannot bridge this program to cyipopt: {exc}") from None
+        outside = [term.label for term in [objective] + terms if not term.evaluator.in_domain(term.aggregate(start))]
+        if outside:  # said with any failure: Ipopt cannot start there
+            self._start_note = (f"the starting point's aggregate is outside the domain of {', '.join(outside)}"
+                                " (e.g. a reward signal that is zero for every state and action)")
 
     def _build_phase1_bridge(self) -> None:
         from .ipopt_bridge import AffineEvaluator, IpoptBridge, ShiftedEvaluator, SmoothTerm
@@ -658,7 +699,8 @@ class CompiledPyomo(CompiledProgram):
     def _activate(self, mode: str) -> None:
         """Switch the model between ``"tight"``, ``"fallback"`` and ``"phase1"`` (objective and rows)."""
         m = self.model
-        for name, on in (("objective", mode != "phase1"), ("g", mode == "tight"), ("g_pieces", mode == "tight"),
+        for name, on in (("objective", mode != "phase1"), ("objective_pieces", mode != "phase1"),
+                         ("g", mode == "tight"), ("g_pieces", mode == "tight"),
                          ("phase1_objective", mode == "phase1"), ("phase1_g", mode == "phase1"),
                          ("phase1_pieces", mode == "phase1")):
             component = m.component(name)
@@ -696,9 +738,10 @@ class CompiledPyomo(CompiledProgram):
             raw.status = Status.NUMERICAL_ERROR
             message = (f"{self._solver_name()} reported the ε-tight program infeasible, but the phase-1 problem"
                        f" meets every g row (smallest max_m g_m(ζ)+ε = {violation:.3g}); " + message)
-        notes = [r.message for r in runs[:-1] if r.message and r.status is not Status.OPTIMAL]
+        notes = [r.message for r in runs if r is not raw and r.message and r.status is not Status.OPTIMAL]
         return RawSolution(
-            raw.status, raw.x, self._total_iterations(runs), raw.solver, "; ".join(notes + ([message] if message else [])),
+            raw.status, raw.x, self._total_iterations(runs), raw.solver,
+            "; ".join(notes + ([message] if message else [])),
             sum(r.solver_time or 0.0 for r in runs),
         )
 
@@ -754,8 +797,11 @@ class CompiledPyomo(CompiledProgram):
         runs = [bridge.solve(start(), backend.options, backend.warm_start, backend.warm_start_options)]
         status = IPOPT_STATUS.get(runs[0].status, Status.SOLVER_ERROR)
         if runs[0].warm and status in _RETRY_COLD:
+            self.cold_retries += 1
             runs.append(bridge.solve(start(), backend.options, warm_start=False))
             status = IPOPT_STATUS.get(runs[-1].status, Status.SOLVER_ERROR)
+        for run in runs:
+            run.role = "phase1" if bridge is self.phase1_bridge else "program"
         self.last_solve.extend(runs)
         last = runs[-1]
         notes = []
@@ -765,6 +811,8 @@ class CompiledPyomo(CompiledProgram):
             notes.append("Ipopt stopped at its acceptable level (Solved_To_Acceptable_Level), not the full tolerance")
         elif status is not Status.OPTIMAL:
             notes.append(f"Ipopt: {last.status_name} ({last.message})")
+            if self._start_note and not last.warm:
+                notes.append(self._start_note)
         x = last.x
         if status is Status.OPTIMAL and x is None:
             status = Status.NUMERICAL_ERROR
@@ -774,8 +822,6 @@ class CompiledPyomo(CompiledProgram):
 
     def _run_pyomo(self, variables: list, start, phase1: bool = False) -> RawSolution:
         import time
-
-        from pyomo.opt import TerminationCondition as TC
 
         loaded = self._phase1_loaded if phase1 else self._loaded
         if not loaded:  # first solve of this problem: the cold-start point; later the last solution
@@ -801,7 +847,6 @@ class CompiledPyomo(CompiledProgram):
                 self._phase1_loaded = True
             else:
                 self._loaded = True
-        del TC
         return RawSolution(status, x, None, self.backend.solver, "" if status is Status.OPTIMAL else message, elapsed)
 
 
