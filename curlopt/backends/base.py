@@ -62,6 +62,14 @@ class Backend(ABC):
     def accepts(cls, utility: Utility) -> bool:
         """True when the backend can express ``utility``."""
 
+    @classmethod
+    def solver_variants(cls) -> list[tuple[str, dict]]:
+        """The solver configurations this backend can run here: ``(label, constructor options)`` pairs.
+
+        ``curlopt compare-solvers`` runs each of them on the same program instances.
+        """
+        return [(cls.name, {})]
+
     def check(self, program: Program) -> None:
         """Raise if the backend is missing or cannot express one of the program's utilities."""
         if not self.is_installed():

@@ -79,6 +79,17 @@ class CvxpyBackend(Backend):
     def accepts(cls, utility: Utility) -> bool:
         return utility.has_cvxpy
 
+    #: CVXPY solvers worth comparing, when installed (a solver that cannot take a program reports so)
+    COMPARABLE_SOLVERS = ("CLARABEL", "SCS", "ECOS", "HIGHS", "MOSEK", "GUROBI", "CPLEX")
+
+    @classmethod
+    def solver_variants(cls) -> list[tuple[str, dict]]:
+        """Each installed CVXPY solver on its own (no fallback between them)."""
+        import cvxpy as cp
+
+        installed = set(cp.installed_solvers())
+        return [(name, {"solvers": [name]}) for name in cls.COMPARABLE_SOLVERS if name in installed]
+
     def _compile(self, program: Program) -> "CompiledCvxpy":
         return CompiledCvxpy(self, program)
 

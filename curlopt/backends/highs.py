@@ -53,6 +53,11 @@ class HighsBackend(Backend):
     def accepts(cls, utility: Utility) -> bool:
         return utility.is_lp_representable
 
+    @classmethod
+    def solver_variants(cls) -> list[tuple[str, dict]]:
+        """HiGHS's dual simplex (the default, hot-started) and its interior-point method."""
+        return [("simplex", {}), ("ipm", {"options": {"solver": "ipm"}})]
+
     def _compile(self, program: Program) -> "CompiledHighs":
         return CompiledHighs(self, program)
 

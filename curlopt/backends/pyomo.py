@@ -314,6 +314,26 @@ class PyomoBackend(Backend):
             return utility.affine_pieces() is not None
         return utility.has_pyomo or has_numpy_derivatives(utility)
 
+    #: Pyomo solvers tried by ``solver_variants`` besides the cyipopt bridge
+    PYOMO_SOLVERS = ("ipopt", "appsi_highs", "gurobi_direct", "cplex_direct")
+
+    @classmethod
+    def solver_variants(cls) -> list[tuple[str, dict]]:
+        """The cyipopt bridge, and each Pyomo solver from :attr:`PYOMO_SOLVERS` available here."""
+        import logging
+
+        import pyomo.environ  # noqa: F401  (registers Pyomo's solver plugins)
+
+        variants = [(BRIDGE, {})]
+        quiet = logging.getLogger("pyomo")
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)  # probing a missing solver is not worth a logged traceback
+        try:
+            names = [name for name in cls.PYOMO_SOLVERS if _solver_available(name)]
+        finally:
+            quiet.setLevel(level)
+        return variants + [(name, {"solver": name}) for name in names]
+
     def _compile(self, program: Program) -> "CompiledPyomo":
         return CompiledPyomo(self, program)
 
@@ -346,6 +366,14 @@ def _check_pyomo_solver(name: str) -> None:
             f"the Pyomo solver {name!r} is not available on this machine{detail}: install it (for 'ipopt', an"
             f" ipopt executable on PATH), or use the default solver {BRIDGE!r} (Ipopt through cyipopt)."
         )
+
+
+def _solver_available(name: str) -> bool:
+    try:
+        _check_pyomo_solver(name)
+    except BackendError:
+        return False
+    return True
 
 
 def _solver_factory(name: str):

@@ -1,0 +1,250 @@
+"""Executors: run a sweep's independent tasks in this process, a local process pool, or on a Ray cluster.
+
+Every executor runs the same function, :func:`curlopt.experiments.sweep.execute_task`,
+on the same :class:`~curlopt.experiments.sweep.Task` objects and hands the
+traces back to the caller as they finish (the caller writes the files), so the
+results do not depend on the executor: a run's trace is a function of its task
+(seed included), apart from the measured wall and solve times.
+
+``LocalExecutor(jobs)``
+    ``jobs == 1`` runs the tasks one after the other in this process; otherwise a
+    :class:`concurrent.futures.ProcessPoolExecutor` of ``jobs`` worker processes
+    (``spawn`` start method: the same behaviour on every platform, and no fork of
+    a process that already runs threads).
+``RayExecutor(address, jobs)``
+    Ray's own API: ``ray.init`` (``address``, else a local Ray with ``jobs`` CPUs),
+    the task function wrapped with ``ray.remote(num_cpus=1)``, results collected
+    with ``ray.wait`` as they finish. At most ``jobs`` tasks (default: the
+    cluster's CPUs) are in flight, so an interrupted sweep loses only those.
+    Ray is imported only here (``pip install 'curlopt[ray]'``); every node must
+    have ``curlopt`` installed. A Ray session that was already initialised (e.g.
+    by the caller) is used and left running; one started here is shut down.
+
+Per-run progress bars (the learning loop's bar, shown for runs of 50,000 steps
+or more): in this process they nest under the overall bar; in a local pool,
+each worker process draws its run's bar on its own line below the overall bar
+(``position`` = worker slot, ``leave=False``, one shared tqdm write lock) — only
+when stderr is a terminal; on Ray they are off (Ray forwards worker output line
+by line to the driver, so bars would become log spam).
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
+
+from ..errors import CurloptError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .sweep import Task
+    from .trace import Trace
+
+__all__ = ["LocalExecutor", "RayExecutor", "make_executor", "default_jobs"]
+
+#: (task, trace or None, error message or None)
+Outcome = tuple["Task", "Trace | None", "str | None"]
+
+
+def default_jobs() -> int:
+    """The number of cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _check_jobs(jobs: Any) -> int | None:
+    if jobs is None:
+        return None
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise CurloptError(f"jobs must be an integer >= 1, got {jobs!r}.")
+    return jobs
+
+
+def make_executor(name: str = "local", jobs: int | None = None, address: str | None = None):
+    """``"local"`` → :class:`LocalExecutor`, ``"ray"`` → :class:`RayExecutor`."""
+    if name == "local":
+        return LocalExecutor(jobs)
+    if name == "ray":
+        return RayExecutor(address=address, jobs=jobs)
+    raise CurloptError(f"executor must be 'local' or 'ray', got {name!r}.")
+
+
+def _run_guarded(task: "Task", progress: bool | None) -> tuple["Trace | None", str | None]:
+    """Run a task; turn any exception into a one-line message (the sweep goes on without that run)."""
+    from .sweep import execute_task
+
+    try:
+        return execute_task(task, progress=progress), None
+    except CurloptError as exc:
+        return None, str(exc)
+    except Exception as exc:  # a bug or a solver crash: keep the last frame for the report
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        return None, f"{type(exc).__name__}: {exc} (at {os.path.basename(where.filename)}:{where.lineno})"
+
+
+# -- local ----------------------------------------------------------------------------------------------------------
+_worker_state: dict[str, Any] = {"slot": None}
+
+
+def _init_worker(lock, counter, per_run_progress: bool) -> None:
+    """Pool initializer: share tqdm's write lock and give this worker a fixed line for its run's bar."""
+    from tqdm import tqdm
+
+    tqdm.set_lock(lock)
+    with counter.get_lock():
+        counter.value += 1
+        slot = counter.value
+    _worker_state["slot"] = slot
+    if per_run_progress:
+        # The learning loop creates its bar with ``tqdm.auto.tqdm(...)`` at call time; in this worker
+        # process (ours alone) give every bar a fixed line below the overall bar.
+        import tqdm.auto as auto
+
+        base = auto.tqdm
+
+        class _Positioned(base):  # type: ignore[misc, valid-type]
+            def __init__(self, *args, **kwargs):
+                kwargs.setdefault("position", slot)
+                super().__init__(*args, **kwargs)
+
+        auto.tqdm = _Positioned
+
+
+def _pool_task(task: "Task", per_run_progress: bool) -> tuple["Trace | None", str | None]:
+    return _run_guarded(task, None if per_run_progress else False)
+
+
+class LocalExecutor:
+    """Tasks in this process (``jobs == 1``) or in a pool of ``jobs`` worker processes (default: the cores)."""
+
+    def __init__(self, jobs: int | None = None):
+        self.jobs = _check_jobs(jobs) or default_jobs()
+
+    def describe(self) -> str:
+        return "local (in this process)" if self.jobs == 1 else f"local ({self.jobs} worker processes)"
+
+    def run(self, tasks: Iterable["Task"], per_run_progress: bool = False) -> Iterator[Outcome]:
+        """Yield ``(task, trace, error)`` for every task, in the order they finish."""
+        tasks = list(tasks)
+        if not tasks:
+            return
+        if self.jobs == 1 or len(tasks) == 1:
+            for task in tasks:
+                trace, error = _run_guarded(task, None if per_run_progress else False)
+                yield task, trace, error
+            return
+        yield from self._pool(tasks, per_run_progress)
+
+    def _pool(self, tasks: list["Task"], per_run_progress: bool) -> Iterator[Outcome]:
+        import multiprocessing
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+        from concurrent.futures.process import BrokenProcessPool
+
+        from tqdm import tqdm
+
+        context = multiprocessing.get_context("spawn")
+        lock = context.RLock()
+        tqdm.set_lock(lock)
+        counter = context.Value("i", 0)
+        workers = min(self.jobs, len(tasks))
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
+                                   initargs=(lock, counter, per_run_progress))
+        futures = {pool.submit(_pool_task, task, per_run_progress): task for task in tasks}
+        finished = False
+        try:
+            remaining = set(futures)
+            while remaining:
+                done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
+                for future in done:
+                    task = futures[future]
+                    try:
+                        trace, error = future.result()
+                    except BrokenProcessPool as exc:
+                        trace, error = None, f"a worker process died ({exc}); run the command again to resume"
+                    except Exception as exc:  # e.g. a result that could not be unpickled
+                        trace, error = None, f"{type(exc).__name__}: {exc}"
+                    yield task, trace, error
+            finished = True
+        finally:
+            if finished:
+                pool.shutdown(wait=True)
+            else:  # interrupted (Ctrl-C, or the consumer stopped): drop queued runs, stop the ones in flight
+                processes = list((getattr(pool, "_processes", None) or {}).values())
+                pool.shutdown(wait=False, cancel_futures=True)
+                for process in processes:
+                    if process.is_alive():
+                        process.terminate()
+
+
+# -- Ray ------------------------------------------------------------------------------------------------------------
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise CurloptError("the Ray executor needs Ray: pip install 'curlopt[ray]' (or use --executor local).") from None
+    return ray
+
+
+def _ray_task(task: "Task") -> tuple["Trace | None", str | None]:
+    return _run_guarded(task, False)
+
+
+class RayExecutor:
+    """Tasks on a Ray cluster (``address``), or on a local Ray started here (``jobs`` CPUs, default the cores)."""
+
+    def __init__(self, address: str | None = None, jobs: int | None = None):
+        self.address = address
+        self.jobs = _check_jobs(jobs)
+        _import_ray()  # fail early, before any planning output, when Ray is missing
+
+    def describe(self) -> str:
+        where = f"cluster at {self.address}" if self.address else "local Ray"
+        return f"ray ({where}" + (f", at most {self.jobs} runs in flight)" if self.jobs else ")")
+
+    def run(self, tasks: Iterable["Task"], per_run_progress: bool = False) -> Iterator[Outcome]:
+        """Yield ``(task, trace, error)`` for every task, in the order they finish."""
+        import logging
+
+        ray = _import_ray()
+        tasks = list(tasks)
+        if not tasks:
+            return
+        started_here = False
+        in_flight: dict[Any, Task] = {}
+        if not ray.is_initialized():
+            if self.address:
+                ray.init(address=self.address, logging_level=logging.WARNING)
+            else:
+                ray.init(num_cpus=self.jobs or default_jobs(), include_dashboard=False, logging_level=logging.WARNING)
+            started_here = True
+        try:
+            remote = ray.remote(num_cpus=1, max_retries=0)(_ray_task)
+            window = self.jobs or max(1, int(ray.cluster_resources().get("CPU", 1)))
+            queue = list(reversed(tasks))
+
+            def submit() -> None:
+                while queue and len(in_flight) < window:
+                    task = queue.pop()
+                    in_flight[remote.remote(task)] = task
+
+            submit()
+            while in_flight:
+                ready, _ = ray.wait(list(in_flight), num_returns=1)
+                ref = ready[0]
+                task = in_flight.pop(ref)
+                try:
+                    trace, error = ray.get(ref)
+                except Exception as exc:  # the worker died, or Ray failed the task
+                    trace, error = None, f"Ray task failed: {type(exc).__name__}: {exc}"
+                submit()
+                yield task, trace, error
+        finally:
+            for ref in list(in_flight):  # left only when interrupted
+                try:
+                    ray.cancel(ref, force=True)
+                except Exception:  # pragma: no cover - best effort on interrupt
+                    pass
+            if started_here:
+                ray.shutdown()

@@ -1,0 +1,278 @@
+"""The reproduction sweep (issue 8): files, summary, figures, resume, executors, CLI."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import shutil
+import struct
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from curlopt.errors import CurloptError
+from curlopt.experiments.summary import COLUMN_DOCS, TIME_COLUMNS, summary_columns
+from curlopt.experiments.sweep import (
+    EXPERIMENTS,
+    AlgorithmSpec,
+    Experiment,
+    Scale,
+    SettingSpec,
+    plan_tasks,
+    reproduce,
+    task_status,
+)
+from curlopt.experiments.trace import load_trace
+
+STEPS = 2000
+ALGORITHMS = ["ps-curl-doubling", "uc-curl-linear"]
+TINY = dict(steps=STEPS, seeds=2, algorithms=ALGORITHMS, progress=False, echo=None)
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    with open(path, newline="", encoding="utf-8") as stream:
+        reader = csv.DictReader(stream)
+        return list(reader.fieldnames or []), list(reader)
+
+
+def _without_time(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    return [{k: v for k, v in row.items() if k not in TIME_COLUMNS} for row in rows]
+
+
+def _mtimes(result) -> dict[str, int]:
+    return {task.key: (result.out / task.relative_path).stat().st_mtime_ns for task in result.tasks}
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """A tiny sweep through the Python API with a 2-worker process pool and figures."""
+    out = tmp_path_factory.mktemp("tiny") / "queue"
+    return reproduce("queue", jobs=2, out=out, **TINY)
+
+
+# -- end to end through the API -----------------------------------------------------------------------------------
+def test_tiny_sweep_writes_every_run_and_the_tables(tiny):
+    assert tiny.ok and len(tiny.tasks) == 4 and len(tiny.executed) == 4 and not tiny.skipped
+    for task in tiny.tasks:
+        path = tiny.out / task.relative_path
+        assert path.name == f"T{STEPS}-seed{task.seed:03d}.json.gz"
+        assert path.parent == tiny.out / "runs" / "queue" / task.algorithm.key
+        trace = load_trace(path)
+        assert trace.meta["seed"] == task.seed and trace.meta["steps"] == STEPS and trace.meta["env"] == "queue"
+        assert trace.meta["sweep"]["algorithm"] == task.algorithm.key
+    assert tiny.summary_csv == tiny.out / "summary.csv" and tiny.summary_md == tiny.out / "summary.md"
+    assert not list(tiny.out.rglob("*.tmp"))  # atomic writes leave no temporaries
+
+
+def test_summary_has_the_documented_columns_and_the_means_of_the_runs(tiny):
+    header, rows = _read_csv(tiny.summary_csv)
+    assert header == summary_columns(2)  # the queue has two constraints
+    for column in header:
+        base = column.removesuffix("_mean").removesuffix("_std")
+        assert base in COLUMN_DOCS or base.startswith("g"), column
+    assert [row["algorithm"] for row in rows] == ["uc-curl-linear", "ps-curl-doubling"]  # the experiment's order
+    for row in rows:
+        traces = [load_trace(tiny.out / t.relative_path) for t in tiny.tasks if t.algorithm.key == row["algorithm"]]
+        regrets = [tr.checkpoints["regret"][-1] for tr in traces]
+        g1 = [tr.checkpoints["constraints"][-1][0] for tr in traces]
+        assert row["seeds"] == "2" and row["steps"] == str(STEPS)
+        assert float(row["regret_mean"]) == pytest.approx(np.mean(regrets))
+        assert float(row["regret_std"]) == pytest.approx(np.std(regrets, ddof=1))
+        assert float(row["g1_mean"]) == pytest.approx(np.mean(g1))
+        assert float(row["regret_mean"]) == pytest.approx(float(row["optimum"]) - float(row["objective_mean"]))
+        zero = np.mean([tr.checkpoints["violation"][-1] == 0 for tr in traces])
+        assert float(row["zero_violation_share"]) == pytest.approx(zero)
+        assert float(row["epochs_mean"]) == pytest.approx(np.mean([len(tr.epochs) for tr in traces]))
+    text = tiny.summary_md.read_text(encoding="utf-8")
+    assert "| algorithm | seeds | f(λ^(T)) | R(T) | g_1(ζ^(T)) | g_2(ζ^(T)) | C(T) |" in text
+    assert "PS-CURL (doubling)" in text and "±" in text
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    head = path.read_bytes()[:24]
+    assert head[:8] == PNG_SIGNATURE and head[12:16] == b"IHDR", path
+    return struct.unpack(">II", head[16:24])
+
+
+def _check_figures(figures: list[Path], settings: list[str]) -> None:
+    import matplotlib.image
+
+    names = {p.name for p in figures}
+    for setting in settings:
+        assert {f"{setting}-objective.png", f"{setting}-regret.png", f"{setting}-overview.png"} <= names
+    for path in figures:
+        width, height = _png_size(path)
+        assert width >= 600 and height >= 400
+        assert path.stat().st_size > 20_000  # curves, bands, labels: not an empty canvas
+        image = matplotlib.image.imread(path)
+        assert image.shape[:2] == (height, width)
+        assert np.ptp(image[..., :3]) > 0.5  # more than one colour
+
+
+def test_figures_are_valid_pngs(tiny):
+    assert {p.name for p in tiny.figures} == {"queue-objective.png", "queue-regret.png", "queue-constraints.png",
+                                              "queue-overview.png"}
+    _check_figures(tiny.figures, ["queue"])
+
+
+# -- resume -------------------------------------------------------------------------------------------------------
+def test_resume_skips_finished_runs_and_reruns_missing_truncated_or_foreign_ones(tmp_path):
+    out = tmp_path / "queue"
+    first = reproduce("queue", jobs=1, out=out, figures=False, **TINY)
+    assert len(first.executed) == 4
+    before = _mtimes(first)
+
+    again = reproduce("queue", jobs=1, out=out, figures=False, **TINY)
+    assert again.executed == [] and len(again.skipped) == 4 and again.repaired == []
+    assert _mtimes(again) == before
+    assert _without_time(_read_csv(again.summary_csv)[1]) == _without_time(_read_csv(first.summary_csv)[1])
+
+    deleted, truncated, foreign = first.tasks[0], first.tasks[1], first.tasks[3]
+    before = _mtimes(again)
+    (out / deleted.relative_path).unlink()
+    raw = (out / truncated.relative_path).read_bytes()
+    (out / truncated.relative_path).write_bytes(raw[: len(raw) // 2])
+    assert task_status(truncated, out)[0] == "corrupt"
+    shutil.copyfile(out / first.tasks[2].relative_path, out / foreign.relative_path)  # another seed's trace
+    assert task_status(foreign, out)[0] == "mismatch"
+
+    repaired = reproduce("queue", jobs=1, out=out, figures=False, **TINY)
+    assert {t.key for t in repaired.executed} == {deleted.key, truncated.key, foreign.key}
+    assert [t.key for t in repaired.skipped] == [first.tasks[2].key]
+    assert len(repaired.repaired) == 2 and any("corrupt" in line for line in repaired.repaired)
+    after = _mtimes(repaired)
+    assert after[first.tasks[2].key] == before[first.tasks[2].key]
+    # The re-run traces are those of the first sweep (same seeds), so the summary is unchanged.
+    assert _without_time(_read_csv(repaired.summary_csv)[1]) == _without_time(_read_csv(first.summary_csv)[1])
+
+    # A different horizon is a different run file; the old ones stay.
+    other = reproduce("queue", jobs=1, out=out, figures=False, **{**TINY, "steps": 1000})
+    assert len(other.executed) == 4 and all((out / t.relative_path).exists() for t in first.tasks)
+
+
+def test_a_garbage_file_is_reported_and_rerun(tmp_path):
+    out = tmp_path / "q"
+    options = {**TINY, "seeds": 1, "algorithms": ["ps-curl-doubling"]}
+    first = reproduce("queue", jobs=1, out=out, figures=False, **options)
+    path = out / first.tasks[0].relative_path
+    path.write_bytes(gzip.compress(b'{"format": "curlopt-trace", "version": 1}'))  # valid gzip+JSON, not a trace
+    messages: list[str] = []
+    again = reproduce("queue", jobs=1, out=out, figures=False, **{**options, "echo": messages.append})
+    assert [t.key for t in again.executed] == [first.tasks[0].key]
+    assert any("corrupt" in m and str(path) in m for m in messages)
+    assert load_trace(path).meta["seed"] == 0
+
+
+# -- planning -----------------------------------------------------------------------------------------------------
+def test_the_experiments_match_the_issue():
+    queue, scheduler = EXPERIMENTS["queue"], EXPERIMENTS["scheduler"]
+    assert [a.key for a in queue.algorithms] == ["uc-curl-doubling", "uc-curl-linear", "ps-curl-doubling",
+                                                 "ps-curl-linear", "ucrl-cmdp", "primal-dual"]
+    assert (queue.full.steps, queue.full.seeds, scheduler.full.steps, scheduler.full.seeds) == (500_000, 50, 500_000, 10)
+    assert queue.backend == "highs" and scheduler.backend == "cvxpy"
+    assert [s.build().n_constraints for s in scheduler.settings] == [1, 0]
+
+
+def test_missing_agents_are_left_out_with_a_note_and_horizon_agents_get_T():
+    from curlopt.agents import AGENTS, PsCurl, register_agent
+
+    class HorizonAgent(PsCurl):  # stands in for the baselines: no trigger option, needs T
+        name = "test-horizon"
+        needs_horizon = True
+
+        def __init__(self, model, horizon, backend="highs", tightness_constant=1.0, seed=None):
+            self.horizon = horizon
+            super().__init__(model, backend=backend, trigger="linear", tightness_constant=tightness_constant, seed=seed)
+
+    experiment = Experiment(
+        name="mini", settings=(SettingSpec("queue", "queue"),),
+        algorithms=(AlgorithmSpec("h", "Horizon", "test-horizon"), AlgorithmSpec("x", "Missing", "no-such-agent")),
+        backend="highs", default=Scale(500, 1), full=Scale(1000, 2),
+    )
+    register_agent("test-horizon", HorizonAgent)
+    try:
+        tasks, notes = plan_tasks(experiment, 2, 500)
+        assert len(tasks) == 2 and all(dict(t.options) == {"horizon": 500, "backend": "highs", "tightness_constant": 1.0}
+                                       for t in tasks)
+        assert len(notes) == 1 and "Missing" in notes[0] and "no-such-agent" in notes[0]
+    finally:
+        AGENTS.pop("test-horizon", None)
+    if "ucrl-cmdp" not in AGENTS:
+        _, notes = plan_tasks("queue", 1, 100)
+        assert any("UCRL-CMDP" in note for note in notes)
+
+
+def test_bad_requests_are_refused_before_any_run(tmp_path):
+    with pytest.raises(CurloptError, match="cvxpy"):
+        reproduce("scheduler", backend="highs", out=tmp_path, echo=None, progress=False)
+    with pytest.raises(CurloptError, match="unknown experiment"):
+        reproduce("maze", out=tmp_path, echo=None)
+    with pytest.raises(CurloptError, match="no algorithm 'nope'"):
+        reproduce("queue", algorithms=["nope"], out=tmp_path, echo=None)
+    with pytest.raises(CurloptError, match="executor"):
+        reproduce("queue", executor="dask", out=tmp_path, echo=None)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_ray_missing_gives_a_clear_error(monkeypatch, tmp_path):
+    from curlopt.experiments.executors import RayExecutor
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now raises ImportError
+    with pytest.raises(CurloptError, match=r"pip install 'curlopt\[ray\]'"):
+        RayExecutor()
+
+
+# -- executors ----------------------------------------------------------------------------------------------------
+def test_ray_and_local_give_identical_results(tiny, tmp_path):
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False)
+    try:
+        result = reproduce("queue", executor="ray", out=tmp_path / "ray", figures=False, **TINY)
+    finally:
+        ray.shutdown()
+    assert result.ok and len(result.executed) == 4
+    assert _without_time(_read_csv(result.summary_csv)[1]) == _without_time(_read_csv(tiny.summary_csv)[1])
+    for task in tiny.tasks:
+        mine, theirs = load_trace(result.out / task.relative_path), load_trace(tiny.out / task.relative_path)
+        for key in ("t", "objective", "regret", "constraints", "violation"):
+            np.testing.assert_array_equal(mine.checkpoints[key], theirs.checkpoints[key])
+        assert [e.start for e in mine.epochs] == [e.start for e in theirs.epochs]
+
+
+# -- command line -------------------------------------------------------------------------------------------------
+def _cli(args: list[str], capsys) -> tuple[int, str, str]:
+    import curlopt.cli.reproduce  # noqa: F401  (registers the command even before curlopt.cli registers it)
+    from curlopt.cli import main
+
+    try:
+        main(args)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code or 0
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_cli_end_to_end_and_resume(tmp_path, capsys):
+    out = tmp_path / "cli"
+    args = ["reproduce", "queue", "--steps", str(STEPS), "--seeds", "2", "--algorithms", ",".join(ALGORITHMS),
+            "--jobs", "1", "--out", str(out), "--no-progress"]
+    code, stdout, _ = _cli(args, capsys)
+    assert code == 0, stdout
+    assert "4 runs" in stdout and "T=2,000" in stdout and "0 runs already finished" in stdout
+    assert "| UC-CURL (linear) | 2 |" in stdout
+    assert len(list((out / "runs").rglob("*.json.gz"))) == 4
+    header, rows = _read_csv(out / "summary.csv")
+    assert header == summary_columns(2) and len(rows) == 2
+    _check_figures(sorted((out / "figures").glob("*.png")), ["queue"])
+
+    code, stdout, _ = _cli(args + ["--no-figures"], capsys)
+    assert code == 0 and "4 runs already finished" in stdout and "ran 0 runs" in stdout
+
+
+def test_cli_errors_are_one_line(capsys, tmp_path):
+    code, _, err = _cli(["reproduce", "maze", "--out", str(tmp_path)], capsys)
+    assert code == 2 and err.strip().startswith("error: unknown experiment") and len(err.strip().splitlines()) == 1
