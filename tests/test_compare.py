@@ -1,0 +1,53 @@
+"""curlopt compare-solvers: every installed backend and solver on the same instances."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from curlopt import build_model
+from curlopt.cli import _register, app
+from curlopt.errors import CurloptError
+from curlopt.experiments.compare import compare_solvers, program_instances
+
+
+def test_every_solver_solves_the_same_instances_and_agrees():
+    report = compare_solvers(build_model("queue"), program="sampled", epochs=3, backends=["highs", "cvxpy"])
+    labels = {(r.backend, r.solver) for r in report.rows}
+    assert ("highs", "simplex") in labels and ("highs", "ipm") in labels and ("cvxpy", "CLARABEL") in labels
+    for row in report.rows:
+        assert len(row.statuses) == 3 and set(row.statuses) == {"optimal"}
+        assert max(row.residuals) < 1e-7
+    assert report.disagreements == []
+
+
+def test_a_refusing_backend_is_reported_not_raised():
+    report = compare_solvers(build_model("scheduler"), program="optimum", backends=["highs"])
+    assert all(r.error.startswith("refused") for r in report.rows)
+    assert "refused" in report.table()
+
+
+def test_instances_follow_the_requested_program():
+    model = build_model("queue")
+    cls, instances = program_instances(model, "optimistic", 4)
+    times = [d["time"] for d in instances]
+    assert cls.__name__ == "OptimisticProgram" and times == sorted(times)
+    # counts grow along the simulated run
+    totals = [d["counts"].sum() for d in instances]
+    assert totals == sorted(totals) and totals[-1] == times[-1] - 1
+    with pytest.raises(CurloptError, match="program must be one of"):
+        program_instances(model, "dual", 2)
+
+
+def test_cli_prints_a_table_and_json():
+    _register()
+    runner = CliRunner()
+    result = runner.invoke(app, ["compare-solvers", "queue", "--epochs", "2"])
+    assert result.exit_code == 0, result.output
+    assert "backend" in result.stdout and "highs" in result.stdout and "max residual" in result.stdout
+    result = runner.invoke(app, ["compare-solvers", "random", "--size", "3,2", "--program", "optimum", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["instances"] == 1 and data["rows"]
