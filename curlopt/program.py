@@ -36,6 +36,7 @@ __all__ = [
     "LinearRows",
     "Program",
     "OccupancyProgram",
+    "JointProgram",
     "OptimisticProgram",
     "tightness",
     "l1_radius",
@@ -352,34 +353,22 @@ class OccupancyProgram(Program):
         self.version += 1
 
 
-class OptimisticProgram(Program):
-    """The optimistic ε-tight program of SPEC §3 over joint probabilities ``p(s,a,s')``.
+class JointProgram(Program):
+    """What the optimistic programs share: variables ρ (S, A) and p (S, A, S) >= 0, and the rows
+    ``Σ ρ = 1``, ``ρ(s,a) = Σ_{s'} p(s,a,s')`` and flow ``Σ_a ρ(s,a) = Σ_{s'',a} p(s'',a,s)``.
 
-    Variables ρ (S, A), p (S, A, S) and α (S, A, S), all >= 0. Rows: ``Σ ρ = 1``;
-    ``ρ(s,a) = Σ_{s'} p(s,a,s')``; flow ``Σ_a ρ(s,a) = Σ_{s'',a} p(s'',a,s)``;
-    ``|p(s,a,s') - P^(s'|s,a) ρ(s,a)| <= α(s,a,s')``; ``Σ_{s'} α(s,a,s') <= β(s,a) ρ(s,a)``;
-    and ``g_m(ζ) <= -ε``. ρ is kept as its own block (rather than written as
-    ``Σ_{s'} p``) so each confidence row has three entries, not S + 2.
-
-    Parameters
-    ----------
-    model : CMDP
-    counts : array_like, shape (S, A, S), optional
-        Transition counts ``n(s,a,s')``; default zeros (no data).
-    time : float, default 1
-        The epoch start ``t_e >= 1`` (enters β).
-    epsilon : float, default 0
-        Tightness ε >= 0.
+    ρ is kept as its own block (rather than written as ``Σ_{s'} p``) so that each
+    confidence row has three entries, not S + 2. Subclasses add their confidence
+    rows (:meth:`_add_confidence_rows`) and recompute their parameter values from
+    the counts (:meth:`_set_confidence`).
     """
 
-    kind = "optimistic"
-
-    def __init__(self, model: CMDP, counts: Any = None, time: float = 1.0, epsilon: float = 0.0):
+    def __init__(self, model: CMDP, extra_blocks: list[tuple[str, tuple[int, ...]]], counts: Any, time: float,
+                 epsilon: float):
         S, A = model.n_states, model.n_actions
-        super().__init__(model, [("occupancy", (S, A)), ("joint", (S, A, S)), ("deviation", (S, A, S))])
+        super().__init__(model, [("occupancy", (S, A)), ("joint", (S, A, S)), *extra_blocks])
         rho = self.blocks["occupancy"].indices()          # (S, A)
         p = self.blocks["joint"].indices()                # (S, A, S)
-        alpha = self.blocks["deviation"].indices()        # (S, A, S)
         n_pairs, n_triples = S * A, S * A * S
         lin = self.linear
         lin.add("mass", 1, np.zeros(n_pairs), rho.ravel(), 1.0, 1.0, 1.0)
@@ -394,35 +383,26 @@ class OptimisticProgram(Program):
         )
         # flow for s = 0..S-2: Σ_a ρ(s,a) - Σ_{s'',a} p(s'',a,s) = 0
         flow_rows_rho = np.repeat(np.arange(S - 1), A)
-        flow_cols_rho = rho[: S - 1].ravel()
         flow_rows_p = np.broadcast_to(np.arange(S)[None, None, :], (S, A, S))[:, :, : S - 1].ravel()
-        flow_cols_p = p[:, :, : S - 1].ravel()
         lin.add(
             "flow", S - 1,
             np.concatenate([flow_rows_rho, flow_rows_p]),
-            np.concatenate([flow_cols_rho, flow_cols_p]),
+            np.concatenate([rho[: S - 1].ravel(), p[:, :, : S - 1].ravel()]),
             np.concatenate([np.ones(flow_rows_rho.size), -np.ones(flow_rows_p.size)]),
             0.0, 0.0,
         )
-        triple = np.arange(n_triples)
-        rho_of_triple = np.repeat(rho.ravel(), S)
-        # p - α - P^ ρ <= 0   and   -p - α + P^ ρ <= 0
-        for name, sign in (("deviation_upper", 1.0), ("deviation_lower", -1.0)):
-            first = lin.add(
-                name, n_triples,
-                np.concatenate([triple, triple]),
-                np.concatenate([p.ravel(), alpha.ravel()]),
-                np.concatenate([np.full(n_triples, sign), -np.ones(n_triples)]),
-                -np.inf, 0.0,
-            )
-            lin.add_parameters(name, first, triple, rho_of_triple)
-        # Σ_{s'} α(s,a,s') - β(s,a) ρ(s,a) <= 0
-        first = lin.add("radius", n_pairs, np.repeat(pair, S), alpha.ravel(), 1.0, -np.inf, 0.0)
-        lin.add_parameters("radius", first, pair, rho.ravel())
+        self._add_confidence_rows(rho, p)
         lin.finish()
         self.counts = np.zeros((S, A, S))
         self.time = 1.0
         self.update(counts=np.zeros((S, A, S)) if counts is None else counts, time=time, epsilon=epsilon)
+
+    def _add_confidence_rows(self, rho: np.ndarray, p: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _set_confidence(self) -> None:
+        """Recompute the parameter values from ``self.counts`` and ``self.time``."""
+        raise NotImplementedError
 
     @property
     def visits(self) -> np.ndarray:
@@ -433,11 +413,6 @@ class OptimisticProgram(Program):
     def empirical_kernel(self) -> np.ndarray:
         """``P^(s'|s,a) = n(s,a,s') / max(1, N(s,a))`` (zeros for unvisited pairs)."""
         return self.counts / np.maximum(1.0, self.visits)[:, :, None]
-
-    @property
-    def radius(self) -> np.ndarray:
-        """``β(s,a)`` at the current counts and time."""
-        return l1_radius(self.visits, self.time, self.model.n_states, self.model.n_actions)
 
     def update(self, counts: Any = None, time: Any = None, epsilon: Any = None) -> None:
         """Set new counts, time and/or tightness; the structure is unchanged.
@@ -464,14 +439,69 @@ class OptimisticProgram(Program):
                 raise ProgramError(f"time must be a finite number >= 1, got {time!r}.")
             self.time = t
         if counts is not None or time is not None:
-            p_hat = self.empirical_kernel.ravel()
-            values = self.linear.param_values
-            values[self.linear.param_groups["deviation_upper"]] = -p_hat
-            values[self.linear.param_groups["deviation_lower"]] = p_hat
-            values[self.linear.param_groups["radius"]] = -self.radius.ravel()
+            self._set_confidence()
         if epsilon is not None:
             self._set_epsilon(epsilon)
         self.version += 1
+
+
+class OptimisticProgram(JointProgram):
+    """The optimistic ε-tight program of SPEC §3 over joint probabilities ``p(s,a,s')``.
+
+    Variables ρ (S, A), p (S, A, S) and α (S, A, S), all >= 0. Rows: those of
+    :class:`JointProgram`; ``|p(s,a,s') - P^(s'|s,a) ρ(s,a)| <= α(s,a,s')``;
+    ``Σ_{s'} α(s,a,s') <= β(s,a) ρ(s,a)``; and ``g_m(ζ) <= -ε``.
+
+    Parameters
+    ----------
+    model : CMDP
+    counts : array_like, shape (S, A, S), optional
+        Transition counts ``n(s,a,s')``; default zeros (no data).
+    time : float, default 1
+        The epoch start ``t_e >= 1`` (enters β).
+    epsilon : float, default 0
+        Tightness ε >= 0.
+    """
+
+    kind = "optimistic"
+
+    def __init__(self, model: CMDP, counts: Any = None, time: float = 1.0, epsilon: float = 0.0):
+        S, A = model.n_states, model.n_actions
+        super().__init__(model, [("deviation", (S, A, S))], counts, time, epsilon)
+
+    def _add_confidence_rows(self, rho, p):
+        S = self.model.n_states
+        alpha = self.blocks["deviation"].indices()
+        n_pairs, n_triples = rho.size, p.size
+        triple = np.arange(n_triples)
+        rho_of_triple = np.repeat(rho.ravel(), S)
+        lin = self.linear
+        # p - α - P^ ρ <= 0   and   -p - α + P^ ρ <= 0
+        for name, sign in (("deviation_upper", 1.0), ("deviation_lower", -1.0)):
+            first = lin.add(
+                name, n_triples,
+                np.concatenate([triple, triple]),
+                np.concatenate([p.ravel(), alpha.ravel()]),
+                np.concatenate([np.full(n_triples, sign), -np.ones(n_triples)]),
+                -np.inf, 0.0,
+            )
+            lin.add_parameters(name, first, triple, rho_of_triple)
+        # Σ_{s'} α(s,a,s') - β(s,a) ρ(s,a) <= 0
+        pair = np.arange(n_pairs)
+        first = lin.add("radius", n_pairs, np.repeat(pair, S), alpha.ravel(), 1.0, -np.inf, 0.0)
+        lin.add_parameters("radius", first, pair, rho.ravel())
+
+    @property
+    def radius(self) -> np.ndarray:
+        """``β(s,a)`` at the current counts and time."""
+        return l1_radius(self.visits, self.time, self.model.n_states, self.model.n_actions)
+
+    def _set_confidence(self) -> None:
+        p_hat = self.empirical_kernel.ravel()
+        values, groups = self.linear.param_values, self.linear.param_groups
+        values[groups["deviation_upper"]] = -p_hat
+        values[groups["deviation_lower"]] = p_hat
+        values[groups["radius"]] = -self.radius.ravel()
 
 
 def box_radius(visits: np.ndarray, horizon: float, n_states: int, n_actions: int) -> np.ndarray:
@@ -480,16 +510,14 @@ def box_radius(visits: np.ndarray, horizon: float, n_states: int, n_actions: int
     return np.minimum(1.0, np.sqrt(log_term / (2.0 * np.maximum(1.0, visits))))
 
 
-class BoxOptimisticProgram(Program):
+class BoxOptimisticProgram(JointProgram):
     """UCRL-CMDP's optimistic program (SPEC §10.1): per-entry boxes instead of an L1 ball.
 
-    Variables ρ (S, A) and p (S, A, S), both >= 0 (no α). Rows: ``Σ ρ = 1``;
-    ``ρ(s,a) = Σ_{s'} p(s,a,s')``; flow ``Σ_a ρ(s,a) = Σ_{s'',a} p(s'',a,s)``
-    (the last flow row dropped, as in :class:`OptimisticProgram`); the box
-    ``|p(s,a,s') - P^(s'|s,a) ρ(s,a)| <= b(s,a) ρ(s,a)`` as two rows per triple,
-    ``p - (P^ + b) ρ <= 0`` and ``-p + (P^ - b) ρ <= 0``, whose ρ coefficients are
-    parameter entries; and ``g_m(ζ) <= -ε``. The implied kernel
-    ``P~(s'|s,a) = p(s,a,s') / ρ(s,a)`` is a distribution with
+    Variables ρ (S, A) and p (S, A, S), both >= 0 (no α). Rows: those of
+    :class:`JointProgram`; the box ``|p(s,a,s') - P^(s'|s,a) ρ(s,a)| <= b(s,a) ρ(s,a)``
+    as two rows per triple, ``p - (P^ + b) ρ <= 0`` and ``-p + (P^ - b) ρ <= 0``,
+    whose ρ coefficients are parameter entries; and ``g_m(ζ) <= -ε``. The implied
+    kernel ``P~(s'|s,a) = p(s,a,s') / ρ(s,a)`` is a distribution with
     ``|P~ - P^| <= b`` entrywise. UCRL-CMDP solves it with ε = 0; ε is kept so the
     program has the same interface as the others.
 
@@ -512,51 +540,17 @@ class BoxOptimisticProgram(Program):
         if isinstance(horizon, bool) or not isinstance(horizon, (int, float, np.integer, np.floating)) \
                 or not math.isfinite(horizon) or horizon < 1:
             raise ProgramError(f"the horizon T must be a finite number >= 1, got {horizon!r}.")
-        S, A = model.n_states, model.n_actions
-        super().__init__(model, [("occupancy", (S, A)), ("joint", (S, A, S))])
         self.horizon = float(horizon)
-        rho = self.blocks["occupancy"].indices()
-        p = self.blocks["joint"].indices()
-        n_pairs, n_triples = S * A, S * A * S
-        lin = self.linear
-        lin.add("mass", 1, np.zeros(n_pairs), rho.ravel(), 1.0, 1.0, 1.0)
-        pair = np.arange(n_pairs)
-        lin.add(
-            "link", n_pairs,
-            np.concatenate([pair, np.repeat(pair, S)]),
-            np.concatenate([rho.ravel(), p.ravel()]),
-            np.concatenate([np.ones(n_pairs), -np.ones(n_triples)]),
-            0.0, 0.0,
-        )
-        flow_rows_rho = np.repeat(np.arange(S - 1), A)
-        flow_rows_p = np.broadcast_to(np.arange(S)[None, None, :], (S, A, S))[:, :, : S - 1].ravel()
-        lin.add(
-            "flow", S - 1,
-            np.concatenate([flow_rows_rho, flow_rows_p]),
-            np.concatenate([rho[: S - 1].ravel(), p[:, :, : S - 1].ravel()]),
-            np.concatenate([np.ones(flow_rows_rho.size), -np.ones(flow_rows_p.size)]),
-            0.0, 0.0,
-        )
-        triple = np.arange(n_triples)
+        super().__init__(model, [], counts, time, epsilon)
+
+    def _add_confidence_rows(self, rho, p):
+        S = self.model.n_states
+        triple = np.arange(p.size)
         rho_of_triple = np.repeat(rho.ravel(), S)
         # box_upper: p - (P^ + b) ρ <= 0;  box_lower: -p + (P^ - b) ρ <= 0
         for name, sign in (("box_upper", 1.0), ("box_lower", -1.0)):
-            first = lin.add(name, n_triples, triple, p.ravel(), sign, -np.inf, 0.0)
-            lin.add_parameters(name, first, triple, rho_of_triple)
-        lin.finish()
-        self.counts = np.zeros((S, A, S))
-        self.time = 1.0
-        self.update(counts=np.zeros((S, A, S)) if counts is None else counts, time=time, epsilon=epsilon)
-
-    @property
-    def visits(self) -> np.ndarray:
-        """``N(s,a) = Σ_{s'} n(s,a,s')``."""
-        return self.counts.sum(axis=2)
-
-    @property
-    def empirical_kernel(self) -> np.ndarray:
-        """``P^(s'|s,a) = n(s,a,s') / max(1, N(s,a))`` (zeros for unvisited pairs)."""
-        return self.counts / np.maximum(1.0, self.visits)[:, :, None]
+            first = self.linear.add(name, p.size, triple, p.ravel(), sign, -np.inf, 0.0)
+            self.linear.add_parameters(name, first, triple, rho_of_triple)
 
     @property
     def radius(self) -> np.ndarray:
@@ -568,34 +562,8 @@ class BoxOptimisticProgram(Program):
         p_hat, b = self.empirical_kernel, self.radius[:, :, None]
         return p_hat - b, p_hat + b
 
-    def update(self, counts: Any = None, time: Any = None, epsilon: Any = None) -> None:
-        """Set new counts, time and/or tightness; the structure is unchanged.
-
-        Raises
-        ------
-        ProgramError
-            If counts have the wrong shape or negative/NaN entries, or time < 1.
-        """
-        S, A = self.model.n_states, self.model.n_actions
-        if counts is not None:
-            n = np.asarray(counts, dtype=float)
-            if n.shape != (S, A, S):
-                raise ProgramError(f"counts must have shape (S, A, S) = ({S}, {A}, {S}), got {n.shape}.")
-            if not np.all(np.isfinite(n)) or np.any(n < 0):
-                raise ProgramError("counts must be finite and non-negative.")
-            self.counts = n.copy()
-            lower, upper = self.kernel_bounds()
-            values = self.linear.param_values
-            values[self.linear.param_groups["box_upper"]] = -upper.ravel()
-            values[self.linear.param_groups["box_lower"]] = lower.ravel()
-        if time is not None:
-            try:
-                t = float(time)
-            except (TypeError, ValueError):
-                raise ProgramError(f"time must be a number >= 1, got {time!r}.") from None
-            if not math.isfinite(t) or t < 1:
-                raise ProgramError(f"time must be a finite number >= 1, got {time!r}.")
-            self.time = t
-        if epsilon is not None:
-            self._set_epsilon(epsilon)
-        self.version += 1
+    def _set_confidence(self) -> None:
+        lower, upper = self.kernel_bounds()
+        values, groups = self.linear.param_values, self.linear.param_groups
+        values[groups["box_upper"]] = -upper.ravel()
+        values[groups["box_lower"]] = lower.ravel()

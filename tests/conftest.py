@@ -13,6 +13,10 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
+from curlopt.backends.base import RawSolution
+from curlopt.backends.highs import CompiledHighs, HighsBackend
+from curlopt.results import Status
+
 settings.register_profile(
     "ci", max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
 )
@@ -43,3 +47,25 @@ def backend_or_skip(name: str, program):
         return backend.compile(program)
     except UnsupportedUtilityError as exc:
         pytest.skip(f"{name} does not accept this program: {exc}")
+
+
+class FailingHighs(HighsBackend):
+    """HiGHS reporting a numerical error on chosen solve calls, counted from 1 (fault injection)."""
+
+    name = "failing-highs"
+
+    def __init__(self, fail_on):
+        super().__init__()
+        self.fail_on, self.calls = set(fail_on), 0
+
+    def _compile(self, program):
+        backend = self
+
+        class Compiled(CompiledHighs):
+            def _solve(self, with_constraints):
+                backend.calls += 1
+                if backend.calls in backend.fail_on:
+                    return RawSolution(Status.NUMERICAL_ERROR, message="injected fault")
+                return super()._solve(with_constraints)
+
+        return Compiled(self, program)

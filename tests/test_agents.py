@@ -10,8 +10,7 @@ import pytest
 from curlopt import CMDP, Linear, LinearBound, Status, build_model
 from curlopt.agents import PlanSource, PsCurl, UcCurl, make_agent
 from curlopt.agents.triggers import DoublingTrigger, LinearTrigger, PerPairLinearTrigger
-from curlopt.backends.base import RawSolution
-from curlopt.backends.highs import CompiledHighs, HighsBackend
+from conftest import FailingHighs
 from curlopt.envs import make
 from curlopt.errors import CurloptError
 from curlopt.experiments import load_trace, run
@@ -141,28 +140,6 @@ def test_infeasible_tight_programs_are_recorded_as_fallback():
     assert all("infeasible" in e.message for e in early)
     assert trace.summary()["fallback_epochs"] >= len(early)
     assert trace.epochs[0].source == PlanSource.TIGHT  # ε = 0 at t = 1
-
-
-class FailingHighs(HighsBackend):
-    """HiGHS that reports a solver error on chosen epochs (fault injection)."""
-
-    name = "failing-highs"
-
-    def __init__(self, fail_on):
-        super().__init__()
-        self.fail_on, self.calls = set(fail_on), 0
-
-    def _compile(self, program):
-        backend = self
-
-        class Compiled(CompiledHighs):
-            def _solve(self, with_constraints):
-                backend.calls += 1
-                if backend.calls in backend.fail_on:
-                    return RawSolution(Status.NUMERICAL_ERROR, message="injected fault")
-                return super()._solve(with_constraints)
-
-        return Compiled(self, program)
 
 
 def test_solver_failure_keeps_the_previous_policy_and_is_recorded():

@@ -18,8 +18,7 @@ from scipy.optimize import linprog
 from curlopt import CMDP, Linear, LinearBound, MaxOfLinear, Status, SumOfLogs, build_model, get_backend
 from curlopt.agents import AGENTS, PlanSource, PrimalDual, UcrlCmdp, UnsupportedModelError, make_agent
 from curlopt.agents.baselines import fixed_epoch_length
-from curlopt.backends.base import RawSolution
-from curlopt.backends.highs import CompiledHighs, HighsBackend
+from conftest import FailingHighs
 from curlopt.envs import make
 from curlopt.errors import CurloptError
 from curlopt.experiments import run
@@ -275,28 +274,6 @@ def test_ucrl_records_the_fallback_when_the_constraint_cannot_hold():
     trace = run(UcrlCmdp(model, 30), make(model), 30, seed=0, progress=False)
     assert trace.epochs and all(e.source == PlanSource.FALLBACK and "infeasible" in e.message for e in trace.epochs)
     assert trace.summary()["fallback_epochs"] == len(trace.epochs)
-
-
-class FailingHighs(HighsBackend):
-    """HiGHS reporting a numerical error on chosen solve calls (fault injection)."""
-
-    name = "failing-highs"
-
-    def __init__(self, fail_on):
-        super().__init__()
-        self.fail_on, self.calls = set(fail_on), 0
-
-    def _compile(self, program):
-        backend = self
-
-        class Compiled(CompiledHighs):
-            def _solve(self, with_constraints):
-                backend.calls += 1
-                if backend.calls in backend.fail_on:
-                    return RawSolution(Status.NUMERICAL_ERROR, message="injected fault")
-                return super()._solve(with_constraints)
-
-        return Compiled(self, program)
 
 
 def test_ucrl_keeps_the_previous_policy_on_solver_failure():
