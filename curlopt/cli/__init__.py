@@ -34,26 +34,18 @@ def _register() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the ``curlopt`` script."""
+    """Entry point of the ``curlopt`` script.
+
+    Usage errors (unknown options, values of the wrong type) are printed by the CLI
+    library with the usage line and exit 2; curlopt's own errors print one line
+    ``error: ...`` and exit 2. ``--debug`` re-raises them with the traceback.
+    """
     _register()
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
-        app(args=argv, standalone_mode=False)
+        app(args=argv, prog_name="curlopt")  # standalone mode: exits through SystemExit
     except CurloptError as exc:
         if debug:
             raise
         typer.echo(f"error: {exc}", err=True)
         sys.exit(2)
-    except (typer.Exit, SystemExit) as exc:
-        code = getattr(exc, "exit_code", getattr(exc, "code", 0))
-        sys.exit(code or 0)
-    except Exception as exc:  # click usage errors and the like
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
-            typer.echo("aborted", err=True)
-            sys.exit(130)
-        raise
