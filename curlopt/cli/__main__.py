@@ -1,0 +1,5 @@
+"""``python -m curlopt.cli``: the same as the ``curlopt`` script."""
+
+from . import main
+
+main()
