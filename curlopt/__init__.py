@@ -47,6 +47,8 @@ _API = {
     "policy_from_occupancy": "curlopt.results",
     "solve_optimum": "curlopt.optimum",
     "build_model": "curlopt.models",
+    "save_model": "curlopt.modelfile",
+    "load_model": "curlopt.modelfile",
     # errors
     "CurloptError": "curlopt.errors",
     "ModelError": "curlopt.errors",

@@ -16,6 +16,8 @@ KERNEL_TOLERANCE = 1e-9
 
 
 def _finite_array(value: Any, name: str) -> np.ndarray:
+    if value is None:
+        raise ModelError(f"{name} is missing (got None): give an array of numbers.")
     try:
         array = np.array(value, dtype=float)
     except (TypeError, ValueError) as exc:

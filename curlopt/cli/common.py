@@ -26,7 +26,13 @@ def parse_params(items: list[str] | None) -> dict[str, Any]:
 
 
 def load_model(env: str, params: list[str] | None) -> CMDP:
-    """The built-in model ``env`` with ``--param`` values."""
+    """The built-in model ``env`` with ``--param`` values, or a JSON model file when ``env`` ends in ``.json``."""
+    if env.endswith(".json"):
+        from ..modelfile import load_model as load_file
+
+        if params:
+            raise CurloptError("--param applies to built-in models, not to a model file.")
+        return load_file(env)
     from ..models import build_model
 
     return build_model(env, **parse_params(params))
