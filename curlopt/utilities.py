@@ -50,6 +50,7 @@ __all__ = [
     "ConvexQuadratic",
     "Norm",
     "CustomUtility",
+    "curvature_violation",
 ]
 
 CURVATURES = ("affine", "concave", "convex")
@@ -759,3 +760,33 @@ class CustomUtility(Utility):
 
     def __repr__(self):
         return f"{self._name}(dim={self.dim}, {self.curvature})"
+
+
+def curvature_violation(utility: Utility, points: int = 16, seed: int = 0) -> tuple[np.ndarray, float] | None:
+    """A point where ``utility``'s Hessian contradicts its declared curvature, or None.
+
+    A sampled, necessary check (not a proof): ``points`` random points inside the
+    domain (above ``domain_lower()``, where finite) are tried; a concave utility
+    must have no Hessian eigenvalue above ``1e-8 (1 + ||H||)``, a convex one none
+    below its negative. Utilities without a numpy Hessian are not checked.
+    """
+    if utility.curvature == "affine":
+        return None
+    rng = np.random.default_rng(seed)
+    lower = np.asarray(utility.domain_lower(), dtype=float)
+    for _ in range(points):
+        base = np.where(np.isfinite(lower), lower, 0.0)
+        y = base + rng.uniform(0.05, 2.0, size=utility.dim) * np.where(np.isfinite(lower), 1.0, rng.choice([-1.0, 1.0], size=utility.dim))
+        try:
+            hessian = np.asarray(utility.hessian(y), dtype=float)
+        except NotImplementedError:
+            return None
+        if not np.all(np.isfinite(hessian)):
+            continue
+        eigenvalues = np.linalg.eigvalsh((hessian + hessian.T) / 2)
+        scale = 1e-8 * (1.0 + np.abs(hessian).max())
+        if utility.curvature == "concave" and eigenvalues.max() > scale:
+            return y, float(eigenvalues.max())
+        if utility.curvature == "convex" and eigenvalues.min() < -scale:
+            return y, float(eigenvalues.min())
+    return None

@@ -549,3 +549,16 @@ def test_backend_is_registered_and_declares_its_extra():
     assert backend_class("pyomo") is PyomoBackend
     assert PyomoBackend.extra == "pyomo" and set(PyomoBackend.requires) == {"pyomo", "cyipopt"}
     assert PyomoBackend.is_installed()
+
+
+def test_pyomo_refuses_a_utility_whose_hessian_contradicts_its_curvature():
+    import numpy as np
+
+    from curlopt import CMDP, CustomUtility, OccupancyProgram, UnsupportedUtilityError, get_backend
+
+    liar = CustomUtility(1, "concave", value=lambda y: float(y[0] ** 2), gradient=lambda y: 2 * y,
+                         hessian=lambda y: 2 * np.eye(1), pyomo=lambda y: y[0] ** 2)
+    kernel = np.full((2, 2, 2), 0.5)
+    model = CMDP(np.ones((1, 2, 2)), objective=liar, kernel=kernel)
+    with pytest.raises(UnsupportedUtilityError, match="declared concave but its Hessian"):
+        get_backend("pyomo").compile(OccupancyProgram(model))

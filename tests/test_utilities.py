@@ -184,3 +184,20 @@ def test_custom_utility_exposes_what_it_was_given():
     assert u.value([1.0, 3.0]) == pytest.approx(-4.0)
     assert not u.has_cvxpy and not u.has_pyomo and not u.is_lp_representable
     np.testing.assert_allclose(u.gradient([0.0, 0.0]), [2.0, 2.0])
+
+
+@pytest.mark.parametrize("utility", library(), ids=repr)
+def test_shipped_utilities_pass_the_curvature_check(utility):
+    from curlopt.utilities import curvature_violation
+
+    assert curvature_violation(utility) is None
+
+
+def test_a_utility_lying_about_its_curvature_is_caught():
+    from curlopt.utilities import curvature_violation
+
+    # f(y) = y0^2 + y1^2 is convex; declared concave it must be caught (Hessian 2I has eigenvalue 2 > 0)
+    liar = CustomUtility(2, "concave", value=lambda y: float((y**2).sum()), gradient=lambda y: 2 * y,
+                         hessian=lambda y: 2 * np.eye(2))
+    point, eigenvalue = curvature_violation(liar)
+    assert eigenvalue == pytest.approx(2.0)

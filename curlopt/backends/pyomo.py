@@ -141,7 +141,7 @@ from ..errors import BackendError, BackendNotInstalledError, UnsupportedUtilityE
 from ..model import stationary_occupancy
 from ..program import Program
 from ..results import Status
-from ..utilities import AlphaFairness, Entropy, SumOfLogs, Utility
+from ..utilities import AlphaFairness, Entropy, SumOfLogs, Utility, curvature_violation
 from .base import Backend, CompiledProgram, RawSolution
 
 __all__ = [
@@ -333,6 +333,27 @@ class PyomoBackend(Backend):
         finally:
             quiet.setLevel(level)
         return variants + [(name, {"solver": name}) for name in names]
+
+    def check(self, program: Program) -> None:
+        """Also refuse a utility whose numpy Hessian contradicts its declared curvature.
+
+        Ipopt finds a local optimum; only for a concave objective and convex
+        constraints is it the optimum. CVXPY proves curvature (DCP); here it is
+        sampled (:func:`curlopt.utilities.curvature_violation`), a necessary check.
+        """
+        super().check(program)
+        roles = [("objective", program.objective)] + [(f"constraint {m}", g) for m, g in enumerate(program.constraints)]
+        for role, utility in roles:
+            if not utility.smooth:
+                continue
+            found = curvature_violation(utility)
+            if found is not None:
+                point, eigenvalue = found
+                raise UnsupportedUtilityError(
+                    f"the {role} {utility!r} is declared {utility.curvature} but its Hessian at y={np.round(point, 4).tolist()}"
+                    f" has eigenvalue {eigenvalue:.3g}: the pyomo backend (a local solver) needs a concave objective and"
+                    " convex constraints. Fix the utility's curvature or its derivatives."
+                )
 
     def _compile(self, program: Program) -> "CompiledPyomo":
         return CompiledPyomo(self, program)
