@@ -47,6 +47,19 @@ def header_lines() -> list[str]:
                 version = "?"
         versions.append(f"{name} {version}")
     lines.append(", ".join(versions))
+    try:
+        import subprocess
+        from pathlib import Path
+
+        root = Path(__file__).resolve().parents[1]
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                                timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "curlopt"], cwd=root, capture_output=True,
+                               text=True, timeout=10).stdout.strip()
+        if commit:
+            lines.append(f"git {commit}" + (" (library has uncommitted changes)" if dirty else ""))
+    except Exception:  # pragma: no cover - not a checkout
+        pass
     return lines
 
 

@@ -74,3 +74,20 @@ def test_cli_errors_are_one_line_and_debug_shows_the_traceback(capsys):
     assert err == ["error: unknown model 'nope'; built-in models: " + err[0].split("built-in models: ")[1]]
     with pytest.raises(CurloptError):
         main(["--debug", "optimum", "nope"])
+
+
+@pytest.mark.parametrize("argv", [
+    ["reproduce", "queue", "--tightness", "-1"], ["reproduce", "queue", "--seeds", "0"],
+    ["reproduce", "queue", "--steps", "-5"], ["reproduce", "queue", "--jobs", "0"],
+    ["reproduce", "queue", "--executor", "dask"], ["reproduce", "queue", "--algorithms", "nope"],
+    ["run", "queue", "--steps", "0"], ["run", "queue", "--seed", "-1"], ["run", "queue", "--tightness", "-2"],
+    ["run", "queue", "--agent", "primal-dual", "--epochs", "linear"], ["optimum", "queue", "--epsilon", "-1"],
+    ["optimum", "queue", "--param", "buffer=0"], ["optimum", "scheduler", "--param", "sla=2"],
+])
+def test_invalid_option_values_exit_2_with_a_message(argv, tmp_path, capsys):
+    if argv[0] == "reproduce":
+        argv = argv + ["--out", str(tmp_path), "--no-figures"]
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == 2
+    assert capsys.readouterr().err.startswith("error: ")

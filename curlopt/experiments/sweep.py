@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..errors import CurloptError
+from ..errors import CurloptError, UnsupportedModelError, UnsupportedUtilityError
 
 __all__ = [
     "AlgorithmSpec", "SettingSpec", "Scale", "Experiment", "EXPERIMENTS", "Task", "SweepResult",
@@ -303,6 +303,9 @@ def plan_tasks(
         raise CurloptError(f"steps must be an integer >= 1, got {steps!r}.")
     if isinstance(checkpoints, bool) or not isinstance(checkpoints, int) or checkpoints < 2:
         raise CurloptError(f"checkpoints must be an integer >= 2, got {checkpoints!r}.")
+    if isinstance(tightness, bool) or not isinstance(tightness, (int, float)) or not math.isfinite(tightness) \
+            or tightness < 0:
+        raise CurloptError(f"the tightness constant K_ε must be a finite number >= 0, got {tightness!r}.")
     backend = backend or exp.backend
     specs = list(exp.algorithms) if not algorithms else [exp.algorithm(key) for key in algorithms]
     _check_backend(backend, exp.settings)
@@ -319,7 +322,8 @@ def plan_tasks(
             options = _agent_options(spec, backend, steps, tightness)
             try:
                 make_agent(spec.agent, model, **options)  # refuses unsuitable models before any run starts
-            except CurloptError as exc:
+            except (UnsupportedModelError, UnsupportedUtilityError) as exc:
+                # the algorithm cannot treat this model (e.g. a baseline and a log objective): leave it out
                 notes.append(f"{spec.label} on {setting.name}: skipped, the agent refuses this model ({exc}).")
                 continue
             frozen = tuple(sorted(options.items()))
