@@ -19,6 +19,7 @@ from curlopt import CMDP, Linear, LinearBound, MaxOfLinear, Status, SumOfLogs, b
 from curlopt.agents import AGENTS, PlanSource, PrimalDual, UcrlCmdp, UnsupportedModelError, make_agent
 from curlopt.agents.baselines import fixed_epoch_length
 from conftest import FailingHighs
+from reference import occupancy_polytope
 from curlopt.envs import make
 from curlopt.errors import CurloptError
 from curlopt.experiments import run
@@ -46,17 +47,10 @@ def spec_empirical_kernel(counts):
 
 def true_kernel_optimum(kernel, reward, costs, bounds):
     """SPEC §2 with ε = 0 by linprog: max Σ ρ r  s.t.  Σ ρ = 1, all S flow rows, Σ ρ c_m <= b_m."""
-    S, A, _ = kernel.shape
-    flow = np.zeros((S, S * A))
-    for s2 in range(S):
-        for s in range(S):
-            for a in range(A):
-                flow[s2, s * A + a] = (s == s2) - kernel[s, a, s2]
-    a_eq = np.vstack([np.ones((1, S * A)), flow])
-    b_eq = np.concatenate([[1.0], np.zeros(S)])
+    poly = occupancy_polytope(kernel)  # the independent statement of SPEC §2 in tests/reference.py
     a_ub = np.array([c.ravel() for c in costs]) if len(costs) else None
     res = linprog(-reward.ravel(), A_ub=a_ub, b_ub=np.asarray(bounds) if len(costs) else None,
-                  A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method="highs")
+                  A_eq=poly.A_eq.toarray(), b_eq=poly.b_eq, bounds=(0, None), method="highs")
     assert res.status == 0, res.message
     return -res.fun
 

@@ -18,6 +18,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
+from reference import occupancy_polytope
+
 pytest.importorskip("pyomo")
 pytest.importorskip("cyipopt")
 
@@ -65,15 +67,9 @@ def random_kernel(rng, S, A):
 
 def occupancy_lp(kernel, objective, sense=1.0):
     """max (sense=1) or min (sense=-1) of ``Σ objective·ρ`` over stationary occupancies of ``kernel`` (SPEC §2)."""
-    S, A, _ = kernel.shape
-    flow = np.zeros((S, S * A))
-    for s2 in range(S):
-        for s in range(S):
-            for a in range(A):
-                flow[s2, s * A + a] = (s == s2) - kernel[s, a, s2]
-    A_eq = np.vstack([np.ones((1, S * A)), flow])
-    b_eq = np.concatenate([[1.0], np.zeros(S)])
-    res = linprog(-sense * np.ravel(objective), A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method="highs")
+    poly = occupancy_polytope(kernel)  # the independent statement of SPEC §2 in tests/reference.py
+    res = linprog(-sense * np.ravel(objective), A_eq=poly.A_eq.toarray(), b_eq=poly.b_eq, bounds=(0, None),
+                  method="highs")
     assert res.status == 0
     return sense * -res.fun
 
