@@ -150,10 +150,13 @@ def main(argv: list[str] | None = None) -> int:
     say(f"\ntotal {time.perf_counter() - started:.0f} s; load average at the end: {load_average()}")
     if not args.no_save:
         path = Path(args.save) if args.save else HERE / f"results-{now:%Y-%m-%d}.txt"
-        if path.exists() and not args.save:
-            path = HERE / f"results-{now:%Y-%m-%d-%H%M}.txt"
-        path.write_text(say.text(), encoding="utf-8")
-        print(f"saved to {path}")
+        if path.exists() and not args.save:  # one file per day: later runs are appended
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write("\n" + "#" * 100 + "\n\n" + say.text())
+            print(f"appended to {path}")
+        else:
+            path.write_text(say.text(), encoding="utf-8")
+            print(f"saved to {path}")
     return 0
 
 

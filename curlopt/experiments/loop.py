@@ -121,10 +121,15 @@ class _Recorder:
 
 def _fast_epoch(state, policy_rows, kernel_rows, thresholds, cap, actions: UniformStream, transitions: UniformStream,
                 n_actions):
-    """Step the chain until a pair reaches its threshold or ``cap`` steps; return (pairs, next states, state)."""
+    """Step the chain until a pair reaches its threshold or ``cap`` steps; return (pairs, next states, state).
+
+    The hot loop of the toolkit: locals only, a list for the visit counts, and two
+    ``bisect`` calls per step.
+    """
     pairs: list[int] = []
     nexts: list[int] = []
-    visits: dict[int, int] = {}
+    add_pair, add_next = pairs.append, nexts.append
+    visits = [0] * len(thresholds)
     done = 0
     ended = False
     s = state
@@ -136,9 +141,9 @@ def _fast_epoch(state, policy_rows, kernel_rows, thresholds, cap, actions: Unifo
         for i in range(block):
             sa = s * n_actions + bisect_right(policy_rows[s], ua[i])
             s = bisect_right(kernel_rows[sa], us[i])
-            pairs.append(sa)
-            nexts.append(s)
-            v = visits.get(sa, 0) + 1
+            add_pair(sa)
+            add_next(s)
+            v = visits[sa] + 1
             visits[sa] = v
             if v >= thresholds[sa]:
                 used = i + 1
