@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import math
 import os
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -196,7 +195,3 @@ def load_trace(path: str | os.PathLike) -> Trace:
     except (OSError, EOFError, ValueError) as exc:
         raise CurloptError(f"the trace file {path} is corrupt or truncated ({type(exc).__name__}: {exc}).") from None
     return Trace.from_dict(data)
-
-
-def finite_or_none(value: float) -> float | None:
-    return float(value) if value is not None and math.isfinite(value) else None
