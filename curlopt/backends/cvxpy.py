@@ -28,6 +28,10 @@ from .base import Backend, CompiledProgram, RawSolution
 __all__ = ["CvxpyBackend", "DEFAULT_SOLVERS", "DEFAULT_SOLVER_OPTIONS"]
 
 DEFAULT_SOLVERS = ("CLARABEL", "SCS")
+#: Above this many parameter entries the problem is re-canonicalised at each solve instead of using DPP:
+#: CVXPY 1.9's DPP compile needs ~8·J² bytes (39 GiB for the optimistic program at (S, A) = (60, 10)),
+#: while a plain rebuild costs ~0.3 s there (benchmarks/run.py).
+DPP_MAX_PARAMETERS = 10_000
 #: tolerances tight enough that solutions meet the constraint rows to ~1e-8
 DEFAULT_SOLVER_OPTIONS: dict[str, dict[str, Any]] = {
     "CLARABEL": {"tol_gap_abs": 1e-9, "tol_gap_rel": 1e-9, "tol_feas": 1e-9, "max_iter": 500},
@@ -170,6 +174,8 @@ class CompiledCvxpy(CompiledProgram):
         self._fallback = None
         #: False if CVXPY could not keep the problem DPP (then every solve recompiles)
         self.is_dpp = self.tight.is_dpp()
+        #: True when the program is too large for DPP (see DPP_MAX_PARAMETERS): every solve recompiles
+        self.ignore_dpp = J > DPP_MAX_PARAMETERS
 
     @property
     def fallback(self):
@@ -192,7 +198,8 @@ class CompiledCvxpy(CompiledProgram):
                 with warnings.catch_warnings():
                     # An inaccurate solve is a status we handle (next solver, and a note in the message).
                     warnings.filterwarnings("ignore", message="Solution may be inaccurate")
-                    problem.solve(solver=solver, warm_start=True, **self.backend.solver_options.get(solver, {}))
+                    problem.solve(solver=solver, warm_start=True, ignore_dpp=self.ignore_dpp,
+                                  **self.backend.solver_options.get(solver, {}))
             except cp.error.SolverError as exc:
                 notes.append(f"{solver}: {exc}")
                 last = Status.SOLVER_ERROR

@@ -91,9 +91,10 @@ class CompiledHighs(CompiledProgram):
       index and the saved basis stays valid: the re-solve is still a hot start.
     """
 
-    #: Replacing the block costs ~0.03 µs per block entry plus ~50 µs; a changeCoeff call ~2 µs (measured,
-    #: highspy 1.15). So replace the block when more than block_size / BULK_RATIO + BULK_MINIMUM entries changed.
-    BULK_RATIO = 50
+    #: Replacing the block costs ~0.03 µs per block entry plus ~50 µs; a changeCoeff call with its Python loop
+    #: ~6 µs (measured, highspy 1.15, benchmarks/run.py). So replace the block when more than
+    #: block_size / BULK_RATIO + BULK_MINIMUM entries changed.
+    BULK_RATIO = 150
     BULK_MINIMUM = 25
 
     def __init__(self, backend: HighsBackend, program: Program):
