@@ -59,7 +59,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from .errors import BackendError, ModelError, UnsupportedUtilityError
+from .errors import ModelError, UnsupportedUtilityError
 from .model import CMDP, policy_kernel
 from .utilities import CustomUtility, MinOfLinear, Utility
 

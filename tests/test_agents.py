@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from curlopt import CMDP, Linear, LinearBound, Status, build_model
+from curlopt import CMDP, Linear, LinearBound, build_model
 from curlopt.agents import PlanSource, PsCurl, UcCurl, make_agent
 from curlopt.agents.triggers import DoublingTrigger, LinearTrigger, PerPairLinearTrigger
 from conftest import FailingHighs

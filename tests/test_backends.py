@@ -20,7 +20,7 @@ from curlopt import (
     get_backend,
     installed_backends,
 )
-from curlopt.backends.base import CompiledProgram, RawSolution
+from curlopt.backends.base import CompiledProgram
 from curlopt.program import tightness, l1_radius
 
 

@@ -10,10 +10,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
 from curlopt import CMDP, CurloptError, Linear, LinearBound, SumOfLogs
-from curlopt.cli import _register, app, main
+from curlopt.cli import main
 
 FLOATS = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=64), st.integers(-3, 3))
 

@@ -167,7 +167,9 @@ def _generic_epoch(env, state, policy_rows, thresholds, cap, actions: UniformStr
         if terminated or truncated:
             raise CurloptError("the environment ended an episode; the learning loop needs an infinite-horizon (never-ending) environment.")
         sa = s * n_actions + a
-        if "rewards" in info and not np.array_equal(np.asarray(info["rewards"], dtype=float), model.rewards[:, s, a]):
+        # Signals are functions of (s, a): checking each pair's first visit in an epoch is enough.
+        if sa not in visits and "rewards" in info \
+                and not np.array_equal(np.asarray(info["rewards"], dtype=float), model.rewards[:, s, a]):
             raise CurloptError(
                 f"the environment's reward signals at (s={s}, a={a}) differ from the agent's model; give the agent the"
                 " model that describes this environment."
