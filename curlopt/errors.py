@@ -11,10 +11,12 @@ __all__ = [
     "CurloptError",
     "ModelError",
     "UtilityError",
+    "UtilityCodeError",
     "ProgramError",
     "BackendError",
     "UnsupportedUtilityError",
     "BackendNotInstalledError",
+    "BackendOptionError",
     "EnvError",
 ]
 
@@ -31,6 +33,15 @@ class UtilityError(CurloptError):
     """A utility was built with invalid parameters or evaluated outside its domain."""
 
 
+class UtilityCodeError(UtilityError):
+    """A utility's own code (its value, gradient, hessian, or cvxpy/Pyomo expression) raised an exception.
+
+    The message names the utility, its role (objective or constraint), the method and the original
+    exception, which is chained as ``__cause__``. Solves let this error through instead of turning it
+    into a ``solver_error`` status: a bug in a utility is not solver trouble.
+    """
+
+
 class ProgramError(CurloptError):
     """A program was given invalid data (counts, kernel, tightness, time)."""
 
@@ -45,6 +56,10 @@ class UnsupportedUtilityError(BackendError):
 
 class BackendNotInstalledError(BackendError):
     """A backend's solver package is missing; the message names the extra to install."""
+
+
+class BackendOptionError(BackendError):
+    """A backend was given a keyword argument it does not take, or a solver option its solver refuses."""
 
 
 class EnvError(CurloptError):

@@ -39,10 +39,30 @@ __all__ = [
     "JointProgram",
     "OptimisticProgram",
     "tightness",
+    "EPSILON_MAX",
+    "TIGHTNESS_CONSTANT_MAX",
     "l1_radius",
+    "RADII",
     "BoxOptimisticProgram",
     "box_radius",
 ]
+
+
+#: The largest tightness ε a program takes. Every backend represents it exactly and far inside its solver's
+#: finite range (HiGHS reads a bound beyond ±1e20 as infinite; Ipopt's default infinity is 1e19); at 1e9
+#: Clarabel alone already called an ε-tight program that cannot hold "infeasible_inaccurate" where it says
+#: "infeasible" at 1e6. With costs of order 1, any ε above a few units makes the ε-tight program infeasible.
+EPSILON_MAX = 1e6
+#: The largest tightness constant K_ε: ``max_{τ >= 1} sqrt(ln τ / τ) = 1/sqrt(e)`` (at τ = e), so
+#: ``ε = K_ε sqrt(ln τ / τ) <= K_ε / sqrt(e)``; rounded down so that every ε of the schedule is <= EPSILON_MAX.
+TIGHTNESS_CONSTANT_MAX = float(math.floor(EPSILON_MAX * math.sqrt(math.e)))  # 1,648,721
+
+
+def _number(value: Any) -> float:
+    """``float(value)`` for a real number (not a bool or a string), else NaN."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return math.nan
+    return float(value)
 
 
 def tightness(time: float, constant: float = 1.0, horizon_lower_bound: float | None = None) -> float:
@@ -53,14 +73,24 @@ def tightness(time: float, constant: float = 1.0, horizon_lower_bound: float | N
     time : float
         The epoch's start time ``t_e >= 1``.
     constant : float, default 1
-        ``K_ε >= 0``.
+        ``0 <= K_ε <= TIGHTNESS_CONSTANT_MAX`` (so that ``ε <= EPSILON_MAX``).
     horizon_lower_bound : float, optional
         A known lower bound ``T_l`` on the horizon.
+
+    Raises
+    ------
+    ProgramError
+        For a time that is not a finite number >= 1, or a constant outside ``[0, TIGHTNESS_CONSTANT_MAX]``.
     """
-    if not math.isfinite(time) or time < 1:
+    if not math.isfinite(_number(time)) or time < 1:
         raise ProgramError(f"time must be a finite number >= 1, got {time!r}.")
-    if not math.isfinite(constant) or constant < 0:
-        raise ProgramError(f"the tightness constant must be a finite number >= 0, got {constant!r}.")
+    if not math.isfinite(_number(constant)) or constant < 0:
+        raise ProgramError(f"the tightness constant K_ε must be a finite number >= 0, got {constant!r}.")
+    if constant > TIGHTNESS_CONSTANT_MAX:
+        raise ProgramError(
+            f"the tightness constant K_ε must be at most {TIGHTNESS_CONSTANT_MAX:.0f} (then ε <= {EPSILON_MAX:g},"
+            f" the largest ε a program takes), got {constant!r}."
+        )
     tau = float(time)
     if horizon_lower_bound is not None:
         if not math.isfinite(horizon_lower_bound) or horizon_lower_bound < 1:
@@ -69,9 +99,43 @@ def tightness(time: float, constant: float = 1.0, horizon_lower_bound: float | N
     return constant * math.sqrt(math.log(tau) / tau)
 
 
-def l1_radius(visits: np.ndarray, time: float, n_states: int, n_actions: int) -> np.ndarray:
-    """The L1 radius ``β(s,a) = sqrt(14 S ln(2 A t) / max(1, N(s,a)))`` (SPEC §3)."""
-    return np.sqrt(14.0 * n_states * math.log(2.0 * n_actions * time) / np.maximum(1.0, visits))
+#: the L1 confidence radii of the optimistic program, by name
+RADII = ("analysis", "experiment")
+
+
+def check_radius(radius: Any, radius_scale: Any, error: type[Exception] = ProgramError) -> tuple[str, float]:
+    """``(radius, radius_scale)`` validated: a name in :data:`RADII` and a finite float >= 0; else ``error``."""
+    if not isinstance(radius, str) or radius not in RADII:
+        raise error(f"radius must be one of {', '.join(map(repr, RADII))}, got {radius!r}.")
+    ok = isinstance(radius_scale, (int, float, np.integer, np.floating)) and not isinstance(radius_scale, bool)
+    scale = float(radius_scale) if ok else math.nan
+    if not (math.isfinite(scale) and scale >= 0):
+        raise error(f"radius_scale must be a finite number >= 0, got {radius_scale!r}.")
+    return radius, scale
+
+
+def l1_radius(visits: np.ndarray, time: float, n_states: int, n_actions: int, kind: str = "analysis") -> np.ndarray:
+    """The L1 confidence radius ``β(s,a)`` of the optimistic program at epoch start ``t = time``.
+
+    Parameters
+    ----------
+    visits : ndarray
+        ``N(s,a)``, visits before the epoch.
+    time : float
+        The epoch start ``t_e >= 1``.
+    n_states, n_actions : int
+        ``S`` and ``A``.
+    kind : {"analysis", "experiment"}, default "analysis"
+        ``analysis``: ``β = sqrt(14 S ln(2 A t) / max(1, N))``, the radius of the
+        paper's regret analysis; ``experiment``: ``β = sqrt(S ln(A t) / max(1, N))``,
+        the radius its simulations used (much smaller: on the queue at
+        ``t = 5·10^5`` a pair needs 96 visits for ``β < 1`` rather than 1,394).
+    """
+    if kind == "analysis":
+        return np.sqrt(14.0 * n_states * math.log(2.0 * n_actions * time) / np.maximum(1.0, visits))
+    if kind == "experiment":
+        return np.sqrt(n_states * math.log(n_actions * time) / np.maximum(1.0, visits))
+    raise ProgramError(f"radius must be one of {', '.join(map(repr, RADII))}, got {kind!r}.")
 
 
 @dataclass(frozen=True)
@@ -260,12 +324,18 @@ class Program:
         return None if block is None else np.asarray(x)[block.slice].reshape(block.shape)
 
     def _set_epsilon(self, epsilon: Any) -> None:
+        """Set ε after checking ``0 <= ε <= EPSILON_MAX`` (before any backend sees it)."""
         try:
             value = float(epsilon)
         except (TypeError, ValueError):
             raise ProgramError(f"epsilon must be a number >= 0, got {epsilon!r}.") from None
         if not math.isfinite(value) or value < 0:
             raise ProgramError(f"epsilon must be a finite number >= 0, got {epsilon!r}.")
+        if value > EPSILON_MAX:
+            raise ProgramError(
+                f"epsilon must be at most {EPSILON_MAX:g} (the largest tightness every backend represents"
+                f" exactly; an ε-tight program with a larger ε cannot hold for costs of ordinary size), got {epsilon!r}."
+            )
         self.epsilon = value
 
     def residuals(self, x: np.ndarray, include_constraints: bool = True) -> dict[str, float]:
@@ -461,12 +531,25 @@ class OptimisticProgram(JointProgram):
         The epoch start ``t_e >= 1`` (enters β).
     epsilon : float, default 0
         Tightness ε >= 0.
+    radius : {"analysis", "experiment"}, default "analysis"
+        Which L1 radius β (see :func:`l1_radius`): the one of the paper's regret
+        analysis, or the smaller one of its simulations.
+    radius_scale : float, default 1
+        A finite factor >= 0 multiplying β (0 trusts the empirical kernel exactly).
+
+    Raises
+    ------
+    ProgramError
+        For an unknown ``radius`` or a ``radius_scale`` that is not a finite number >= 0.
     """
 
     kind = "optimistic"
 
-    def __init__(self, model: CMDP, counts: Any = None, time: float = 1.0, epsilon: float = 0.0):
+    def __init__(self, model: CMDP, counts: Any = None, time: float = 1.0, epsilon: float = 0.0,
+                 radius: str = "analysis", radius_scale: float = 1.0):
         S, A = model.n_states, model.n_actions
+        # Set before the base class computes the first radius.
+        self.radius_kind, self.radius_scale = check_radius(radius, radius_scale)
         super().__init__(model, [("deviation", (S, A, S))], counts, time, epsilon)
 
     def _add_confidence_rows(self, rho, p):
@@ -493,8 +576,9 @@ class OptimisticProgram(JointProgram):
 
     @property
     def radius(self) -> np.ndarray:
-        """``β(s,a)`` at the current counts and time."""
-        return l1_radius(self.visits, self.time, self.model.n_states, self.model.n_actions)
+        """``β(s,a)`` at the current counts and time (the chosen radius times ``radius_scale``)."""
+        beta = l1_radius(self.visits, self.time, self.model.n_states, self.model.n_actions, self.radius_kind)
+        return beta if self.radius_scale == 1.0 else self.radius_scale * beta
 
     def _set_confidence(self) -> None:
         p_hat = self.empirical_kernel.ravel()

@@ -56,11 +56,21 @@ __all__ = [
 CURVATURES = ("affine", "concave", "convex")
 
 
+def _finite_number(value: Any) -> bool:
+    """A real number (not a bool) with a finite float value; False for strings, None and huge integers."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer beyond the float range
+        return False
+
+
 def _vector(value: Any, name: str, length: int | None = None) -> np.ndarray:
     """Return ``value`` as a finite 1-D float array, or raise a UtilityError naming ``name``."""
     try:
         array = np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise UtilityError(f"{name} must be an array of numbers ({exc}).") from None
     if array.ndim == 0:
         array = array.reshape(1)
@@ -79,7 +89,7 @@ def _matrix(value: Any, name: str, columns: int | None = None) -> np.ndarray:
     """Return ``value`` as a finite 2-D float array (a 1-D input is one row)."""
     try:
         array = np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise UtilityError(f"{name} must be an array of numbers ({exc}).") from None
     if array.ndim == 1:
         array = array.reshape(1, -1)
@@ -285,7 +295,7 @@ class SumOfLogs(Utility):
         dim, w = _dimension(dim, weights, "SumOfLogs")
         if np.any(w < 0):
             raise UtilityError(f"SumOfLogs weights must be non-negative (concavity), got {w}.")
-        if not math.isfinite(shift) or shift < 0:
+        if not _finite_number(shift) or shift < 0:
             raise UtilityError(f"SumOfLogs shift must be a finite number >= 0, got {shift!r}.")
         super().__init__(dim)
         self.weights, self.shift = w, float(shift)
@@ -335,11 +345,11 @@ class AlphaFairness(Utility):
 
     def __init__(self, alpha: float, dim: int | None = None, weights: Any = None, shift: float = 0.0):
         dim, w = _dimension(dim, weights, "AlphaFairness")
-        if not isinstance(alpha, (int, float, np.floating)) or not math.isfinite(alpha) or alpha <= 0:
+        if not _finite_number(alpha) or alpha <= 0:
             raise UtilityError(f"AlphaFairness alpha must be a finite number > 0, got {alpha!r}.")
         if np.any(w < 0):
             raise UtilityError(f"AlphaFairness weights must be non-negative (concavity), got {w}.")
-        if not math.isfinite(shift) or shift < 0:
+        if not _finite_number(shift) or shift < 0:
             raise UtilityError(f"AlphaFairness shift must be a finite number >= 0, got {shift!r}.")
         super().__init__(dim)
         self.alpha, self.weights, self.shift = float(alpha), w, float(shift)
@@ -431,7 +441,7 @@ class Entropy(Utility):
     curvature = "concave"
 
     def __init__(self, dim: int, shift: float = 0.0):
-        if not isinstance(shift, (int, float, np.floating)) or not math.isfinite(shift) or shift < 0:
+        if not _finite_number(shift) or shift < 0:
             raise UtilityError(f"Entropy shift must be a finite number >= 0, got {shift!r}.")
         super().__init__(dim)
         self.shift = float(shift)
@@ -616,7 +626,7 @@ class Norm(Utility):
         c = _vector(center, "Norm center")
         if ord not in (1, 2, math.inf):
             raise UtilityError(f"Norm ord must be 1, 2 or inf, got {ord!r}.")
-        if not isinstance(radius, (int, float, np.floating)) or not math.isfinite(radius) or radius < 0:
+        if not _finite_number(radius) or radius < 0:
             raise UtilityError(f"Norm radius must be a finite number >= 0, got {radius!r}.")
         super().__init__(c.size)
         self.center, self.radius, self.ord = c, float(radius), ord
@@ -717,6 +727,8 @@ class CustomUtility(Utility):
         self._cvxpy, self._pyomo, self._name = cvxpy, pyomo, name
         self._pieces = None
         if pieces is not None:
+            if isinstance(pieces, (str, bytes)) or not isinstance(pieces, (tuple, list)) or len(pieces) != 2:
+                raise UtilityError(f"{name} pieces must be a pair (W, c) of a matrix and a vector, got {pieces!r}.")
             w = _matrix(pieces[0], f"{name} pieces W", self.dim)
             self._pieces = (w, _vector(pieces[1], f"{name} pieces c", w.shape[0]))
         self._lower = np.full(self.dim, -np.inf) if lower is None else _vector(lower, f"{name} lower", self.dim)

@@ -9,7 +9,7 @@ import pytest
 
 from curlopt import CMDP, Linear, LinearBound, build_model
 from curlopt.agents import PlanSource, PsCurl, UcCurl, make_agent
-from curlopt.agents.triggers import DoublingTrigger, LinearTrigger, PerPairLinearTrigger
+from curlopt.agents.triggers import DoublingTrigger, GlobalLinearTrigger, PerPairLinearTrigger
 from conftest import FailingHighs
 from curlopt.envs import make
 from curlopt.errors import CurloptError
@@ -49,7 +49,8 @@ class Recording:
 #   e8 t=24 N=(12,11): cut by the horizon T=30 (length 7)
 DOUBLING = [(1, [0, 0], [0, 0]), (2, [1, 0], [1, 0]), (3, [1, 1], [0, 1]), (4, [2, 1], [1, 0]),
             (5, [2, 2], [0, 1]), (8, [4, 3], [2, 1]), (13, [6, 6], [2, 3]), (24, [12, 11], [6, 5])]
-# Hand trace, linear (epoch e ends when some pair reaches e visits, see LinearTrigger):
+# Hand trace, linear-global (epoch e ends when some pair reaches e visits, see GlobalLinearTrigger; the paper's
+# per-pair linear rule is traced in test_agent_options.py):
 #   e1 t=1 threshold 1: step 1 -> ends;  e2 t=2 threshold 2: steps 2,3,4 -> ν(1)=2 at step 4
 #   e3 t=5 threshold 3: steps 5..9 -> ν(0)=3 at 9;  e4 t=10 threshold 4: steps 10..16 -> ν(1)=4 at 16
 #   e5 t=17 threshold 5: steps 17..25 -> ν(0)=5 at 25;  e6 t=26: cut by T=30
@@ -59,8 +60,9 @@ LINEAR = [(1, [0, 0], [0, 0]), (2, [1, 0], [1, 0]), (5, [2, 2], [1, 2]), (10, [5
 PER_PAIR = [(t, [(t - 1 + 1) // 2, (t - 1) // 2], [int(t > 1 and t % 2 == 0), int(t > 1 and t % 2 == 1)]) for t in range(1, 31)]
 
 
-@pytest.mark.parametrize("trigger, expected", [(DoublingTrigger(), DOUBLING), (LinearTrigger(), LINEAR),
-                                               (PerPairLinearTrigger(), PER_PAIR)], ids=["doubling", "linear", "per-pair"])
+@pytest.mark.parametrize("trigger, expected", [(DoublingTrigger(), DOUBLING), (GlobalLinearTrigger(), LINEAR),
+                                               (PerPairLinearTrigger(), PER_PAIR)],
+                         ids=["doubling", "linear-global", "per-pair"])
 @pytest.mark.parametrize("agent_class", [UcCurl, PsCurl])
 @pytest.mark.parametrize("path", ["fast", "generic"])
 def test_hand_traced_epochs(trigger, expected, agent_class, path):

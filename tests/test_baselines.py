@@ -318,8 +318,9 @@ def hand_update(counts, policy, dual):
 
 def test_primal_dual_matches_a_hand_computation_for_two_episodes():
     model = CMDP(R[None], C[None], Linear([1.0]), [LinearBound([2.0], 1.0)])
+    # raw signals (scale=False); the scaled default is checked in test_agent_options.py
     agent = PrimalDual(model, horizon=100, theta=THETA, eta=ETA, slack=SLACK, dual_cap=CAP, bonus=BONUS,
-                       episode_length=H)
+                       episode_length=H, scale=False)
     np.testing.assert_allclose(agent.thresholds, [0.5])  # τ = b / w
     agent.reset()
     assert agent.limits(1)[1] == H
@@ -410,7 +411,7 @@ def test_primal_dual_dual_hits_both_ends_of_its_box():
 def test_primal_dual_uses_the_constraint_as_cost_and_threshold():
     costs = np.stack([np.ones((2, 2)), np.arange(4.0).reshape(2, 2)])
     model = CMDP(np.ones((2, 2, 2)), costs, Linear([1.0, 2.0]), [LinearBound([3.0, -1.0], 2.0)])
-    agent = PrimalDual(model, horizon=10)
+    agent = PrimalDual(model, horizon=10, scale=False)  # raw signals: the scaled ones are in test_agent_options.py
     np.testing.assert_allclose(agent.reward, 3 * np.ones((2, 2)))           # w·r
     np.testing.assert_allclose(agent.costs[0], (3 * costs[0] - costs[1]) / 4)  # (w/|w|_1)·c
     np.testing.assert_allclose(agent.thresholds, [0.5])                       # b/|w|_1

@@ -1,9 +1,11 @@
-"""The reproduction sweep (issue 8): files, summary, figures, resume, executors, CLI."""
+"""The reproduction sweep (issues 8 and 13): a preset of the study runner; files, summary, figures, resume,
+profiles, executors, CLI."""
 
 from __future__ import annotations
 
 import csv
 import gzip
+import json
 import shutil
 import struct
 import sys
@@ -13,13 +15,14 @@ import numpy as np
 import pytest
 
 from curlopt.errors import CurloptError
-from curlopt.experiments.summary import COLUMN_DOCS, TIME_COLUMNS, summary_columns
+from curlopt.experiments.summary import STUDY_COLUMN_DOCS, TIME_COLUMNS, study_columns
 from curlopt.experiments.sweep import (
     EXPERIMENTS,
     AlgorithmSpec,
     Experiment,
     Scale,
     SettingSpec,
+    experiment_study,
     plan_tasks,
     reproduce,
     task_status,
@@ -59,20 +62,25 @@ def test_tiny_sweep_writes_every_run_and_the_tables(tiny):
     for task in tiny.tasks:
         path = tiny.out / task.relative_path
         assert path.name == f"T{STEPS}-seed{task.seed:03d}.json.gz"
-        assert path.parent == tiny.out / "runs" / "queue" / task.algorithm.key
+        # one folder per configuration: runs/<setting>/<algorithm>/<configuration key>/
+        assert path.parent == tiny.out / "runs" / "queue" / task.algorithm.key / task.configuration.key
+        assert (path.parent / "config.json").exists()
         trace = load_trace(path)
         assert trace.meta["seed"] == task.seed and trace.meta["steps"] == STEPS and trace.meta["env"] == "queue"
         assert trace.meta["sweep"]["algorithm"] == task.algorithm.key
+        assert trace.meta["configuration"] == task.configuration.key and trace.meta["varied"] == {}
     assert tiny.summary_csv == tiny.out / "summary.csv" and tiny.summary_md == tiny.out / "summary.md"
     assert not list(tiny.out.rglob("*.tmp"))  # atomic writes leave no temporaries
 
 
 def test_summary_has_the_documented_columns_and_the_means_of_the_runs(tiny):
     header, rows = _read_csv(tiny.summary_csv)
-    assert header == summary_columns(2)  # the queue has two constraints
+    assert header == study_columns(2)  # the queue has two constraints; nothing varied
     for column in header:
-        base = column.removesuffix("_mean").removesuffix("_std")
-        assert base in COLUMN_DOCS or base.startswith("g"), column
+        base = column
+        for suffix in ("_mean", "_std", "_ci_low", "_ci_high"):
+            base = base.removesuffix(suffix)
+        assert base in STUDY_COLUMN_DOCS or base.startswith("g"), column
     assert [row["algorithm"] for row in rows] == ["uc-curl-linear", "ps-curl-doubling"]  # the experiment's order
     for row in rows:
         traces = [load_trace(tiny.out / t.relative_path) for t in tiny.tasks if t.algorithm.key == row["algorithm"]]
@@ -87,8 +95,9 @@ def test_summary_has_the_documented_columns_and_the_means_of_the_runs(tiny):
         assert float(row["zero_violation_share"]) == pytest.approx(zero)
         assert float(row["epochs_mean"]) == pytest.approx(np.mean([len(tr.epochs) for tr in traces]))
     text = tiny.summary_md.read_text(encoding="utf-8")
-    assert "| algorithm | seeds | f(λ^(T)) | R(T) | g_1(ζ^(T)) | g_2(ζ^(T)) | C(T) |" in text
+    assert "| seeds | f(λ^(T)) | R(T) | g_1(ζ^(T)) | g_2(ζ^(T)) | C(T) |" in text
     assert "PS-CURL (doubling)" in text and "±" in text
+    assert "Profile paper" in text  # the profile is stated next to the results
 
 
 def _png_size(path: Path) -> tuple[int, int]:
@@ -102,7 +111,7 @@ def _check_figures(figures: list[Path], settings: list[str]) -> None:
 
     names = {p.name for p in figures}
     for setting in settings:
-        assert {f"{setting}-objective.png", f"{setting}-regret.png", f"{setting}-overview.png"} <= names
+        assert {f"{setting}-{kind}.png" for kind in ("frontier", "objective", "regret", "overview")} <= names
     for path in figures:
         width, height = _png_size(path)
         assert width >= 600 and height >= 400
@@ -113,8 +122,8 @@ def _check_figures(figures: list[Path], settings: list[str]) -> None:
 
 
 def test_figures_are_valid_pngs(tiny):
-    assert {p.name for p in tiny.figures} == {"queue-objective.png", "queue-regret.png", "queue-constraints.png",
-                                              "queue-overview.png"}
+    assert {p.name for p in tiny.figures} == {f"queue-{kind}.png" for kind in (
+        "frontier", "objective", "regret", "constraints", "overview", "epochs")}
     _check_figures(tiny.figures, ["queue"])
 
 
@@ -214,7 +223,104 @@ def test_bad_requests_are_refused_before_any_run(tmp_path):
         reproduce("queue", algorithms=["nope"], out=tmp_path, echo=None)
     with pytest.raises(CurloptError, match="executor"):
         reproduce("queue", executor="dask", out=tmp_path, echo=None)
-    assert not (tmp_path / "runs").exists()
+    with pytest.raises(CurloptError, match="unknown profile 'fast'; profiles: paper, analysis"):
+        reproduce("queue", profile="fast", out=tmp_path, echo=None)
+    with pytest.raises(CurloptError, match="'ps-curl-linear' twice"):  # it would run twice and count double
+        reproduce("queue", algorithms=["ps-curl-linear", "primal-dual", "ps-curl-linear"], out=tmp_path, echo=None)
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- profiles -----------------------------------------------------------------------------------------------------
+def _options(study) -> dict[str, dict]:
+    return {algorithm.key: dict(algorithm.options) for algorithm in study.algorithms}
+
+
+def test_the_profiles_set_the_options_the_paper_states_and_the_analysis_uses():
+    paper, _ = experiment_study("queue")
+    options = _options(paper)
+    assert options["uc-curl-linear"] == {"backend": "highs", "trigger": "linear", "radius": "experiment",
+                                         "tightness_constant": 1, "unreached": "uniform"}
+    assert options["ps-curl-doubling"] == {"backend": "highs", "trigger": "doubling", "tightness_constant": 1,
+                                           "unreached": "uniform"}
+    assert options["ucrl-cmdp"] == {"backend": "highs", "unreached": "uniform"}
+    assert options["primal-dual"] == {"scale": True}
+    assert paper.profile["name"] == "paper" and paper.default_out == Path("results/queue")
+    assert any("silent" in note and "unreached=uniform" in note for note in paper.profile["notes"])
+
+    analysis, _ = experiment_study("queue", profile="analysis")
+    assert _options(analysis)["uc-curl-linear"]["radius"] == "analysis"
+    assert _options(analysis)["uc-curl-linear"]["tightness_constant"] == 1
+    assert {k: v for k, v in _options(analysis).items() if not k.startswith("uc-curl")} == \
+        {k: v for k, v in options.items() if not k.startswith("uc-curl")}
+    assert analysis.default_out == Path("results/queue-analysis")
+
+    # --tightness and --backend override the profile for the agents that take them
+    override, _ = experiment_study("scheduler", profile="analysis", tightness=3, backend="pyomo")
+    assert {o["tightness_constant"] for o in _options(override).values()} == {3}
+    assert {o["backend"] for o in _options(override).values()} == {"pyomo"}
+    assert override.profile["overrides"] == {"tightness_constant": 3, "backend": "pyomo"}
+
+    # Each profile's configurations are their own folders: both can live in one output folder.
+    from curlopt.experiments.planning import plan_study
+
+    keys = {name: {c.algorithm.key: c.key for c in plan_study(experiment_study("queue", profile=name)[0]).configurations}
+            for name in ("paper", "analysis")}
+    assert keys["paper"]["uc-curl-linear"] == \
+        "backend-highs_radius-experiment_tightness_constant-1_trigger-linear_unreached-uniform"
+    assert keys["analysis"]["uc-curl-linear"] != keys["paper"]["uc-curl-linear"]
+    assert keys["analysis"]["ps-curl-linear"] == keys["paper"]["ps-curl-linear"]
+
+
+def test_reproduce_is_the_study_runner_on_a_preset(tmp_path, capsys):
+    from curlopt.experiments import run_study
+
+    out = tmp_path / "preset"
+    args = ["reproduce", "queue", "--algorithms", "ps-curl-linear,primal-dual", "--steps", "600", "--seeds", "2",
+            "--jobs", "1", "--out", str(out), "--no-progress", "--no-figures"]
+    code, stdout, _ = _cli(args, capsys)
+    assert code == 0, stdout
+    assert "profile paper:" in stdout
+    assert "  ps-curl-linear: PS-CURL (linear) = ps-curl with backend=highs, K_ε=1, trigger=linear, unreached=uniform" \
+        in stdout
+    assert "  primal-dual: Primal-dual = primal-dual with scale=true, horizon = T" in stdout
+    record = json.loads((out / "study.json").read_text())
+    assert record["profile"]["name"] == "paper"
+    assert record["profile"]["options"]["primal-dual"] == {"scale": True}
+    assert [c["algorithm"]["key"] for c in record["configurations"]] == ["ps-curl-linear", "primal-dual"]
+    assert record["study"]["steps"] == 600 and record["study"]["seeds"] == [0, 1]
+
+    # The same study written as a file gives the same run folders and the same numbers.
+    study = tmp_path / "same.toml"
+    study.write_text(f"""
+[study]
+name = "queue"
+steps = 600
+seeds = 2
+out = "{(tmp_path / 'file').as_posix()}"
+
+[model]
+name = "queue"
+
+[[algorithms]]
+agent = "ps-curl"
+key = "ps-curl-linear"
+label = "PS-CURL (linear)"
+options = {{ backend = "highs", trigger = "linear", tightness_constant = 1, unreached = "uniform" }}
+
+[[algorithms]]
+agent = "primal-dual"
+options = {{ scale = true }}
+""", encoding="utf-8")
+    from_file = run_study(study, jobs=1, progress=False, figures=False, echo=None)
+    preset = sorted(p.relative_to(out) for p in (out / "runs").rglob("*.json.gz"))
+    assert sorted(p.relative_to(from_file.out) for p in (from_file.out / "runs").rglob("*.json.gz")) == preset
+    assert _without_time(_read_csv(from_file.summary_csv)[1]) == _without_time(_read_csv(out / "summary.csv")[1])
+
+    # A duplicate in --algorithms is refused before anything is written.
+    before = sorted(p for p in out.rglob("*"))
+    code, _, err = _cli(args[:2] + ["--algorithms", "primal-dual,primal-dual"] + args[4:], capsys)
+    assert code == 2 and err.strip() == "error: --algorithms names 'primal-dual' twice; give each algorithm once."
+    assert sorted(p for p in out.rglob("*")) == before
 
 
 def test_ray_missing_gives_a_clear_error(monkeypatch, tmp_path):
@@ -266,7 +372,7 @@ def test_cli_end_to_end_and_resume(tmp_path, capsys):
     assert "| UC-CURL (linear) | 2 |" in stdout
     assert len(list((out / "runs").rglob("*.json.gz"))) == 4
     header, rows = _read_csv(out / "summary.csv")
-    assert header == summary_columns(2) and len(rows) == 2
+    assert header == study_columns(2) and len(rows) == 2
     _check_figures(sorted((out / "figures").glob("*.png")), ["queue"])
 
     code, stdout, _ = _cli(args + ["--no-figures"], capsys)

@@ -18,16 +18,18 @@ from .triggers import (
     DoublingTrigger,
     EpochTrigger,
     FixedLengthTrigger,
+    GlobalLinearTrigger,
     LinearTrigger,
     PerPairLinearTrigger,
     make_trigger,
+    trigger_rule,
 )
 
 __all__ = [
     "AGENTS", "Agent", "EpochPlan", "PlanSource", "UcCurl", "PsCurl", "UcrlCmdp", "PrimalDual", "UnsupportedModelError",
     "make_agent", "register_agent",
-    "EpochTrigger", "DoublingTrigger", "LinearTrigger", "PerPairLinearTrigger", "FixedLengthTrigger", "TRIGGERS",
-    "make_trigger",
+    "EpochTrigger", "DoublingTrigger", "LinearTrigger", "GlobalLinearTrigger", "PerPairLinearTrigger",
+    "FixedLengthTrigger", "TRIGGERS", "make_trigger", "trigger_rule",
 ]
 
 AGENTS: dict[str, type[Agent]] = {"uc-curl": UcCurl, "ps-curl": PsCurl, "ucrl-cmdp": UcrlCmdp, "primal-dual": PrimalDual}

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..model import CMDP
 from ..errors import CurloptError
-from .triggers import EpochTrigger, make_trigger
+from .triggers import EpochTrigger, make_trigger, trigger_rule
 
 __all__ = ["Agent", "EpochPlan", "PlanSource"]
 
@@ -34,7 +34,13 @@ class PlanSource:
 
 @dataclass
 class EpochPlan:
-    """An epoch's policy and how it was obtained."""
+    """An epoch's policy and how it was obtained.
+
+    ``unreached`` is the number of states to which the plan's occupancy gives
+    (numerically) zero mass, whose policy rows were filled by the agent's
+    ``unreached`` rule; None when the policy did not come from an occupancy
+    (an update rule, or a kept or initial uniform policy after a solver failure).
+    """
 
     policy: np.ndarray
     source: str
@@ -43,6 +49,7 @@ class EpochPlan:
     solve_time: float = 0.0
     iterations: int | None = None
     message: str = ""
+    unreached: int | None = None
 
 
 class Agent(ABC):
@@ -54,7 +61,9 @@ class Agent(ABC):
         The model the agent knows: rewards, costs and utilities. Its kernel, if
         any, is never read by a learning agent.
     trigger : str or EpochTrigger
-        ``"doubling"``, ``"linear"`` or a user trigger (see :mod:`curlopt.agents.triggers`).
+        ``"doubling"``, ``"linear"`` (the paper's per-pair rule), ``"linear-global"``,
+        ``"linear-per-pair"`` or a user trigger (see :mod:`curlopt.agents.triggers`).
+        A trigger with a ``reset()`` method is reset with the agent.
     seed : int or numpy.random.SeedSequence, optional
         Seed of the agent's own randomness (posterior samples); the learning loop
         reseeds it from the run's seed.
@@ -84,6 +93,11 @@ class Agent(ABC):
         self.policy: np.ndarray | None = None
         self.epoch = 0
         self.rng = np.random.default_rng(self._seed if seed is None else seed)
+        # A stateful trigger (e.g. the linear one's per-pair thresholds) starts afresh; a user trigger
+        # without reset() is taken to be stateless.
+        reset_trigger = getattr(self.trigger, "reset", None)
+        if callable(reset_trigger):
+            reset_trigger()
 
     @property
     def visits(self) -> np.ndarray:
@@ -112,4 +126,4 @@ class Agent(ABC):
 
     def describe(self) -> dict[str, Any]:
         """Options that identify the agent in a trace."""
-        return {"agent": self.name, "trigger": self.trigger_name}
+        return {"agent": self.name, "trigger": self.trigger_name, "trigger_rule": trigger_rule(self.trigger)}

@@ -34,6 +34,11 @@ _NOT_TAKEN = {
     "horizon_lower_bound": "it is given the horizon T itself (no --horizon-lower-bound)",
     "prior": "it draws no posterior samples (no --prior)",
 }
+#: uc-curl's L1 radius options, which neither baseline has
+_NO_RADIUS = {
+    "radius": "it has no L1 confidence radius (radius is an option of uc-curl)",
+    "radius_scale": "it has no L1 confidence radius (radius_scale is an option of uc-curl)",
+}
 
 
 # -- shared checks ---------------------------------------------------------------
@@ -139,6 +144,9 @@ class UcrlCmdp(_ProgramAgent):
         The epoch length is ``ceil(T^epoch_exponent)``; in [0, 1].
     seed : optional
         The agent's own seed (UCRL-CMDP draws nothing).
+    unreached : {"uniform", "safe"}, default "uniform"
+        The policy in states the plan's occupancy does not reach, as for
+        :class:`~curlopt.agents.UcCurl` (:func:`curlopt.results.extract_policy`).
     **backend_options
         Passed to the backend when ``backend`` is a name.
 
@@ -154,15 +162,19 @@ class UcrlCmdp(_ProgramAgent):
     needs_horizon = True
 
     def __init__(self, model: CMDP, horizon: float | None = None, backend: str | Backend = "highs",
-                 epoch_exponent: float = 1 / 3, seed: Any = None, **backend_options: Any):
-        _refuse_options(self.name, backend_options)
+                 epoch_exponent: float = 1 / 3, seed: Any = None, unreached: str = "uniform",
+                 **backend_options: Any):
+        _refuse_options(self.name, backend_options, {
+            **_NO_RADIUS, "radius": "its confidence sets are per-entry boxes, not an L1 ball (radius is an option of"
+                                    " uc-curl)"})
         _linear_pieces(model, self.name)
         self.horizon = _horizon(horizon, self.name)
         self.epoch_exponent = _number(epoch_exponent, "epoch_exponent", self.name, minimum=0.0)
         if self.epoch_exponent > 1:
             raise AgentError(f"{self.name}: epoch_exponent must lie in [0, 1], got {epoch_exponent!r}.")
         self.epoch_length = fixed_epoch_length(self.horizon, self.epoch_exponent)
-        super().__init__(model, backend, FixedLengthTrigger(self.epoch_length), 0.0, None, seed, **backend_options)
+        super().__init__(model, backend, FixedLengthTrigger(self.epoch_length), 0.0, None, seed, unreached,
+                         **backend_options)
 
     def _build_program(self) -> Program:
         return BoxOptimisticProgram(self.model, self.horizon)
@@ -259,6 +271,31 @@ class PrimalDual(Agent):
       multiplier each, ``λ ∈ [0, Λ]^M`` (an extension of the paper's single
       constraint, needed for the queue's two constraints).
 
+    Scaling (``scale=True``, the default). The paper ran this baseline with rewards
+    and costs scaled to [0, 1], affinely, from the model's known ranges, and
+    scaling changes what the fixed steps θ, η and the bonus c_b mean. With it:
+
+    * the per-step reward the agent uses, ``w·r(s,a)``, becomes
+      ``(w·r - min w·r) / (max w·r - min w·r)`` (min and max over all pairs);
+    * each cost signal becomes ``c_i' = (c_i - lo_i) / span_i`` with
+      ``lo_i = min c_i`` and ``span_i = max c_i - min c_i``;
+    * a constant signal (``max = min``) is left unscaled: no policy can change
+      it, and dividing by its zero range is undefined;
+    * each constraint is first rewritten, unchanged as a function, in the scaled
+      costs: ``g_m = w_m·ζ - b_m = w_m'·ζ' - b_m'`` with ``w_m' = w_m ⊙ span`` and
+      ``b_m' = b_m - w_m·lo``, and then normalised by ``|w_m'|_1`` as above:
+      cost ``(w_m'/|w_m'|_1)·c'`` and threshold ``b_m'/|w_m'|_1``. For one cost with
+      ``w > 0`` the threshold is ``(b/w - lo)/span``: the threshold transformed with
+      the costs. The per-step constraint cost lies in [-1, 1] (in [0, 1] when
+      ``w_m >= 0``).
+
+    The relative values, bonuses, multipliers and the dual update are all in these
+    scaled units (the episode's average cost, reported to the agent in original
+    units, is mapped before the dual update), and the multipliers in the plan
+    messages say so. Everything the loop records (λ^, ζ^, R(T), g_m, C(T), the
+    exact per-epoch values) is computed from the model, in original units.
+    ``scale=False`` uses the raw signals, exactly as before the option existed.
+
     Parameters
     ----------
     model : CMDP
@@ -277,6 +314,9 @@ class PrimalDual(Agent):
         c_b >= 0, the optimism bonus constant.
     episode_length : int, default 5000
         H >= 1 steps per episode.
+    scale : bool, default True
+        Scale the reward and costs to [0, 1] from the model's ranges (see above);
+        ``False`` keeps the raw signals.
     seed : optional
         The agent's own seed (it draws nothing itself).
 
@@ -293,14 +333,20 @@ class PrimalDual(Agent):
 
     def __init__(self, model: CMDP, horizon: float | None = None, theta: float = 0.05, eta: float = 0.05,
                  slack: float | None = None, dual_cap: float = 100.0, bonus: float = 1.0,
-                 episode_length: int = 5000, seed: Any = None, **options: Any):
+                 episode_length: int = 5000, seed: Any = None, scale: bool = True, **options: Any):
         agent = self.name
-        _refuse_options(agent, options, {"backend": "it solves no optimisation program (no --backend)"})
+        _refuse_options(agent, options, {
+            "backend": "it solves no optimisation program (no --backend)", **_NO_RADIUS,
+            "unreached": "it extracts no policy from an occupancy (its policy comes from exponential-weights updates)",
+        })
         if options:
             raise AgentError(
                 f"{agent} does not take {', '.join(map(repr, options))}; its options are theta, eta, slack,"
-                " dual_cap, bonus, episode_length, horizon and seed."
+                " dual_cap, bonus, episode_length, scale, horizon and seed."
             )
+        if not isinstance(scale, (bool, np.bool_)):
+            raise AgentError(f"{agent}: scale must be True or False, got {scale!r}.")
+        self.scale = bool(scale)
         reward_weights, constraints = _linear_pieces(model, agent)
         self.horizon = _horizon(horizon, agent)
         self.theta = _number(theta, "theta (θ)", agent, minimum=0.0, strict=True)
@@ -314,24 +360,38 @@ class PrimalDual(Agent):
         self.episode_length = int(episode_length)
 
         S, A = model.n_states, model.n_actions
-        #: per-step reward ``w·r(s,a)``, shape (S, A)
-        self.reward = np.einsum("k,ksa->sa", reward_weights, model.rewards)
+        reward = np.einsum("k,ksa->sa", reward_weights, model.rewards)
+        cost_signals = np.asarray(model.costs, dtype=float)
+        #: the affine maps to the agent's units: signal' = (signal - offset) / span (0 and 1 without scaling)
+        self.reward_offset, self.reward_span = 0.0, 1.0
+        self.cost_offset, self.cost_span = np.zeros(model.n_costs), np.ones(model.n_costs)
+        if self.scale:
+            self.reward_offset, self.reward_span = _range(reward)
+            for i in range(model.n_costs):
+                self.cost_offset[i], self.cost_span[i] = _range(cost_signals[i])
+            reward = (reward - self.reward_offset) / self.reward_span
+            cost_signals = (cost_signals - self.cost_offset[:, None, None]) / self.cost_span[:, None, None]
+        #: per-step reward ``w·r(s,a)`` in the agent's units (scaled to [0, 1] when ``scale``), shape (S, A)
+        self.reward = reward
         weights, thresholds = [], []
         for m, (w, c) in enumerate(constraints):
-            scale = float(np.abs(w).sum())
-            if scale == 0:
+            if self.scale:
+                # The same function of the scaled costs ζ' = (ζ - lo)/span: w·ζ + c = (w ⊙ span)·ζ' + (c + w·lo).
+                w, c = w * self.cost_span, c + float(w @ self.cost_offset)
+            norm = float(np.abs(w).sum())
+            if norm == 0:
                 raise UnsupportedModelError(
                     f"{agent}: constraint {m} of model {model.name!r} ({model.constraints[m]!r}) does not depend on any"
                     " cost, so no policy can change it; remove it from the model."
                 )
-            weights.append(w / scale)
-            thresholds.append(-c / scale)
+            weights.append(w / norm)
+            thresholds.append(-c / norm)
         M = len(constraints)
-        #: normalised constraint weights ``w_m/|w_m|_1``, shape (M, d)
+        #: normalised constraint weights ``w_m/|w_m|_1`` on the (scaled when ``scale``) costs, shape (M, d)
         self.cost_weights = np.array(weights, dtype=float).reshape(M, model.n_costs)
-        #: per-step cost of each constraint ``(w_m/|w_m|_1)·c(s,a)``, shape (M, S, A)
-        self.costs = np.einsum("mi,isa->msa", self.cost_weights, model.costs).reshape(M, S, A)
-        #: thresholds ``τ_m = b_m/|w_m|_1``, shape (M,)
+        #: per-step cost of each constraint ``(w_m/|w_m|_1)·c(s,a)`` in the agent's units, shape (M, S, A)
+        self.costs = np.einsum("mi,isa->msa", self.cost_weights, cost_signals).reshape(M, S, A)
+        #: thresholds ``τ_m = b_m/|w_m|_1`` in the agent's units, shape (M,)
         self.thresholds = np.array(thresholds, dtype=float)
         super().__init__(model, FixedLengthTrigger(self.episode_length), seed)
 
@@ -368,7 +428,10 @@ class PrimalDual(Agent):
         logits -= logits.max(axis=1, keepdims=True)
         self._log_policy = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
         if self.last_episode_cost is not None:
-            excess = self.cost_weights @ self.last_episode_cost - self.thresholds
+            episode_cost = self.last_episode_cost  # original units
+            if self.scale:
+                episode_cost = (episode_cost - self.cost_offset) / self.cost_span
+            excess = self.cost_weights @ episode_cost - self.thresholds
             self.dual = np.clip(used + self.eta * (excess + self.slack), 0.0, self.dual_cap)
         return used
 
@@ -383,6 +446,8 @@ class PrimalDual(Agent):
         policy /= policy.sum(axis=1, keepdims=True)
         self.duals.append(self.dual.copy())
         message += f"; dual λ_{self.epoch + 1}={_fmt(self.dual)}"
+        if self.scale:
+            message += " (multipliers of the constraints in rewards and costs scaled to [0, 1])"
         return EpochPlan(policy, PlanSource.RULE, epsilon=None, solve_time=clock.perf_counter() - started,
                          message=message)
 
@@ -393,8 +458,18 @@ class PrimalDual(Agent):
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "horizon": self.horizon, "theta": self.theta, "eta": self.eta,
                 "slack": self.slack, "dual_cap": self.dual_cap, "bonus": self.bonus,
-                "episode_length": self.episode_length}
+                "episode_length": self.episode_length, "scale": self.scale}
 
 
 def _fmt(vector: np.ndarray) -> str:
     return "[" + ", ".join(f"{v:.6g}" for v in vector) + "]"
+
+
+def _range(signal: np.ndarray) -> tuple[float, float]:
+    """``(min, max - min)`` of a signal over all pairs; ``(0, 1)`` (no scaling) for a constant signal.
+
+    A constant signal is the same under every policy, so leaving it unscaled changes
+    nothing a policy can affect, and its zero range cannot be divided by.
+    """
+    low, high = float(np.min(signal)), float(np.max(signal))
+    return (low, high - low) if high > low else (0.0, 1.0)

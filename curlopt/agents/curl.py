@@ -9,8 +9,8 @@ import numpy as np
 
 from ..backends import Backend, resolve_backend
 from ..errors import AgentError, CurloptError
-from ..program import OccupancyProgram, OptimisticProgram, Program, tightness
-from ..results import SolveResult
+from ..program import OccupancyProgram, OptimisticProgram, Program, check_radius, tightness
+from ..results import SolveResult, check_unreached, extract_policy
 from .base import Agent, EpochPlan, PlanSource
 from .triggers import EpochTrigger
 
@@ -18,7 +18,13 @@ __all__ = ["UcCurl", "PsCurl"]
 
 
 class _ProgramAgent(Agent):
-    """Shared by the agents that solve a program per epoch: ε schedule, solve, fallback, failures."""
+    """Shared by the agents that solve a program per epoch: ε schedule, solve, fallback, failures.
+
+    The policy is extracted from the solution's occupancy ρ by
+    :func:`curlopt.results.extract_policy` with the agent's ``unreached`` rule for
+    the states ρ gives no mass (``uniform`` or ``safe``), and each plan records how
+    many states that rule filled (``EpochPlan.unreached``).
+    """
 
     def __init__(
         self,
@@ -28,8 +34,10 @@ class _ProgramAgent(Agent):
         tightness_constant: float = 1.0,
         horizon_lower_bound: float | None = None,
         seed: Any = None,
+        unreached: str = "uniform",
         **backend_options: Any,
     ):
+        self.unreached = check_unreached(unreached, AgentError)
         if not isinstance(tightness_constant, (int, float)) or not math.isfinite(tightness_constant) or tightness_constant < 0:
             raise CurloptError(f"tightness_constant (K_ε) must be a finite number >= 0, got {tightness_constant!r}.")
         if horizon_lower_bound is not None and (
@@ -70,7 +78,10 @@ class _ProgramAgent(Agent):
         common = dict(epsilon=eps, status=result.status.value, solve_time=result.solve_time,
                       iterations=result.iterations, message=result.message)
         if result.ok:
-            return EpochPlan(result.policy, result.program.value, **common)
+            if result.occupancy is None:  # a backend that reports only a policy: nothing to fill
+                return EpochPlan(result.policy, result.program.value, **common)
+            policy, mask = extract_policy(result.occupancy, self.model, self.unreached, costs=result.costs)
+            return EpochPlan(policy, result.program.value, unreached=int(mask.sum()), **common)
         S, A = self.model.n_states, self.model.n_actions
         if self.policy is not None:
             why = f"solver failed ({result.status.value}); kept the previous epoch's policy"
@@ -80,7 +91,7 @@ class _ProgramAgent(Agent):
 
     def describe(self):
         return {**super().describe(), "backend": self.backend.name, "tightness": self.tightness_constant,
-                "horizon_lower_bound": self.horizon_lower_bound}
+                "horizon_lower_bound": self.horizon_lower_bound, "unreached": self.unreached}
 
 
 def _join(first: str, second: str) -> str:
@@ -97,24 +108,58 @@ class UcCurl(_ProgramAgent):
     backend : str or Backend, default "auto"
         Any backend that accepts the model's utilities; ``"auto"`` takes highs for
         LP-representable utilities, else the first installed backend that accepts them.
-    trigger : {"doubling", "linear"} or EpochTrigger, default "doubling"
+    trigger : {"doubling", "linear", "linear-global", "linear-per-pair"} or EpochTrigger, default "doubling"
+        The epoch rule (see :mod:`curlopt.agents.triggers`); ``linear`` is the paper's.
     tightness_constant : float, default 1
         ``K_ε`` of the schedule ``ε = K_ε sqrt(ln τ / τ)``.
     horizon_lower_bound : float, optional
         ``T_l``: with it, ``τ = max(t_e, T_l)``.
     seed : optional
         The agent's own seed (UC-CURL itself draws nothing).
+    radius : {"analysis", "experiment"}, default "analysis"
+        The L1 confidence radius β of the optimistic program
+        (:func:`curlopt.program.l1_radius`). ``analysis``,
+        ``sqrt(14 S ln(2 A t_e) / max(1, N(s,a)))``, is the radius of the paper's
+        regret analysis, so the default is the analysed algorithm.
+        ``experiment``, ``sqrt(S ln(A t_e) / max(1, N(s,a)))``, is the smaller
+        radius the paper's simulations used: it trusts the data sooner, which
+        lowers regret and gives the constraints less protection (compare both).
+    radius_scale : float, default 1
+        A finite factor >= 0 multiplying β.
+    unreached : {"uniform", "safe"}, default "uniform"
+        The policy in states the plan's occupancy does not reach
+        (:func:`curlopt.results.extract_policy`): uniform over actions, or uniform
+        over the actions that least increase the constraints, linearised at the
+        plan (uniform for a model without constraints).
     **backend_options
         Passed to the backend when ``backend`` is a name.
+
+    Raises
+    ------
+    AgentError
+        For an unknown ``radius`` or ``unreached``, or a ``radius_scale`` that is
+        not a finite number >= 0 (the message names the option and what it takes).
     """
 
     name = "uc-curl"
 
+    def __init__(self, model, backend: str | Backend = "auto", trigger: str | EpochTrigger = "doubling",
+                 tightness_constant: float = 1.0, horizon_lower_bound: float | None = None, seed: Any = None,
+                 radius: str = "analysis", radius_scale: float = 1.0, unreached: str = "uniform",
+                 **backend_options: Any):
+        # Checked before the base class builds the program, which reads them.
+        self.radius, self.radius_scale = check_radius(radius, radius_scale, AgentError)
+        super().__init__(model, backend, trigger, tightness_constant, horizon_lower_bound, seed, unreached,
+                         **backend_options)
+
     def _build_program(self) -> Program:
-        return OptimisticProgram(self.model)
+        return OptimisticProgram(self.model, radius=self.radius, radius_scale=self.radius_scale)
 
     def _update_program(self, time, epsilon):
         self.program.update(counts=self.counts, time=time, epsilon=epsilon)
+
+    def describe(self):
+        return {**super().describe(), "radius": self.radius, "radius_scale": self.radius_scale}
 
 
 class PsCurl(_ProgramAgent):
@@ -124,20 +169,31 @@ class PsCurl(_ProgramAgent):
 
     Parameters
     ----------
-    model, backend, trigger, tightness_constant, horizon_lower_bound, seed
+    model, backend, trigger, tightness_constant, horizon_lower_bound, seed, unreached
         As for :class:`UcCurl`; ``seed`` drives the posterior samples.
     prior : float, default 1
         The Dirichlet prior ``α0 > 0`` (1 is uniform over kernels).
+
+    PS-CURL has no confidence radius: ``radius`` and ``radius_scale`` are refused
+    with an :class:`~curlopt.errors.AgentError`.
     """
 
     name = "ps-curl"
 
     def __init__(self, model, backend="auto", trigger="doubling", tightness_constant=1.0,
-                 horizon_lower_bound=None, seed=None, prior: float = 1.0, **backend_options):
+                 horizon_lower_bound=None, seed=None, prior: float = 1.0, unreached: str = "uniform",
+                 **backend_options):
+        for key in ("radius", "radius_scale"):
+            if key in backend_options:
+                raise AgentError(
+                    f"{self.name} does not take {key!r}: PS-CURL samples a posterior kernel and has no confidence"
+                    " radius (radius and radius_scale are options of uc-curl)."
+                )
         if not isinstance(prior, (int, float)) or not math.isfinite(prior) or prior <= 0:
             raise CurloptError(f"the Dirichlet prior must be a finite number > 0, got {prior!r}.")
         self.prior = float(prior)
-        super().__init__(model, backend, trigger, tightness_constant, horizon_lower_bound, seed, **backend_options)
+        super().__init__(model, backend, trigger, tightness_constant, horizon_lower_bound, seed, unreached,
+                         **backend_options)
 
     def sample_kernel(self) -> np.ndarray:
         """One posterior draw of the whole kernel (vectorised: normalised Gamma draws)."""

@@ -8,7 +8,29 @@ the fast stepping path check it with one comparison per step.
 
 A user-supplied trigger is any object with a ``limits(visits_before,
 previous_epoch_visits, epoch_start)`` method returning ``(thresholds, max_length)``
-(a name for records is taken from its ``name`` attribute when present).
+(a name for records is taken from its ``name`` attribute when present, and a
+one-line description of its rule from its ``rule`` attribute). A trigger that
+keeps state between epochs also has a ``reset()`` method, which
+:meth:`curlopt.agents.Agent.reset` calls at the start of every run; a trigger
+without one is taken to be stateless.
+
+The built-in rules, by name:
+
+``doubling``
+    the analysed schedule: an epoch ends when some pair's within-epoch count
+    reaches ``max(1, N_e(s,a))``, its visits before the epoch.
+``linear``
+    the paper's linear schedule: each pair keeps a threshold ``ν̄(s,a)``,
+    initially 1, and an epoch ends when some pair's within-epoch count reaches
+    ``max(1, ν̄(s,a) + 1)``; a pair that reached its threshold takes its count
+    as the new ``ν̄``, the others keep theirs (:class:`LinearTrigger`).
+``linear-global``
+    epoch ``e`` ends when some pair has been visited ``e`` times within it
+    (:class:`GlobalLinearTrigger`; what ``linear`` meant in trace files of
+    format version 1).
+``linear-per-pair``
+    an epoch ends when some pair's count reaches ``max(1, ν_{e-1}(s,a) + 1)``,
+    its own count in the previous epoch (:class:`PerPairLinearTrigger`).
 """
 
 from __future__ import annotations
@@ -20,7 +42,8 @@ import numpy as np
 
 from ..errors import CurloptError
 
-__all__ = ["EpochTrigger", "DoublingTrigger", "LinearTrigger", "PerPairLinearTrigger", "FixedLengthTrigger", "TRIGGERS", "make_trigger"]
+__all__ = ["EpochTrigger", "DoublingTrigger", "LinearTrigger", "GlobalLinearTrigger", "PerPairLinearTrigger",
+           "FixedLengthTrigger", "TRIGGERS", "make_trigger", "trigger_rule"]
 
 
 @runtime_checkable
@@ -35,26 +58,79 @@ class DoublingTrigger:
     """End the epoch when some pair has ``ν_e(s,a) >= max(1, N_e(s,a))`` (the analysed schedule)."""
 
     name = "doubling"
+    rule = "an epoch ends when some pair's visits within it reach max(1, its visits before it)"
 
     def limits(self, visits_before, previous_epoch_visits, epoch_start):
         return np.maximum(1.0, visits_before), math.inf
 
 
 class LinearTrigger:
-    """Linearly growing epochs: end when some pair has ``ν_e(s,a) >= max(1, max_{s',a'} ν_{e-1}(s',a') + 1)``.
+    """The paper's linear schedule: per-pair thresholds that grow by one each time the pair triggers.
 
-    SPEC §5 writes the threshold as ``max(1, ν_{e-1}(s,a) + 1)`` and promises
-    epochs whose lengths grow roughly linearly, ``O(SA + sqrt(SAT))`` of them.
-    Read per pair, the rule does the opposite: a pair not visited in the previous
-    epoch gets threshold 1, so one short epoch makes the next one short too (on
-    the queue, 92,501 epochs in 100,000 steps). We read ``ν_{e-1}`` as the
-    previous epoch's largest per-pair count. The previous epoch ended when its
-    triggering pair reached that epoch's threshold, so epoch ``e`` ends when some
-    pair has been visited ``e`` times: epoch lengths grow linearly and there are
-    ``O(sqrt(SAT))`` epochs. The per-pair reading is :class:`PerPairLinearTrigger`.
+    Each pair keeps a threshold ``ν̄(s,a)``, initially 1. Epoch ``e`` ends after the
+    step at which some pair has ``ν_e(s,a) >= max(1, ν̄(s,a) + 1)`` (``ν_e`` counts
+    visits within the epoch). Then every pair that met its threshold in that epoch
+    takes ``ν̄(s,a) = ν_e(s,a)``; the others keep theirs. An epoch ends at the first
+    step at which some pair reaches its threshold, and a step visits one pair, so
+    exactly the triggering pair is updated (a horizon cut ends the last epoch
+    before any pair reaches its threshold, and then none is): each pair's threshold
+    grows by one every time it ends an epoch. The paper's appendix bounds the
+    number of epochs by ``O(1 + sqrt(2 S A T))``.
+
+    The trigger is stateful. It learns which pairs met their thresholds from what
+    the loop passes at the next epoch start: ``previous_epoch_visits`` (the counts
+    ``ν_{e-1}``) compared with the thresholds it returned for epoch ``e-1``. So
+    :meth:`limits` must be called once per epoch, in order (a repeated call at the
+    same epoch start returns the same thresholds), and :meth:`reset` before a new
+    run (:meth:`curlopt.agents.Agent.reset` does both; an epoch start earlier than
+    the last one also counts as a new run).
     """
 
     name = "linear"
+    rule = ("per-pair thresholds ν̄(s,a), initially 1: an epoch ends when some pair's visits within it reach"
+            " max(1, ν̄(s,a) + 1); each pair that reached its threshold takes its count as the new ν̄")
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the thresholds (every ``ν̄(s,a)`` back to 1)."""
+        self.bar: np.ndarray | None = None
+        self._returned: np.ndarray | None = None
+        self._start: int | None = None
+
+    def limits(self, visits_before, previous_epoch_visits, epoch_start):
+        if self._start is not None and epoch_start < self._start:
+            # Time went back: a new run, even if nobody called reset() (e.g. a wrapper that does not forward it).
+            self.reset()
+        if self._start is not None and epoch_start == self._start and self._returned is not None:
+            return self._returned.copy(), math.inf
+        previous = np.asarray(previous_epoch_visits, dtype=float)
+        if self.bar is None or self.bar.shape != previous.shape:
+            self.bar = np.ones(previous.shape)
+            self._returned = None
+        if self._returned is not None:
+            met = previous >= self._returned
+            self.bar[met] = previous[met]
+        self._returned = np.maximum(1.0, self.bar + 1.0)
+        self._start = epoch_start
+        return self._returned.copy(), math.inf
+
+
+class GlobalLinearTrigger:
+    """Epoch ``e`` ends when some pair has been visited ``e`` times within it (one global count).
+
+    The threshold of every pair is ``max(1, max_{s',a'} ν_{e-1}(s',a') + 1)``: the
+    previous epoch's largest per-pair count plus one. The previous epoch ended when
+    its triggering pair reached that epoch's threshold, so the threshold of epoch
+    ``e`` is ``e``: epoch lengths grow linearly and there are ``O(sqrt(S A T))``
+    epochs. This is what ``linear`` meant before it became the paper's per-pair
+    rule (:class:`LinearTrigger`); trace files of format version 1 that say
+    ``linear`` load as ``linear-global``.
+    """
+
+    name = "linear-global"
+    rule = "epoch e ends when some pair has been visited e times within it (one threshold for all pairs)"
 
     def limits(self, visits_before, previous_epoch_visits, epoch_start):
         largest = float(np.max(previous_epoch_visits)) if np.size(previous_epoch_visits) else 0.0
@@ -62,13 +138,17 @@ class LinearTrigger:
 
 
 class PerPairLinearTrigger:
-    """SPEC §5's linear rule read per pair: ``ν_e(s,a) >= max(1, ν_{e-1}(s,a) + 1)``.
+    """Threshold from the same pair's previous-epoch count: ``ν_e(s,a) >= max(1, ν_{e-1}(s,a) + 1)``.
 
-    Kept for comparison. Epochs collapse to a few steps once the policy spreads
-    over several pairs (see :class:`LinearTrigger`).
+    Kept for comparison. A pair not visited in the previous epoch gets threshold 1,
+    so one short epoch makes the next one short too: epochs collapse to a few steps
+    once the policy spreads over several pairs (on the queue, 92,501 epochs in
+    100,000 steps). Not the paper's rule (:class:`LinearTrigger`), whose thresholds
+    only grow.
     """
 
     name = "linear-per-pair"
+    rule = "an epoch ends when some pair's visits within it reach max(1, its own visits in the previous epoch + 1)"
 
     def limits(self, visits_before, previous_epoch_visits, epoch_start):
         return np.maximum(1.0, previous_epoch_visits + 1.0), math.inf
@@ -89,17 +169,22 @@ class FixedLengthTrigger:
         if not isinstance(length, (int, np.integer)) or isinstance(length, bool) or length < 1:
             raise CurloptError(f"the epoch length must be an integer >= 1, got {length!r}.")
         self.length = int(length)
+        self.rule = f"epochs of {self.length} steps, whatever the counts"
 
     def limits(self, visits_before, previous_epoch_visits, epoch_start):
         return np.full(np.shape(visits_before), math.inf), float(self.length)
 
 
 #: triggers by name (the CLI's --epochs choices)
-TRIGGERS = {"doubling": DoublingTrigger, "linear": LinearTrigger, "linear-per-pair": PerPairLinearTrigger}
+TRIGGERS = {"doubling": DoublingTrigger, "linear": LinearTrigger, "linear-global": GlobalLinearTrigger,
+            "linear-per-pair": PerPairLinearTrigger}
 
 
 def make_trigger(trigger: str | EpochTrigger) -> EpochTrigger:
-    """A trigger by name (``"doubling"``, ``"linear"``, ``"linear-per-pair"``) or a trigger object (checked for ``limits``)."""
+    """A trigger by name (a key of :data:`TRIGGERS`) or a trigger object (checked for ``limits``).
+
+    A name gives a new trigger object each time, so agents never share a stateful trigger.
+    """
     if isinstance(trigger, str):
         try:
             return TRIGGERS[trigger]()
@@ -109,7 +194,15 @@ def make_trigger(trigger: str | EpochTrigger) -> EpochTrigger:
             ) from None
     if not callable(getattr(trigger, "limits", None)):
         raise CurloptError(
-            f"a trigger must be 'doubling', 'linear' or an object with a limits(visits_before,"
+            f"a trigger must be one of {', '.join(TRIGGERS)} or an object with a limits(visits_before,"
             f" previous_epoch_visits, epoch_start) method; got {type(trigger).__name__}."
         )
     return trigger
+
+
+def trigger_rule(trigger: EpochTrigger) -> str:
+    """A one-line description of ``trigger``'s rule: its ``rule`` attribute, else a generic one."""
+    rule = getattr(trigger, "rule", None)
+    if isinstance(rule, str) and rule:
+        return rule
+    return f"user trigger {type(trigger).__name__} (no rule attribute)"

@@ -30,7 +30,7 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show full traceback
 
 def _register() -> None:
     # Each command module adds itself to `app`; imported here, after `app` exists.
-    from . import backends, compare, diagnose, optimum, reproduce, run  # noqa: F401
+    from . import backends, compare, diagnose, optimum, reproduce, run, sweep  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -14,7 +14,7 @@ from .common import load_model, parse_params
 def run_command(
     env: str = typer.Argument(..., help="Built-in environment name, e.g. queue or scheduler."),
     agent: str = typer.Option("ps-curl", "--agent", "-a", help="Agent name (curlopt agents lists them)."),
-    epochs: str = typer.Option(None, "--epochs", "-e", help="Epoch trigger: doubling (default), linear or linear-per-pair."),
+    epochs: str = typer.Option(None, "--epochs", "-e", help="Epoch trigger: doubling (default; ends when a pair's epoch visits reach its earlier visits), linear (the paper's rule: per-pair thresholds that grow by one each time the pair ends an epoch), linear-global (epoch e ends at some pair's e-th visit) or linear-per-pair (threshold from the pair's previous-epoch visits)."),
     steps: int = typer.Option(100_000, "--steps", "-T", help="Horizon T (steps to play)."),
     seed: int = typer.Option(0, "--seed", "-s", help="Seed of the run."),
     backend: str = typer.Option(None, "--backend", "-b", help="Backend registry name (default auto: highs for LP-representable utilities, else cvxpy/pyomo)."),

@@ -10,7 +10,14 @@ results do not depend on the executor: a run's trace is a function of its task
     ``jobs == 1`` runs the tasks one after the other in this process; otherwise a
     :class:`concurrent.futures.ProcessPoolExecutor` of ``jobs`` worker processes
     (``spawn`` start method: the same behaviour on every platform, and no fork of
-    a process that already runs threads).
+    a process that already runs threads). Each worker dies with the process that
+    started it, even when that process is killed with SIGKILL (``prctl(PR_SET_PDEATHSIG)``
+    on Linux, plus a thread that checks the parent every second), so no worker
+    outlives an interrupted sweep; multiprocessing's resource tracker then reads
+    end-of-file and exits too. ``jobs`` above the number of cores is reduced to it
+    (more processes than cores only cost memory) unless forced (``force=True``,
+    ``--force-jobs``, or the environment variable ``CURLOPT_FORCE_JOBS=1``);
+    :meth:`LocalExecutor.describe` says so.
 ``RayExecutor(address, jobs)``
     Ray's own API: ``ray.init`` (``address``, else a local Ray with ``jobs`` CPUs),
     the task function wrapped with ``ray.remote(num_cpus=1)``, results collected
@@ -31,10 +38,18 @@ by line to the driver, so bars would become log spam).
 from __future__ import annotations
 
 import os
+import signal
+import sys
+import threading
+import time as clock
 import traceback
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ..errors import CurloptError
+
+#: set to 1 to allow more local workers than cores (what ``--force-jobs`` does)
+FORCE_JOBS_VARIABLE = "CURLOPT_FORCE_JOBS"
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 if TYPE_CHECKING:  # pragma: no cover
     from .sweep import Task
@@ -62,12 +77,33 @@ def _check_jobs(jobs: Any) -> int | None:
     return jobs
 
 
-def make_executor(name: str = "local", jobs: int | None = None, address: str | None = None):
-    """``"local"`` → :class:`LocalExecutor`, ``"ray"`` → :class:`RayExecutor`."""
+def _force_jobs(force: bool | None) -> bool:
+    if force is not None:
+        return bool(force)
+    return os.environ.get(FORCE_JOBS_VARIABLE, "").strip().lower() in ("1", "true", "yes")
+
+
+def _capped(jobs: int | None, force: bool | None) -> tuple[int | None, str]:
+    """``jobs`` limited to the cores (unless forced), and a note saying so (empty when not capped)."""
+    cores = default_jobs()
+    if jobs is None or jobs <= cores or _force_jobs(force):
+        return jobs, ""
+    return cores, (f"--jobs {jobs} reduced to the {cores} cores this process may use"
+                   f" (more workers than cores only add memory; --force-jobs or {FORCE_JOBS_VARIABLE}=1 to use {jobs})")
+
+
+def make_executor(name: str = "local", jobs: int | None = None, address: str | None = None,
+                  force_jobs: bool | None = None):
+    """``"local"`` → :class:`LocalExecutor`, ``"ray"`` → :class:`RayExecutor`.
+
+    ``jobs`` above the number of cores is reduced to it (with a note in
+    ``describe()``) unless ``force_jobs`` (default: the environment variable
+    ``CURLOPT_FORCE_JOBS=1``); a Ray cluster (``address``) is never capped.
+    """
     if name == "local":
-        return LocalExecutor(jobs)
+        return LocalExecutor(jobs, force=force_jobs)
     if name == "ray":
-        return RayExecutor(address=address, jobs=jobs)
+        return RayExecutor(address=address, jobs=jobs, force=force_jobs)
     raise CurloptError(f"executor must be 'local' or 'ray', got {name!r}.")
 
 
@@ -88,8 +124,37 @@ def _run_guarded(task: "Task", progress: bool | None) -> tuple["Trace | None", s
 _worker_state: dict[str, Any] = {"slot": None}
 
 
-def _init_worker(lock, counter, per_run_progress: bool) -> None:
-    """Pool initializer: share tqdm's write lock and give this worker a fixed line for its run's bar."""
+def _die_with_parent(parent: int) -> None:
+    """Make this worker process end when ``parent`` (the process that started it) ends, even by SIGKILL.
+
+    On Linux the kernel sends SIGKILL on the parent's death (``prctl(PR_SET_PDEATHSIG)``);
+    ``os.getppid()`` is checked right after, for a parent that died before the call.
+    Everywhere, a daemon thread checks ``os.getppid()`` every second, as a fallback.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):  # pragma: no cover - no libc prctl: the thread below still watches
+            pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            clock.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="curlopt-parent-watch", daemon=True).start()
+
+
+def _init_worker(lock, counter, per_run_progress: bool, parent: int | None = None) -> None:
+    """Pool initializer: die with the parent; share tqdm's write lock and give this worker a line for its run's bar."""
+    if parent is not None:
+        _die_with_parent(parent)
     from tqdm import tqdm
 
     tqdm.set_lock(lock)
@@ -119,11 +184,14 @@ def _pool_task(task: "Task", per_run_progress: bool) -> tuple["Trace | None", st
 class LocalExecutor:
     """Tasks in this process (``jobs == 1``) or in a pool of ``jobs`` worker processes (default: the cores)."""
 
-    def __init__(self, jobs: int | None = None):
-        self.jobs = _check_jobs(jobs) or default_jobs()
+    def __init__(self, jobs: int | None = None, force: bool | None = None):
+        self.requested = _check_jobs(jobs)
+        jobs, self.note = _capped(self.requested, force)
+        self.jobs = jobs or default_jobs()
 
     def describe(self) -> str:
-        return "local (in this process)" if self.jobs == 1 else f"local ({self.jobs} worker processes)"
+        text = "local (in this process" if self.jobs == 1 else f"local ({self.jobs} worker processes"
+        return text + (f"; {self.note})" if self.note else ")")
 
     def run(self, tasks: Iterable["Task"], per_run_progress: bool = False) -> Iterator[Outcome]:
         """Yield ``(task, trace, error)`` for every task, in the order they finish."""
@@ -150,7 +218,7 @@ class LocalExecutor:
         counter = context.Value("i", 0)
         workers = min(self.jobs, len(tasks))
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
-                                   initargs=(lock, counter, per_run_progress))
+                                   initargs=(lock, counter, per_run_progress, os.getpid()))
         futures = {pool.submit(_pool_task, task, per_run_progress): task for task in tasks}
         finished = False
         try:
@@ -194,14 +262,18 @@ def _ray_task(task: "Task") -> tuple["Trace | None", str | None]:
 class RayExecutor:
     """Tasks on a Ray cluster (``address``), or on a local Ray started here (``jobs`` CPUs, default the cores)."""
 
-    def __init__(self, address: str | None = None, jobs: int | None = None):
+    def __init__(self, address: str | None = None, jobs: int | None = None, force: bool | None = None):
         self.address = address
         self.jobs = _check_jobs(jobs)
+        self.note = ""
+        if not address:  # a local Ray runs on this machine's cores; a cluster may have many more
+            self.jobs, self.note = _capped(self.jobs, force)
         _import_ray()  # fail early, before any planning output, when Ray is missing
 
     def describe(self) -> str:
         where = f"cluster at {self.address}" if self.address else "local Ray"
-        return f"ray ({where}" + (f", at most {self.jobs} runs in flight)" if self.jobs else ")")
+        return (f"ray ({where}" + (f", at most {self.jobs} runs in flight" if self.jobs else "")
+                + (f"; {self.note})" if self.note else ")"))
 
     def run(self, tasks: Iterable["Task"], per_run_progress: bool = False) -> Iterator[Outcome]:
         """Yield ``(task, trace, error)`` for every task, in the order they finish."""

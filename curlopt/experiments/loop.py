@@ -336,6 +336,7 @@ def _epoch_record(index: int, start: int, length: int, plan, model: CMDP | None)
     record = EpochRecord(
         index=index, start=start, length=length, epsilon=plan.epsilon, source=plan.source, status=plan.status,
         solve_time=plan.solve_time, iterations=plan.iterations, message=plan.message,
+        unreached=getattr(plan, "unreached", None),
     )
     if model is not None and model.kernel is not None:
         rho = stationary_occupancy(model.kernel, plan.policy)

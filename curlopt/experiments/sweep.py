@@ -1,51 +1,57 @@
-"""Sweeps over seeds: the experiments of the paper as lists of independent runs.
+"""The paper's experiments as presets of the study runner: ``curlopt reproduce queue|scheduler``.
 
-An *experiment* (``queue``, ``scheduler``) is one or more *settings* (a built-in
-model with parameters) times a list of *algorithms* (a registered agent with
-options, e.g. PS-CURL with linear epochs) times seeds ``0..N-1``. Each
-(setting, algorithm, seed) is one :class:`Task`: it builds its model,
-environment and agent from names, so it runs the same in this process, in a
-pool worker or on a Ray node, and gives the same trace for the same seed.
+An *experiment* (``queue``, ``scheduler``) is one or more settings (a built-in
+model with parameters) times a list of algorithms (a registered agent and, for
+UC-CURL and PS-CURL, an epoch trigger) with a default backend and two scales.
+:func:`experiment_study` turns it into a :class:`~curlopt.experiments.study.Study`
+(the same object a study file gives) under a *profile* of agent options, and
+:func:`reproduce` runs that study with :func:`~curlopt.experiments.runner.run_study`:
+one code path for studies and presets (files, resume, summary and figures are
+described in :mod:`curlopt.experiments.runner`).
 
-Files (under the sweep's output folder)::
+Profiles (``--profile``):
 
-    runs/<setting>/<algorithm>/T<steps>-seed<seed>.json.gz   one trace per run
-    summary.csv, summary.md                                  see curlopt.experiments.summary
-    figures/<setting>-<kind>.png                             see curlopt.experiments.plots
+``paper`` (default)
+    What the paper's experiment sections state: UC-CURL with the experiments'
+    confidence radius (``radius="experiment"``) and K_ε = 1, PS-CURL with K_ε = 1,
+    the triggers by name (``linear`` is the paper's rule), primal-dual with
+    scaled constraints (``scale=True``). Where the paper is silent the toolkit's
+    default is used and said: ``unreached="uniform"`` for UC-CURL, PS-CURL and
+    UCRL-CMDP.
+``analysis``
+    The analysed algorithm: UC-CURL with the radius of the analysis
+    (``radius="analysis"``) and K_ε = 1; the same triggers, PS-CURL and
+    baselines as ``paper``.
 
-Resuming: a run whose file exists, loads, and records the same task (the
-trace's ``meta["sweep"]`` plus its ``env``, ``agent``, ``trigger``, ``seed`` and
-``steps``) is not run again; a missing file is run; a corrupt, truncated or
-mismatched file is reported and run again. Each run's trace is written
-atomically as soon as it finishes, so an interrupted sweep loses only the runs
-in flight. The summary and figures are rebuilt from all the run files at the end.
-
-Use :func:`reproduce` from Python, or ``curlopt reproduce`` from the shell.
+``--tightness`` and ``--backend`` override the profile for every algorithm that
+takes them. The profile and every option are written to ``study.json`` and
+printed at the start.
 """
 
 from __future__ import annotations
 
-import inspect
 import math
 import os
-import sys
-import time as clock
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..errors import CurloptError, UnsupportedModelError, UnsupportedUtilityError
+from ..errors import CurloptError
+from .planning import Configuration, Task, agent_parameters, plan_study
+from .runner import SweepResult, execute_task, format_duration, run_study, task_status
+from .study import SettingSpec, Study, StudyAlgorithm
 
 __all__ = [
-    "AlgorithmSpec", "SettingSpec", "Scale", "Experiment", "EXPERIMENTS", "Task", "SweepResult",
-    "plan_tasks", "task_status", "execute_task", "reproduce",
+    "AlgorithmSpec", "SettingSpec", "Scale", "Experiment", "EXPERIMENTS", "Profile", "PROFILES", "Task",
+    "Configuration", "SweepResult", "plan_tasks", "task_status", "execute_task", "experiment_study", "reproduce",
+    "run_study", "format_duration",
 ]
 
 
 # -- what an experiment is ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class AlgorithmSpec:
-    """A registered agent with options, as one line of the summary.
+    """A registered agent (with an epoch trigger for UC-CURL and PS-CURL), as one algorithm of an experiment.
 
     Attributes
     ----------
@@ -63,47 +69,6 @@ class AlgorithmSpec:
     label: str
     agent: str
     trigger: str | None = None
-
-
-@dataclass(frozen=True)
-class SettingSpec:
-    """A built-in model with parameters (``build_model(model, **params)``) under a name."""
-
-    name: str
-    model: str
-    params: tuple[tuple[str, Any], ...] = ()
-    label: str = ""
-    #: what each average cost ζ_i measures (figure titles and table notes)
-    cost_names: tuple[str, ...] = ()
-
-    def build(self):
-        from ..models import build_model
-
-        return build_model(self.model, **dict(self.params))
-
-    def constraint_names(self) -> list[str]:
-        """A readable line per constraint, e.g. ``-ζ_1 ≤ 0 (ζ_1: service cost)``."""
-        model = self.build()
-        return [_describe_constraint(g, self.cost_names) for g in model.constraints]
-
-
-def _describe_constraint(g: Any, cost_names: Sequence[str] = ()) -> str:
-    weights, bound = getattr(g, "weights", None), getattr(g, "bound", None)
-    if weights is None or bound is None:
-        return repr(g)
-    terms, used = [], []
-    for i, w in enumerate(list(weights)):
-        if w == 0:
-            continue
-        sign = "-" if w < 0 else "+"
-        size = "" if abs(w) == 1 else f"{abs(w):g}"
-        terms.append((sign, f"{size}ζ_{i + 1}"))
-        used.append(i)
-    if not terms:
-        return repr(g)
-    text = ("-" if terms[0][0] == "-" else "") + terms[0][1] + "".join(f" {s} {t}" for s, t in terms[1:])
-    names = [f"ζ_{i + 1}: {cost_names[i]}" for i in used if i < len(cost_names)]
-    return f"{text} ≤ {bound:g}" + (f" ({', '.join(names)})" if names else "")
 
 
 @dataclass(frozen=True)
@@ -143,11 +108,11 @@ def _curl_algorithms() -> tuple[AlgorithmSpec, ...]:
     )
 
 
-#: The experiments of SPEC §8.1 and §8.2. K_ε = 1 throughout.
+#: The paper's two experiments.
 EXPERIMENTS: dict[str, Experiment] = {
     "queue": Experiment(
         name="queue",
-        settings=(SettingSpec("queue", "queue", (), "single-server queue (SPEC §8.1)",
+        settings=(SettingSpec("queue", "queue", (), "single-server queue with flow and service control",
                               ("service cost 6 - 10a", "flow cost 2 - 8(1-b)²")),),
         algorithms=_curl_algorithms() + (
             AlgorithmSpec("ucrl-cmdp", "UCRL-CMDP", "ucrl-cmdp"),
@@ -161,7 +126,7 @@ EXPERIMENTS: dict[str, Experiment] = {
     "scheduler": Experiment(
         name="scheduler",
         settings=(
-            SettingSpec("scheduler", "scheduler", (), "fair scheduler with the SLA ζ ≤ 0.3 (SPEC §8.2)",
+            SettingSpec("scheduler", "scheduler", (), "fair scheduler with the SLA ζ ≤ 0.3",
                         ("client 2's share of service",)),
             SettingSpec("scheduler-unconstrained", "scheduler", (("sla", None),), "fair scheduler without the SLA",
                         ("client 2's share of service",)),
@@ -175,162 +140,43 @@ EXPERIMENTS: dict[str, Experiment] = {
 }
 
 
-# -- tasks ----------------------------------------------------------------------------------------------------------
-@dataclass(frozen=True, eq=True)
-class Task:
-    """One run: a setting, an algorithm with its agent options, a seed and a horizon.
+# -- profiles -------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Profile:
+    """Agent options of a preset: those its source states, and the toolkit's defaults where it is silent."""
 
-    ``options`` are the keyword arguments of :func:`curlopt.agents.make_agent`
-    (JSON values only), so the task identifies its run completely.
-    """
+    name: str
+    description: str
+    #: agent -> options the profile's source states
+    stated: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: agent -> the toolkit's defaults, set explicitly where the source is silent
+    defaults: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    setting: SettingSpec
-    algorithm: AlgorithmSpec
-    options: tuple[tuple[str, Any], ...]
-    seed: int
-    steps: int
-    checkpoints: int = 100
-
-    @property
-    def key(self) -> str:
-        return f"{self.setting.name}/{self.algorithm.key}/T{self.steps}-seed{self.seed:03d}"
-
-    @property
-    def relative_path(self) -> Path:
-        return Path("runs") / self.setting.name / self.algorithm.key / f"T{self.steps}-seed{self.seed:03d}.json.gz"
-
-    def identity(self) -> dict[str, Any]:
-        """What a run file must record to count as this task (stored as ``meta["sweep"]``)."""
-        return {
-            "setting": self.setting.name,
-            "model": self.setting.model,
-            "params": dict(self.setting.params),
-            "algorithm": self.algorithm.key,
-            "agent": self.algorithm.agent,
-            "options": dict(self.options),
-            "seed": self.seed,
-            "steps": self.steps,
-            "checkpoints": self.checkpoints,
-        }
+    def options(self, agent: str) -> dict[str, Any]:
+        return {**self.defaults.get(agent, {}), **self.stated.get(agent, {})}
 
 
-def _accepted_options(agent_name: str, wanted: dict[str, Any]) -> dict[str, Any]:
-    """Keep the options the agent's constructor names (a baseline may take no trigger or backend)."""
-    from ..agents import AGENTS
+_SILENT = {"uc-curl": {"unreached": "uniform"}, "ps-curl": {"unreached": "uniform"},
+           "ucrl-cmdp": {"unreached": "uniform"}}
 
-    cls = AGENTS[agent_name]
-    try:
-        parameters = inspect.signature(cls).parameters
-    except (TypeError, ValueError):  # pragma: no cover - exotic classes
-        return dict(wanted)
-    return {k: v for k, v in wanted.items() if k in parameters}
-
-
-def _agent_options(spec: AlgorithmSpec, backend: str, steps: int, tightness: float) -> dict[str, Any]:
-    from ..agents import AGENTS
-
-    wanted: dict[str, Any] = {"backend": backend, "tightness_constant": tightness}
-    if spec.trigger is not None:
-        wanted["trigger"] = spec.trigger
-    options = _accepted_options(spec.agent, wanted)
-    if spec.trigger is not None and "trigger" not in options:
-        raise CurloptError(f"algorithm {spec.key!r}: agent {spec.agent!r} takes no epoch trigger.")
-    if getattr(AGENTS[spec.agent], "needs_horizon", False):
-        options["horizon"] = steps
-    return options
-
-
-def _check_backend(backend: str, settings: Sequence[SettingSpec]) -> None:
-    """Refuse, before any run, a backend that is unknown, not installed or cannot express a setting's utilities."""
-    from ..backends.registry import backend_class, backends_accepting
-
-    cls = backend_class(backend)  # unknown name: BackendError listing the known ones
-    if not cls.is_installed():
-        raise CurloptError(f"backend {backend!r} is not installed: pip install 'curlopt[{getattr(cls, 'extra', backend)}]'.")
-    for setting in settings:
-        model = setting.build()
-        for utility in (model.objective, *model.constraints):
-            if not cls.accepts(utility):
-                others = ", ".join(backends_accepting(utility)) or "none installed"
-                raise CurloptError(
-                    f"backend {backend!r} cannot express {utility!r} of setting {setting.name!r}; use --backend with one"
-                    f" of: {others}."
-                )
-
-
-def plan_tasks(
-    experiment: str | Experiment,
-    seeds: int | Sequence[int],
-    steps: int,
-    backend: str | None = None,
-    algorithms: Sequence[str] | None = None,
-    tightness: float = 1.0,
-    checkpoints: int = 100,
-) -> tuple[list[Task], list[str]]:
-    """The tasks of an experiment, and notes on algorithms left out.
-
-    An algorithm whose agent is not registered, or that refuses a setting's model
-    (e.g. a baseline limited to linear utilities), is left out with a note; every
-    other failure to build an agent is an error.
-
-    Parameters
-    ----------
-    experiment : str or Experiment
-        A name in :data:`EXPERIMENTS` or an :class:`Experiment`.
-    seeds : int or sequence of int
-        A count (seeds ``0..N-1``) or explicit seeds.
-    steps : int
-        The horizon T of every run.
-    backend : str, optional
-        Backend registry name; default the experiment's.
-    algorithms : sequence of str, optional
-        Algorithm keys to keep (default all).
-    tightness : float, default 1
-        K_ε.
-    checkpoints : int, default 100
-        About this many log-spaced checkpoints per run (the same times for every seed).
-
-    Returns
-    -------
-    tasks : list of Task
-    notes : list of str
-    """
-    from ..agents import AGENTS, make_agent
-
-    exp = get_experiment(experiment)
-    seed_list = _seed_list(seeds)
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise CurloptError(f"steps must be an integer >= 1, got {steps!r}.")
-    if isinstance(checkpoints, bool) or not isinstance(checkpoints, int) or checkpoints < 2:
-        raise CurloptError(f"checkpoints must be an integer >= 2, got {checkpoints!r}.")
-    if isinstance(tightness, bool) or not isinstance(tightness, (int, float)) or not math.isfinite(tightness) \
-            or tightness < 0:
-        raise CurloptError(f"the tightness constant K_ε must be a finite number >= 0, got {tightness!r}.")
-    backend = backend or exp.backend
-    specs = list(exp.algorithms) if not algorithms else [exp.algorithm(key) for key in algorithms]
-    _check_backend(backend, exp.settings)
-    notes: list[str] = []
-    tasks: list[Task] = []
-    for setting in exp.settings:
-        model = setting.build()
-        for spec in specs:
-            if spec.agent not in AGENTS:
-                note = f"{spec.label}: skipped, agent {spec.agent!r} is not available in this installation."
-                if note not in notes:
-                    notes.append(note)
-                continue
-            options = _agent_options(spec, backend, steps, tightness)
-            try:
-                make_agent(spec.agent, model, **options)  # refuses unsuitable models before any run starts
-            except (UnsupportedModelError, UnsupportedUtilityError) as exc:
-                # the algorithm cannot treat this model (e.g. a baseline and a log objective): leave it out
-                notes.append(f"{spec.label} on {setting.name}: skipped, the agent refuses this model ({exc}).")
-                continue
-            frozen = tuple(sorted(options.items()))
-            tasks.extend(Task(setting, spec, frozen, seed, steps, checkpoints) for seed in seed_list)
-    if not tasks:
-        raise CurloptError(f"no algorithm of experiment {exp.name!r} can run here: " + " ".join(notes))
-    return tasks, notes
+PROFILES: dict[str, Profile] = {
+    "paper": Profile(
+        "paper",
+        "the options the paper's experiment sections state (UC-CURL radius=experiment, K_ε=1; PS-CURL K_ε=1;"
+        " the triggers by name; primal-dual scale=true)",
+        stated={"uc-curl": {"radius": "experiment", "tightness_constant": 1}, "ps-curl": {"tightness_constant": 1},
+                "primal-dual": {"scale": True}},
+        defaults=_SILENT,
+    ),
+    "analysis": Profile(
+        "analysis",
+        "the analysed algorithm (UC-CURL radius=analysis, K_ε=1; PS-CURL K_ε=1; the same triggers; the baselines as"
+        " in the paper's experiments: primal-dual scale=true)",
+        stated={"uc-curl": {"radius": "analysis", "tightness_constant": 1}, "ps-curl": {"tightness_constant": 1},
+                "primal-dual": {"scale": True}},
+        defaults=_SILENT,
+    ),
+}
 
 
 def get_experiment(experiment: str | Experiment) -> Experiment:
@@ -340,6 +186,15 @@ def get_experiment(experiment: str | Experiment) -> Experiment:
         return EXPERIMENTS[experiment]
     except (KeyError, TypeError):
         raise CurloptError(f"unknown experiment {experiment!r}; experiments: {', '.join(EXPERIMENTS)}.") from None
+
+
+def get_profile(profile: str | Profile) -> Profile:
+    if isinstance(profile, Profile):
+        return profile
+    try:
+        return PROFILES[profile]
+    except (KeyError, TypeError):
+        raise CurloptError(f"unknown profile {profile!r}; profiles: {', '.join(PROFILES)}.") from None
 
 
 def _seed_list(seeds: int | Sequence[int]) -> list[int]:
@@ -355,117 +210,133 @@ def _seed_list(seeds: int | Sequence[int]) -> list[int]:
     return out
 
 
-# -- one run --------------------------------------------------------------------------------------------------------
-def execute_task(task: Task, progress: bool | None = False):
-    """Run one task and return its :class:`~curlopt.experiments.Trace` (``meta["sweep"]`` set).
+def _show(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else (f"{value:g}" if isinstance(value, float) else str(value))
 
-    This is what every executor runs; it builds everything from names, so it
-    needs only ``curlopt`` importable where it runs.
+
+def experiment_study(
+    experiment: str | Experiment = "queue",
+    *,
+    profile: str | Profile = "paper",
+    full: bool = False,
+    seeds: int | Sequence[int] | None = None,
+    steps: int | None = None,
+    backend: str | None = None,
+    algorithms: Sequence[str] | None = None,
+    tightness: float | None = None,
+    checkpoints: int = 100,
+    out: str | os.PathLike | None = None,
+) -> tuple[Study, str]:
+    """An experiment under a profile as a :class:`Study`, and a line saying its scale.
+
+    Algorithms whose agent is not registered in this installation are left out
+    with a note (in the study's profile record); every other problem is an error.
+    The arguments are those of :func:`reproduce`.
     """
-    from ..agents import make_agent
-    from ..envs import make
-    from .loop import run
+    from ..agents import AGENTS
 
-    model = task.setting.build()
-    agent = make_agent(task.algorithm.agent, model, **dict(task.options))
-    trace = run(agent, make(model), task.steps, seed=task.seed, checkpoints=task.checkpoints, progress=progress,
-                model=model, env_name=task.setting.name)
-    trace.meta["sweep"] = task.identity()
-    trace.meta["algorithm"] = task.algorithm.key
-    trace.meta["label"] = task.algorithm.label
-    return trace
+    exp = get_experiment(experiment)
+    prof = get_profile(profile)
+    scale = exp.full if full else exp.default
+    steps = scale.steps if steps is None else steps
+    seeds = scale.seeds if seeds is None else seeds
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise CurloptError(f"steps must be an integer >= 1, got {steps!r}.")
+    if isinstance(checkpoints, bool) or not isinstance(checkpoints, int) or checkpoints < 2:
+        raise CurloptError(f"checkpoints must be an integer >= 2, got {checkpoints!r}.")
+    if tightness is not None and (isinstance(tightness, bool) or not isinstance(tightness, (int, float))
+                                  or not math.isfinite(tightness) or tightness < 0):
+        raise CurloptError(f"the tightness constant K_ε must be a finite number >= 0, got {tightness!r}.")
+    seed_list = _seed_list(seeds)
+    keys = list(algorithms) if algorithms else [a.key for a in exp.algorithms]
+    for i, key in enumerate(keys):
+        if key in keys[:i]:
+            raise CurloptError(f"--algorithms names {key!r} twice; give each algorithm once.")
+    specs = [exp.algorithm(key) for key in keys]
+    specs.sort(key=list(exp.algorithms).index)  # the experiment's order, whatever the order of --algorithms
+    backend = backend or exp.backend
+
+    notes: list[str] = []
+    chosen: list[StudyAlgorithm] = []
+    for spec in specs:
+        if spec.agent not in AGENTS:
+            notes.append(f"{spec.label}: skipped, agent {spec.agent!r} is not available in this installation.")
+            continue
+        takes = agent_parameters(spec.agent)
+        options: dict[str, Any] = {}
+        if "backend" in takes:
+            options["backend"] = backend
+        if spec.trigger is not None:
+            if "trigger" not in takes:
+                raise CurloptError(f"algorithm {spec.key!r}: agent {spec.agent!r} takes no epoch trigger.")
+            options["trigger"] = spec.trigger
+        if "tightness_constant" in takes:
+            options["tightness_constant"] = 1
+        options.update(prof.options(spec.agent))  # given even if the agent does not take them: planning refuses
+        if tightness is not None and "tightness_constant" in takes:
+            options["tightness_constant"] = tightness
+        chosen.append(StudyAlgorithm(spec.key, spec.agent, spec.label, tuple(sorted(options.items())), (), spec.key))
+    if not chosen:
+        raise CurloptError(f"no algorithm of experiment {exp.name!r} can run here: " + " ".join(notes))
+
+    silent = sorted({f"{k}={_show(v)}" for a in chosen for k, v in prof.defaults.get(a.agent, {}).items()})
+    record_notes = [f"Profile {prof.name}: {prof.description}."]
+    if silent:
+        agents = sorted({a.agent for a in chosen if prof.defaults.get(a.agent)})
+        record_notes.append(f"Where the paper is silent, the toolkit's default: {', '.join(silent)}"
+                            f" ({', '.join(agents)}).")
+    overrides = []
+    if tightness is not None:
+        overrides.append(f"K_ε={_show(tightness)} (--tightness)")
+    if backend != exp.backend:
+        overrides.append(f"backend {backend} (--backend)")
+    if overrides:
+        record_notes.append("Overriding the profile: " + ", ".join(overrides) + ".")
+    record = {
+        "name": prof.name, "description": prof.description, "stated": prof.stated, "defaults": prof.defaults,
+        "overrides": {k: v for k, v in (("tightness_constant", tightness),
+                                        ("backend", backend if backend != exp.backend else None)) if v is not None},
+        "options": {a.key: dict(a.options) for a in chosen},
+        "notes": record_notes + notes,
+    }
+    if out is None:
+        out = Path("results") / (exp.name if prof.name == "paper" else f"{exp.name}-{prof.name}")
+    study = Study(
+        name=exp.name, steps=steps, seeds=tuple(seed_list), settings=exp.settings, algorithms=tuple(chosen),
+        description=exp.description, checkpoints=checkpoints, out=str(out),
+        source=f"experiment {exp.name!r} (profile {prof.name})", profile=record,
+    )
+    shape = (steps, len(seed_list))
+    if shape == (exp.full.steps, exp.full.seeds):
+        scale_text = "the published scale"
+    else:
+        kind = "reduced default scale" if shape == (exp.default.steps, exp.default.seeds) else "custom scale"
+        scale_text = f"{kind}; --full for the published T={exp.full.steps:,} with {exp.full.seeds} seeds"
+    return study, f"backend {backend} ({scale_text})"
 
 
-def task_status(task: Task, out: str | os.PathLike) -> tuple[str, str]:
-    """``("done" | "missing" | "corrupt" | "mismatch", reason)`` of a task's run file under ``out``."""
-    from .trace import load_trace
-
-    path = Path(out) / task.relative_path
-    if not path.exists():
-        return "missing", ""
-    try:
-        trace = load_trace(path)
-    except CurloptError as exc:
-        return "corrupt", str(exc)
-    meta = trace.meta if isinstance(trace.meta, dict) else {}
-    expected = {"env": task.setting.name, "agent": task.algorithm.agent, "seed": task.seed, "steps": task.steps}
-    if task.algorithm.trigger is not None:
-        expected["trigger"] = task.algorithm.trigger
-    for key, value in expected.items():
-        if meta.get(key) != value:
-            return "mismatch", f"its {key} is {meta.get(key)!r}, the task's is {value!r}"
-    if _jsonable(meta.get("sweep")) != _jsonable(task.identity()):
-        return "mismatch", "it was written with other options (backend, K_ε, checkpoints or model parameters)"
-    if int(trace.checkpoints["t"][-1]) != task.steps:
-        return "corrupt", f"its last checkpoint is t={int(trace.checkpoints['t'][-1])}, not T={task.steps}"
-    return "done", ""
-
-
-def _jsonable(value: Any) -> Any:
-    import json
-
-    return json.loads(json.dumps(value))
-
-
-# -- the sweep ------------------------------------------------------------------------------------------------------
-@dataclass
-class SweepResult:
-    """What :func:`reproduce` did and wrote.
-
-    Attributes
-    ----------
-    experiment : str
-    out : Path
-        The output folder.
-    steps : int
-    seeds : list of int
-    backend, executor : str
-    tasks : list of Task
-        Every run of the sweep.
-    executed : list of Task
-        Runs executed by this call (missing, corrupt or mismatched files).
-    skipped : list of Task
-        Runs whose file was already finished.
-    repaired : list of str
-        One line per run file found corrupt or mismatched (and run again).
-    failed : list of (Task, str)
-        Runs that raised; their files are absent and the summary leaves them out.
-    notes : list of str
-        Algorithms left out (not installed, or refusing the model).
-    rows : list of dict
-        The summary table (see :mod:`curlopt.experiments.summary`).
-    summary_csv, summary_md : Path
-    figures : list of Path
-    wall_time : float
-        Seconds for the whole call.
-    """
-
-    experiment: str
-    out: Path
-    steps: int
-    seeds: list[int]
-    backend: str
-    executor: str
-    tasks: list[Task]
-    executed: list[Task] = field(default_factory=list)
-    skipped: list[Task] = field(default_factory=list)
-    repaired: list[str] = field(default_factory=list)
-    failed: list[tuple[Task, str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    summary_csv: Path | None = None
-    summary_md: Path | None = None
-    figures: list[Path] = field(default_factory=list)
-    wall_time: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return not self.failed
+def plan_tasks(
+    experiment: str | Experiment,
+    seeds: int | Sequence[int],
+    steps: int,
+    backend: str | None = None,
+    algorithms: Sequence[str] | None = None,
+    tightness: float | None = None,
+    checkpoints: int = 100,
+    profile: str | Profile = "paper",
+) -> tuple[list[Task], list[str]]:
+    """The runs of an experiment under a profile, and notes on algorithms left out (see :func:`reproduce`)."""
+    study, _ = experiment_study(experiment, profile=profile, seeds=seeds, steps=steps, backend=backend,
+                                algorithms=algorithms, tightness=tightness, checkpoints=checkpoints)
+    plan = plan_study(study)
+    skipped = [n for n in (study.profile or {}).get("notes", []) if "skipped" in n]
+    return plan.tasks, skipped + plan.notes
 
 
 def reproduce(
     experiment: str | Experiment = "queue",
     *,
+    profile: str | Profile = "paper",
     full: bool = False,
     seeds: int | Sequence[int] | None = None,
     steps: int | None = None,
@@ -475,17 +346,19 @@ def reproduce(
     backend: str | None = None,
     out: str | os.PathLike | None = None,
     algorithms: Sequence[str] | None = None,
-    tightness: float = 1.0,
+    tightness: float | None = None,
     checkpoints: int = 100,
     progress: bool | None = None,
     figures: bool = True,
     echo: Callable[[str], None] | None = print,
 ) -> SweepResult:
-    """Run (or resume) an experiment's sweep, then write its summary tables and figures.
+    """Run (or resume) an experiment under a profile through the study runner, then write its tables and figures.
 
     Parameters
     ----------
     experiment : {"queue", "scheduler"} or Experiment
+    profile : {"paper", "analysis"}, default "paper"
+        The agents' options (see the module docstring).
     full : bool, default False
         The published scale (T = 500,000; 50 seeds for the queue, 10 for the
         scheduler) instead of the reduced default.
@@ -500,134 +373,36 @@ def reproduce(
     address : str, optional
         Ray cluster address (``ray.init(address=...)``); only with ``executor="ray"``.
     backend : str, optional
-        Backend for every agent; default the experiment's (queue: highs, scheduler: cvxpy).
+        Backend for every agent that takes one; default the experiment's (queue: highs, scheduler: cvxpy).
     out : path, optional
-        Output folder; default ``results/<experiment>``.
+        Output folder; default ``results/<experiment>`` (``results/<experiment>-<profile>`` for a profile other
+        than ``paper``).
     algorithms : sequence of str, optional
-        A subset of the experiment's algorithm keys (e.g. ``["ps-curl-doubling"]``).
-    tightness : float, default 1
-        K_ε.
+        A subset of the experiment's algorithm keys (e.g. ``["ps-curl-doubling"]``), each at most once.
+    tightness : float, optional
+        K_ε for every agent that takes it (default: the profile's, 1).
     checkpoints : int, default 100
         About this many log-spaced checkpoints per run.
     progress : bool, optional
         Progress bars on stderr (default on); per-run bars only on a terminal.
     figures : bool, default True
-        Write the PNG figures (needs matplotlib).
+        Write the figures (needs matplotlib).
     echo : callable, optional
         Where messages go (default ``print``; None for silence).
 
     Returns
     -------
     SweepResult
+        ``profile`` names the profile; ``study`` is the study that ran.
 
     Notes
     -----
     The local pool starts its workers with the ``spawn`` method, so a script that
     calls this with ``jobs > 1`` needs the usual ``if __name__ == "__main__":``
     guard (the ``curlopt`` command, notebooks and pytest need nothing).
-    Runs that raise are reported in ``failed`` and left out of the summary; the
-    others are kept, and the next call retries the failed ones.
     """
-    from .executors import make_executor
-    from .summary import write_summary
-    from .trace import load_trace
-
-    started = clock.perf_counter()
-    say = echo or (lambda _message: None)
-    exp = get_experiment(experiment)
-    scale = exp.full if full else exp.default
-    steps = scale.steps if steps is None else steps
-    seeds = scale.seeds if seeds is None else seeds
-    out = Path(out) if out is not None else Path("results") / exp.name
-    if executor not in ("local", "ray"):
-        raise CurloptError(f"executor must be 'local' or 'ray', got {executor!r}.")
-    if address is not None and executor != "ray":
-        raise CurloptError("--address is for the Ray executor; add --executor ray.")
-    tasks, notes = plan_tasks(exp, seeds, steps, backend, algorithms, tightness, checkpoints)
-    seed_list = _seed_list(seeds)
-    backend = backend or exp.backend
-    runner = make_executor(executor, jobs=jobs, address=address)
-    result = SweepResult(exp.name, out, steps, seed_list, backend, executor, tasks, notes=notes)
-
-    shape = (steps, len(seed_list))
-    if shape == (exp.full.steps, exp.full.seeds):
-        scale_text = "the published scale"
-    else:
-        kind = "reduced default scale" if shape == (exp.default.steps, exp.default.seeds) else "custom scale"
-        scale_text = f"{kind}; --full for the published T={exp.full.steps:,} with {exp.full.seeds} seeds"
-    n_algos = len({t.algorithm.key for t in tasks})
-    say(f"{exp.name}: {n_algos} algorithms x {len(exp.settings)} setting(s) x {len(seed_list)} seeds = {len(tasks)} runs,"
-        f" T={steps:,}, K_ε={tightness:g}, backend {backend} ({scale_text})")
-    for note in notes:
-        say(f"note: {note}")
-
-    pending: list[Task] = []
-    for task in tasks:
-        status, reason = task_status(task, out)
-        if status == "done":
-            result.skipped.append(task)
-            continue
-        if status in ("corrupt", "mismatch"):
-            line = f"run file {out / task.relative_path} is {'corrupt' if status == 'corrupt' else 'from another configuration'} ({reason}); running it again"
-            result.repaired.append(line)
-            say(f"note: {line}")
-        pending.append(task)
-    say(f"{len(result.skipped)} runs already finished in {out}, {len(pending)} to run; executor {runner.describe()}")
-    # Seed-major order: every algorithm progresses from the start (partial sweeps are balanced, the ETA is honest).
-    rank = {spec.key: i for i, spec in enumerate(exp.algorithms)}
-    order = {setting.name: i for i, setting in enumerate(exp.settings)}
-    pending.sort(key=lambda task: (seed_list.index(task.seed), order[task.setting.name], rank[task.algorithm.key]))
-
-    show = True if progress is None else bool(progress)
-    if pending:
-        bar = None
-        if show:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=len(tasks), initial=len(result.skipped), desc=f"{exp.name} runs", unit="run",
-                       dynamic_ncols=True, position=0, leave=True)
-        per_run = show and _stderr_is_terminal()
-        try:
-            for task, trace, error in runner.run(pending, per_run_progress=per_run):
-                if error is None:
-                    trace.save(out / task.relative_path)
-                    result.executed.append(task)
-                else:
-                    result.failed.append((task, error))
-                    message = f"run {task.key} failed: {error}"
-                    (bar.write if bar is not None else say)(f"error: {message}")
-                if bar is not None:
-                    bar.update(1)
-        finally:
-            if bar is not None:
-                bar.close()
-
-    failed = {task for task, _ in result.failed}
-    traces = [(task, load_trace(out / task.relative_path)) for task in tasks
-              if task not in failed and (out / task.relative_path).exists()]
-    result.summary_csv, result.summary_md, result.rows = write_summary(exp, traces, out, notes)
-    if figures and traces:
-        try:
-            from .plots import plot_experiment
-
-            result.figures = plot_experiment(exp, traces, out / "figures")
-        except CurloptError as exc:  # matplotlib missing
-            say(f"note: figures skipped: {exc}")
-    result.wall_time = clock.perf_counter() - started
-    say(f"ran {len(result.executed)} runs ({len(result.skipped)} were already finished"
-        + (f", {len(result.failed)} failed" if result.failed else "") + f") in {format_duration(result.wall_time)}")
-    return result
-
-
-def _stderr_is_terminal() -> bool:
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-def format_duration(seconds: float) -> str:
-    if not math.isfinite(seconds):
-        return "?"
-    minutes, secs = divmod(int(round(seconds)), 60)
-    return f"{minutes} min {secs:02d} s ({seconds:.1f} s)" if minutes else f"{seconds:.1f} s"
+    study, heading = experiment_study(experiment, profile=profile, full=full, seeds=seeds, steps=steps,
+                                      backend=backend, algorithms=algorithms, tightness=tightness,
+                                      checkpoints=checkpoints, out=out)
+    return run_study(study, jobs=jobs, executor=executor, address=address, progress=progress, figures=figures,
+                     echo=echo, heading=heading)

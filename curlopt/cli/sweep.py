@@ -1,0 +1,62 @@
+"""``curlopt sweep STUDY.toml``: a study file's grid of configurations × seeds, resumable."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from . import app
+
+
+@app.command("sweep")
+def sweep_command(
+    study: str = typer.Argument(..., help="The study file (TOML)."),
+    jobs: int = typer.Option(None, "--jobs", "-j", help="Parallel runs (default: the study's, else the number of cores; 1 = in this process)."),
+    executor: str = typer.Option(None, "--executor", help="local (process pool) or ray (default: the study's, else local)."),
+    address: str = typer.Option(None, "--address", help="Ray cluster address (default: the study's, else start a local Ray)."),
+    out: str = typer.Option(None, "--out", "-o", help="Output folder (default: the study's out, else results/studies/<name>)."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bars on stderr."),
+    figures: bool = typer.Option(True, "--figures/--no-figures", help="Write the figures (needs matplotlib)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Check the study and print its plan; run and write nothing."),
+) -> None:
+    """Run a study file (resumable): every configuration of its grid × its seeds, then the summary and figures.
+
+    The whole file is checked first (keys, types, agents, options, and each configuration's agent built once), so
+    a mistake stops it with one line naming the key, before any run. Each configuration has its own folder,
+    runs/<setting>/<algorithm>/<configuration>/, so changing an option never overwrites earlier runs; re-running
+    the same command skips the runs already finished.
+    """
+    from ..experiments.runner import run_study
+
+    try:
+        result = run_study(study, jobs=jobs, executor=executor, address=address, out=out, progress=progress,
+                           figures=figures, dry_run=dry_run, echo=typer.echo)
+    except KeyboardInterrupt:
+        typer.echo("interrupted: finished runs are saved; run the same command again to resume.", err=True)
+        sys.exit(130)
+    if not dry_run:
+        report(result)
+
+
+def report(result) -> None:
+    """The summary tables and where the files are; the failed runs (exit 1) if any."""
+    typer.echo("")
+    if result.summary_md is not None:
+        text = result.summary_md.read_text(encoding="utf-8")
+        typer.echo(text.split("\nHow to read the tables:")[0].rstrip())  # the tables and notes, not the legend
+        typer.echo("")
+    present = sum(1 for task in result.tasks if (result.out / task.relative_path).exists())
+    typer.echo(f"runs         {result.out / 'runs'}/<setting>/<algorithm>/<configuration>/T<steps>-seed<seed>.json.gz"
+               f"  ({present} trace files)")
+    typer.echo(f"study        {result.out / 'study.json'}")
+    if result.summary_csv is not None:
+        typer.echo(f"summary      {result.summary_csv}  {result.summary_md}")
+    if result.figures:
+        typer.echo(f"figures      {result.figures[0].parent}/  ({len(result.figures)} files)")
+    if result.failed:
+        typer.echo(f"error: {len(result.failed)} runs failed; the summary leaves them out. Run the command again to retry:",
+                   err=True)
+        for task, message in result.failed:
+            typer.echo(f"  {task.key}: {message}", err=True)
+        sys.exit(1)

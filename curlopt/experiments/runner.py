@@ -1,0 +1,457 @@
+"""Running a study: its runs (resumable, on any executor), then its summary tables and figures.
+
+Files under the study's output folder::
+
+    study.json                                   the study after defaults, its profile (presets), the
+                                                 curlopt version and the list of configurations
+    runs/<setting>/<algorithm>/<configuration>/
+        config.json                              the configuration: setting, algorithm, every option
+        T<steps>-seed<seed:03d>.json.gz          one trace per run
+    summary.csv, summary.md                      see curlopt.experiments.summary
+    figures/                                     see curlopt.experiments.plots
+
+``<configuration>`` is a key of every agent option of the configuration (see
+:func:`curlopt.experiments.planning.configuration_key`), so changing an option
+(K_ε, the backend, a trigger) writes new run files next to the earlier ones and
+never over them.
+
+Resuming: a run whose file exists, loads, and records the same task (the
+trace's ``meta["sweep"]`` plus its ``env``, ``agent``, ``seed`` and ``steps``) is
+not run again; a missing file is run; a corrupt, truncated or mismatched file is
+reported and run again. Each run's trace is written atomically as soon as it
+finishes, so an interrupted study loses only the runs in flight. The summary and
+figures are rebuilt from the run files at the end. Every file is written
+atomically (a temporary file in the same folder, then a rename).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time as clock
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import CurloptError
+from ..fileio import atomic_write_text, write_error
+from .planning import OPTION_NAMES, Configuration, Plan, Task, option_label, plan_study, value_label
+from .study import EXECUTORS, Study, load_study
+
+__all__ = ["SweepResult", "run_study", "execute_task", "task_status", "format_duration", "write_json"]
+
+
+# -- one run --------------------------------------------------------------------------------------------------------
+def execute_task(task: Task, progress: bool | None = False):
+    """Run one task and return its :class:`~curlopt.experiments.Trace` (``meta["sweep"]`` set).
+
+    This is what every executor runs; it builds everything from names (or the
+    model file's path), so it needs only ``curlopt`` importable where it runs.
+    """
+    from ..agents import make_agent
+    from ..envs import make
+    from .loop import run
+
+    configuration = task.configuration
+    model = task.setting.build()
+    agent = make_agent(task.algorithm.agent, model, **dict(task.options))
+    trace = run(agent, make(model), task.steps, seed=task.seed, checkpoints=task.checkpoints, progress=progress,
+                model=model, env_name=task.setting.name)
+    trace.meta["sweep"] = task.identity()
+    trace.meta["algorithm"] = task.algorithm.key
+    trace.meta["label"] = configuration.label
+    trace.meta["configuration"] = configuration.key
+    trace.meta["varied"] = dict(configuration.varied)
+    return trace
+
+
+def task_status(task: Task, out: str | os.PathLike) -> tuple[str, str]:
+    """``("done" | "missing" | "corrupt" | "mismatch", reason)`` of a task's run file under ``out``."""
+    from .trace import load_trace
+
+    path = Path(out) / task.relative_path
+    if path.is_dir():
+        return "corrupt", "it is a directory, not a run file (it will be moved aside)"
+    if not path.exists():
+        return "missing", ""
+    try:
+        trace = load_trace(path)
+    except CurloptError as exc:  # load_trace raises only this, for any unreadable or inconsistent file
+        return "corrupt", str(exc)
+    meta = trace.meta if isinstance(trace.meta, dict) else {}
+    expected = {"env": task.setting.name, "agent": task.algorithm.agent, "seed": task.seed, "steps": task.steps}
+    for key, value in expected.items():
+        if meta.get(key) != value:
+            return "mismatch", f"its {key} is {meta.get(key)!r}, the task's is {value!r}"
+    if _jsonable(meta.get("sweep")) != _jsonable(task.identity()):
+        return "mismatch", "it was written with other options, checkpoints or model"
+    if int(trace.checkpoints["t"][-1]) != task.steps:
+        return "corrupt", f"its last checkpoint is t={int(trace.checkpoints['t'][-1])}, not T={task.steps}"
+    return "done", ""
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value))
+
+
+def write_json(path: Path, data: Any) -> bool:
+    """Write ``data`` as JSON atomically; leave the file untouched when it already holds the same. True if written."""
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return False
+    except (OSError, UnicodeDecodeError):
+        pass
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, text)
+    except OSError as exc:  # before any run: an unwritable, full or misnamed output folder stops here, in one line
+        raise write_error(path, exc) from None
+    return True
+
+
+# -- the result -----------------------------------------------------------------------------------------------------
+@dataclass
+class SweepResult:
+    """What :func:`run_study` (and ``reproduce``) did and wrote.
+
+    Attributes
+    ----------
+    experiment : str
+        The study's name.
+    out : Path
+        The output folder.
+    steps : int
+    seeds : list of int
+    backend : str
+        The backend of the configurations that have one (comma-separated when several; empty when none).
+    executor : str
+    tasks : list of Task
+        Every run of the study.
+    executed : list of Task
+        Runs executed by this call (missing, corrupt or mismatched files).
+    skipped : list of Task
+        Runs whose file was already finished.
+    repaired : list of str
+        One line per run file found corrupt or mismatched (and run again).
+    failed : list of (Task, str)
+        Runs that raised; their files are absent and the summary leaves them out.
+    notes : list of str
+        What was left out or not expanded (agents refusing a model, options an agent does not take).
+    rows : list of dict
+        The summary table (see :mod:`curlopt.experiments.summary`).
+    summary_csv, summary_md : Path
+    figures : list of Path
+    wall_time : float
+        Seconds for the whole call.
+    study : Study
+    configurations : list of Configuration
+        In study order (settings, then algorithms in file order, then grid order).
+    groups : list of ConfigurationRuns
+        The finished runs of each configuration, as given to the summary and figures.
+    profile : str or None
+        The preset's profile (``reproduce``), None for a study file.
+    dry_run : bool
+        Planned only: nothing was run or written.
+    """
+
+    experiment: str
+    out: Path
+    steps: int
+    seeds: list[int]
+    backend: str
+    executor: str
+    tasks: list[Task]
+    executed: list[Task] = field(default_factory=list)
+    skipped: list[Task] = field(default_factory=list)
+    repaired: list[str] = field(default_factory=list)
+    failed: list[tuple[Task, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    summary_csv: Path | None = None
+    summary_md: Path | None = None
+    figures: list[Path] = field(default_factory=list)
+    wall_time: float = 0.0
+    study: Study | None = None
+    configurations: list[Configuration] = field(default_factory=list)
+    groups: list[Any] = field(default_factory=list)
+    profile: str | None = None
+    dry_run: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+# -- the runner -----------------------------------------------------------------------------------------------------
+def run_study(
+    study: Study | str | os.PathLike,
+    *,
+    jobs: int | None = None,
+    executor: str | None = None,
+    address: str | None = None,
+    out: str | os.PathLike | None = None,
+    progress: bool | None = None,
+    figures: bool = True,
+    dry_run: bool = False,
+    echo: Callable[[str], None] | None = print,
+    heading: str = "",
+) -> SweepResult:
+    """Run (or resume) a study, then write its summary tables and figures.
+
+    Parameters
+    ----------
+    study : Study or path
+        A parsed study, or the path of a study file (:func:`load_study`).
+    jobs, executor, address, out : optional
+        Override the study's ``[study]`` values (``jobs=1`` runs in this process;
+        ``executor`` is ``"local"`` or ``"ray"``; ``address`` a Ray cluster).
+    progress : bool, optional
+        Progress bars on stderr (default on); per-run bars only on a terminal.
+    figures : bool, default True
+        Write the figures (needs matplotlib; skipped with a note without it).
+    dry_run : bool, default False
+        Check and plan only: print the configurations, runs and where they go; run and write nothing.
+    echo : callable, optional
+        Where messages go (default ``print``; None for silence).
+    heading : str
+        Text added to the first line (the presets say their scale here).
+
+    Returns
+    -------
+    SweepResult
+
+    Notes
+    -----
+    The whole study is checked before anything runs or is written (see
+    :func:`curlopt.experiments.planning.plan_study`). The local pool starts its
+    workers with ``spawn``, so a script calling this with ``jobs > 1`` needs the
+    ``if __name__ == "__main__":`` guard. Runs that raise are reported in
+    ``failed`` and left out of the summary; the next call retries them.
+    """
+    from .executors import make_executor
+
+    started = clock.perf_counter()
+    say = echo or (lambda _message: None)
+    if not isinstance(study, Study):
+        study = load_study(study)
+    executor = executor if executor is not None else study.executor
+    jobs = jobs if jobs is not None else study.jobs
+    address = address if address is not None else (study.address if executor == study.executor else None)
+    if executor not in EXECUTORS:
+        raise CurloptError(f"executor must be 'local' or 'ray', got {executor!r}.")
+    if address is not None and executor != "ray":
+        raise CurloptError("--address is for the Ray executor; add --executor ray.")
+    out = Path(out) if out is not None else study.default_out
+    plan = plan_study(study, say)
+    runner = None if dry_run else make_executor(executor, jobs=jobs, address=address)
+    backends = sorted({str(dict(c.options)["backend"]) for c in plan.configurations if "backend" in dict(c.options)})
+    result = SweepResult(study.name, out, study.steps, list(study.seeds), ", ".join(backends), executor, plan.tasks,
+                         notes=list(plan.notes), study=study, configurations=plan.configurations,
+                         profile=(study.profile or {}).get("name"), dry_run=dry_run)
+    _announce(plan, say, heading)
+
+    if dry_run:
+        _print_plan(plan, out, say)
+        result.wall_time = clock.perf_counter() - started
+        return result
+
+    _write_descriptions(plan, out)
+    pending: list[Task] = []
+    for task in plan.tasks:
+        status, reason = task_status(task, out)
+        if status == "done":
+            result.skipped.append(task)
+            continue
+        if status in ("corrupt", "mismatch"):
+            what = "corrupt" if status == "corrupt" else "from another configuration"
+            line = f"run file {out / task.relative_path} is {what} ({reason}); running it again"
+            result.repaired.append(line)
+            say(f"note: {line}")
+        pending.append(task)
+    say(f"{len(result.skipped)} runs already finished in {out}, {len(pending)} to run; executor {runner.describe()}")
+    # Seed-major order: every configuration progresses from the start (partial studies are balanced, the ETA honest).
+    rank = {c.name: i for i, c in enumerate(plan.configurations)}
+    seed_rank = {seed: i for i, seed in enumerate(study.seeds)}
+    pending.sort(key=lambda task: (seed_rank[task.seed], rank[task.configuration.name]))
+    _execute(pending, runner, out, result, progress, say, study.name)
+
+    result.groups = collect_runs(plan, out, {task.key for task, _ in result.failed})
+    empty = [c.label for c, g in zip(plan.configurations, result.groups) if g is None]
+    result.groups = [g for g in result.groups if g is not None]
+    notes = list(plan.notes) + [f"{label}: no finished run." for label in empty]
+    if study.profile:
+        notes = list(study.profile.get("notes", [])) + notes
+    result.notes = notes
+    if result.groups:
+        _write_outputs(result, study, out, notes, figures, say)
+    result.wall_time = clock.perf_counter() - started
+    say(f"ran {len(result.executed)} runs ({len(result.skipped)} were already finished"
+        + (f", {len(result.failed)} failed" if result.failed else "") + f") in {format_duration(result.wall_time)}")
+    return result
+
+
+def _announce(plan: Plan, say: Callable[[str], None], heading: str) -> None:
+    study = plan.study
+    settings = {c.setting.name for c in plan.configurations}
+    say(f"{study.name}: {len(plan.configurations)} configurations on {len(settings)} setting(s) x {len(study.seeds)}"
+        f" seeds ="
+        f" {len(plan.tasks)} runs, T={study.steps:,}" + (f", {heading}" if heading else ""))
+    if study.profile:
+        say(f"profile {study.profile['name']}: {study.profile['description']}")
+    for algorithm in study.algorithms:
+        mine = [c for c in plan.configurations if c.algorithm.key == algorithm.key]
+        if not mine:
+            continue
+        axes: dict[str, list] = {}
+        for configuration in mine:
+            for name, value in configuration.varied:
+                if value not in axes.setdefault(name, []):
+                    axes[name].append(value)
+        fixed = {k: v for k, v in mine[0].chosen_options().items() if k not in axes}
+        text = f"  {algorithm.key}: {algorithm.label} = {algorithm.agent}"
+        text += (" with " + ", ".join(option_label(k, v) for k, v in sorted(fixed.items()))) if fixed else \
+            " with its default options"
+        if "horizon" in mine[0].automatic:
+            text += ", horizon = T"
+        if axes:
+            text += "; grid " + ", ".join(f"{OPTION_NAMES.get(k, k)} in [{', '.join(value_label(v) for v in vs)}]"
+                                          for k, vs in axes.items())
+            text += f" ({len({c.key for c in mine})} configurations)"
+        say(text)
+    for note in plan.notes:
+        say(f"note: {note}")
+
+
+def _print_plan(plan: Plan, out: Path, say: Callable[[str], None]) -> None:
+    study = plan.study
+    say(f"plan ({len(plan.configurations)} configurations, {len(plan.tasks)} runs), under {out}:")
+    for configuration in plan.configurations:
+        mine = [t for t in plan.tasks if t.configuration is configuration]
+        done = sum(1 for t in mine if task_status(t, out)[0] == "done")
+        say(f"  {configuration.relative_dir}/  {configuration.label}: {len(mine)} runs"
+            f" T{study.steps}-seed<seed>.json.gz" + (f", {done} already finished" if done else ""))
+    say("dry run: nothing was run or written.")
+
+
+def _write_descriptions(plan: Plan, out: Path) -> None:
+    from .. import __version__
+
+    study = plan.study
+    configurations = []
+    for configuration in plan.configurations:
+        record = configuration.record()
+        write_json(out / configuration.relative_dir / "config.json", record)
+        configurations.append({"path": str(configuration.relative_dir), **record})
+    write_json(out / "study.json", {
+        "format": "curlopt-study", "version": 1, "curlopt_version": __version__,
+        "study": {**study.describe(), "out": str(out)}, "profile": study.profile,
+        "notes": plan.notes, "configurations": configurations,
+    })
+
+
+def _execute(pending: list[Task], runner, out: Path, result: SweepResult, progress: bool | None,
+             say: Callable[[str], None], name: str) -> None:
+    if not pending:
+        return
+    show = True if progress is None else bool(progress)
+    bar = None
+    if show:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(result.tasks), initial=len(result.skipped), desc=f"{name} runs", unit="run",
+                   dynamic_ncols=True, position=0, leave=True)
+    per_run = show and _stderr_is_terminal()
+    try:
+        for task, trace, error in runner.run(pending, per_run_progress=per_run):
+            if error is None:
+                _save_run(trace, out / task.relative_path, bar.write if bar is not None else say)
+                result.executed.append(task)
+            else:
+                result.failed.append((task, error))
+                (bar.write if bar is not None else say)(f"error: run {task.key} failed: {error}")
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _save_run(trace, path: Path, say: Callable[[str], None]) -> None:
+    """Write a finished run's trace; a directory in its place is moved aside first.
+
+    A write failure (full disk, permissions) stops the study with one line,
+    ``could not write <path>: <reason>``: the runs already saved are kept, and
+    running the same command again resumes.
+    """
+    try:
+        if path.is_dir() and not path.is_symlink():
+            aside = _free_name(path.with_name(path.name + ".moved-aside"))
+            path.rename(aside)
+            say(f"note: a directory was in the place of the run file {path}; moved it to {aside}")
+        trace.save(path)
+    except OSError as exc:
+        raise write_error(path, exc) from None
+
+
+def _free_name(path: Path) -> Path:
+    candidate, number = path, 1
+    while candidate.exists() or candidate.is_symlink():
+        number += 1
+        candidate = path.with_name(f"{path.name}-{number}")
+    return candidate
+
+
+def collect_runs(plan: Plan, out: Path, failed: set[str] = frozenset()) -> list:
+    """One :class:`ConfigurationRuns` per configuration (None for one without a finished run), in study order."""
+    from .configurations import ConfigurationRuns
+    from .trace import load_trace
+
+    groups = []
+    for configuration in plan.configurations:
+        traces = []
+        for task in plan.tasks:
+            if task.configuration is not configuration or task.key in failed:
+                continue
+            path = out / task.relative_path
+            if path.exists():
+                traces.append(load_trace(path))
+        traces.sort(key=lambda trace: int(trace.meta.get("seed", -1)))
+        groups.append(ConfigurationRuns(
+            setting=configuration.setting, algorithm=configuration.algorithm.key, agent=configuration.algorithm.agent,
+            label=configuration.label, key=configuration.key, options=dict(configuration.options),
+            varied=dict(configuration.varied), traces=traces) if traces else None)
+    return groups
+
+
+def _write_outputs(result: SweepResult, study: Study, out: Path, notes: list[str], figures: bool,
+                   say: Callable[[str], None]) -> None:
+    from .plots import plot_study
+    from .summary import write_study_summary
+
+    title = study.name
+    if study.profile:
+        title = f"{study.name} (profile {study.profile['name']})"
+    result.summary_csv, result.summary_md, result.rows = write_study_summary(
+        result.groups, out, title=title, description=study.description, notes=notes)
+    if figures:
+        try:
+            result.figures = plot_study(result.groups, out / "figures")
+        except CurloptError as exc:  # matplotlib missing
+            say(f"note: figures skipped: {exc}")
+
+
+def _stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def format_duration(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "?"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    return f"{minutes} min {secs:02d} s ({seconds:.1f} s)" if minutes else f"{seconds:.1f} s"
