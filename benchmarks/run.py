@@ -9,6 +9,7 @@ Items (``--only`` takes a comma-separated list):
 ``simulation``   the fast tabular path vs the generic Gymnasium path, steps per second
 ``end-to-end``   ``curlopt reproduce queue --full --jobs 2`` wall time and peak memory per worker (~10 min)
 ``profile``      full-scale queue runs under cProfile: top entries and where the time goes
+``study``        the shipped queue radius × K_ε study: one seed of each configuration, extrapolated (bench_study.py)
 
 Without ``--only`` the default items run (resolve, pyomo, simulation); ``--full`` adds end-to-end and
 profile. ``--quick`` shortens every item (fewer epochs and steps). Nothing is asserted: the last table
@@ -33,7 +34,7 @@ if str(HERE) not in sys.path:
 from _report import Tee, Targets, header_lines, load_average  # noqa: E402
 
 DEFAULT_ITEMS = ("resolve", "pyomo", "simulation")
-ALL_ITEMS = DEFAULT_ITEMS + ("end-to-end", "profile")
+ALL_ITEMS = DEFAULT_ITEMS + ("end-to-end", "profile", "study")
 
 
 def item_resolve(say, targets, args) -> None:
@@ -91,12 +92,19 @@ def item_profile(say, targets, args) -> None:
     bench_end_to_end.run_profile(say, targets, args.profile_algorithms.split(","), steps=steps)
 
 
+def item_study(say, targets, args) -> None:
+    import bench_study
+
+    bench_study.run_item(say, targets, jobs=args.jobs, full=args.full_study)
+
+
 ITEMS = {
     "resolve": ("1. Re-solve per epoch: compiled vs naive CVXPY rebuild", item_resolve),
     "pyomo": ("1b. Pyomo: warm start vs fresh build and cold start (bench_pyomo_warmstart)", item_pyomo),
     "simulation": ("2. Simulation: fast tabular path vs generic Gymnasium path", item_simulation),
     "end-to-end": ("3. End to end: curlopt reproduce queue --full, wall time and memory per worker", item_end_to_end),
     "profile": ("3b. Profile of full-scale queue runs (cProfile)", item_profile),
+    "study": ("4. The shipped queue radius × K_ε study: wall time", item_study),
 }
 
 
@@ -109,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", help="resolve: sizes to run, e.g. '6,16;60,10' (default all four)")
     parser.add_argument("--backends", help="resolve: backends, e.g. highs,cvxpy (default highs,cvxpy,pyomo)")
     parser.add_argument("--jobs", type=int, default=2, help="end-to-end: worker processes (default 2)")
+    parser.add_argument("--full-study", action="store_true", help="study: run all seeds, not one (~1 h)")
     parser.add_argument("--keep", action="store_true", help="end-to-end: keep the temporary output folder")
     parser.add_argument("--profile-algorithms", default="ucrl-cmdp,ps-curl-linear",
                         help="profile: queue algorithm keys (default ucrl-cmdp,ps-curl-linear)")

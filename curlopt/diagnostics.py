@@ -33,7 +33,8 @@ Mixing is summarised by three numbers:
   the worst stationary policy), computed exactly by policy iteration on the
   stochastic-longest-path problem to each target (every policy reaches ``t`` in
   an ergodic model, so the iteration converges). Up to
-  :data:`MAX_HITTING_TIME_STATES` states; ``inf`` for a non-ergodic model;
+  :data:`MAX_HITTING_TIME_STATES` states; ``inf`` for a non-ergodic model (and, with a
+  note, when a transition probability below about 1e-16 puts it beyond double precision);
 * the **diameter** ``D = max_{s≠t} min_π E[τ_t | s_0 = s]`` [Jaksch et al. 2010]
   — the same computation with the best policy instead of the worst;
 * the **relaxation time** ``1 / (1 - |λ_2|)`` of the uniformly random policy's
@@ -257,7 +258,14 @@ def _expected_hitting(kernel: np.ndarray, target: int, worst: bool, max_iteratio
     identity = np.eye(others.size)
     sign = 1.0 if worst else -1.0
     for _ in range(max_iterations):
-        times = np.linalg.solve(identity - inner[rows, policy], np.ones(others.size))
+        try:
+            times = np.linalg.solve(identity - inner[rows, policy], np.ones(others.size))
+        except np.linalg.LinAlgError:
+            # Singular in floating point: some transition probability is below the precision of 1 - p
+            # (about 1e-16), so the expected time (~1/p) is beyond what double precision resolves.
+            return math.inf
+        if not np.all(np.isfinite(times)) or np.any(times < 0):
+            return math.inf  # the same, when the solve does not detect it
         values = sign * (1.0 + inner @ times)  # (S-1, A): play a once, then follow the policy
         best = values.max(axis=1)
         # Switch only on a clear improvement, so round-off cannot make the iteration cycle.
@@ -280,7 +288,8 @@ def max_hitting_time(kernel: Any, max_iterations: int = 1000) -> float:
     Returns
     -------
     float
-        ``inf`` when the model is not ergodic (some policy never reaches some state).
+        ``inf`` when the model is not ergodic (some policy never reaches some state), or when the time
+        exceeds what double precision resolves (a transition probability below about 1e-16).
     """
     array = _kernel(kernel)
     if not check_ergodicity(array).ergodic:
@@ -292,7 +301,8 @@ def diameter(kernel: Any, max_iterations: int = 1000) -> float:
     """``D = max_{s≠t} min_π E[τ_t | s_0 = s]``: how long the best policy needs to reach any state.
 
     Computed for ergodic models only (by policy iteration from an arbitrary,
-    necessarily proper, policy); ``inf`` is never returned for them.
+    necessarily proper, policy); ``inf`` only when it exceeds what double precision
+    resolves (a transition probability below about 1e-16 makes some expected time ~1/p).
 
     Raises
     ------
@@ -620,6 +630,9 @@ def diagnose(model: CMDP, backend: Any = None) -> DiagnosticsReport:
         notes.append(f"hitting time and diameter are computed up to {MAX_HITTING_TIME_STATES} states only")
     else:
         hitting, best = max_hitting_time(kernel), diameter(kernel)
+        if math.isinf(hitting) or (best is not None and math.isinf(best)):
+            notes.append("the hitting time (or diameter) is beyond double precision: some transition probability is"
+                         " below about 1e-16, so some expected time is about its inverse; reported as inf")
     slater = slater_margin(model, backend)
     if slater.margin is not None and not math.isinf(slater.margin) and not check.ergodic:
         notes.append("the Slater margin is over stationary occupancies, which overstate what a policy achieves"

@@ -59,7 +59,14 @@ class BackendNotInstalledError(BackendError):
 
 
 class BackendOptionError(BackendError):
-    """A backend was given a keyword argument it does not take, or a solver option its solver refuses."""
+    """A backend was given a keyword argument it does not take, or a solver option its solver refuses.
+
+    ``unknown`` lists the keyword arguments the backend does not take (empty when the error is about a value).
+    """
+
+    def __init__(self, message: str, unknown: tuple[str, ...] | list[str] = ()):
+        super().__init__(message)
+        self.unknown = sorted(unknown)
 
 
 class EnvError(CurloptError):

@@ -141,7 +141,7 @@ def _probe(folder: Path, label: str) -> None:
     try:
         handle, temporary = _open_temporary(folder, "write-test")
     except OSError as exc:
-        raise WriteError(f"cannot write to {label} ({folder}): {_describe(exc)}.") from None
+        raise WriteError(f"{label}: cannot write to {folder}: {_describe(exc)}.") from None
     os.close(handle)
     try:
         os.unlink(temporary)
@@ -162,12 +162,19 @@ def check_output_file(path: str | os.PathLike | None, option: str = "--out") -> 
     if path.is_dir():
         raise WriteError(f"{option} {path} is a directory; give a file name (e.g. {path / 'trace.json.gz'}).")
     folder = path.parent if str(path.parent) else Path(".")
+    _make_folder(folder, f"{option} {path}")
+    _probe(folder, f"{option} {path}")
+    return path
+
+
+def _make_folder(folder: Path, label: str) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        blocker = next((p for p in [folder, *folder.parents] if p.exists() and not p.is_dir()), folder)
+        raise WriteError(f"{label}: {blocker} is a file, not a folder.") from None
     except OSError as exc:
-        raise WriteError(f"{option} {path}: cannot create the folder {folder}: {_describe(exc)}.") from None
-    _probe(folder, f"{option} {path}'s folder")
-    return path
+        raise WriteError(f"{label}: cannot create the folder {folder}: {_describe(exc)}.") from None
 
 
 def check_output_dir(path: str | os.PathLike | None, option: str = "--out") -> Path:
@@ -176,12 +183,7 @@ def check_output_dir(path: str | os.PathLike | None, option: str = "--out") -> P
     if not str(text).strip():
         raise WriteError(f"{option} must be a folder name, got an empty string.")
     path = Path(text)
-    if path.exists() and not path.is_dir():
-        raise WriteError(f"{option} {path} exists and is not a folder.")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise WriteError(f"{option} {path}: cannot create the folder: {_describe(exc)}.") from None
+    _make_folder(path, f"{option} {path}")
     _probe(path, f"{option} {path}")
     return path
 

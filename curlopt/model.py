@@ -9,10 +9,28 @@ import numpy as np
 from .errors import ModelError
 from .utilities import Utility
 
-__all__ = ["CMDP", "KERNEL_TOLERANCE", "stationary_occupancy", "policy_kernel"]
+__all__ = ["CMDP", "KERNEL_TOLERANCE", "MAX_MODEL_BYTES", "check_model_size", "stationary_occupancy", "policy_kernel"]
 
 #: Largest deviation from 1 allowed for a probability vector's sum.
 KERNEL_TOLERANCE = 1e-9
+
+#: The built-in models refuse sizes whose arrays (kernel S·A·S plus signals (K+d)·S·A, 8 bytes each) exceed this
+#: (2 GiB), before allocating anything: the programs built on a model need several times its size again.
+MAX_MODEL_BYTES = 2 * 1024 ** 3
+
+
+def check_model_size(name: str, n_states: int, n_actions: int, n_signals: int = 0) -> None:
+    """Raise ModelError when a model of this size would need more than :data:`MAX_MODEL_BYTES`.
+
+    ``n_signals`` counts the reward and cost signals (K + d). Called by the
+    built-in model builders before they build any array.
+    """
+    size = 8 * (int(n_states) * int(n_actions) * int(n_states) + int(n_signals) * int(n_states) * int(n_actions))
+    if size > MAX_MODEL_BYTES:
+        raise ModelError(
+            f"model {name!r} with S={n_states} states and A={n_actions} actions would need {size / 2 ** 30:.3g} GiB"
+            f" for its kernel and signals, more than the limit of {MAX_MODEL_BYTES / 2 ** 30:g} GiB; use a smaller size."
+        )
 
 
 def _finite_array(value: Any, name: str) -> np.ndarray:
@@ -20,7 +38,7 @@ def _finite_array(value: Any, name: str) -> np.ndarray:
         raise ModelError(f"{name} is missing (got None): give an array of numbers.")
     try:
         array = np.array(value, dtype=float)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
         raise ModelError(f"{name} must be an array of numbers ({exc}).") from None
     if not np.all(np.isfinite(array)):
         bad = np.argwhere(~np.isfinite(array))[0]
@@ -124,6 +142,10 @@ class CMDP:
             )
         if isinstance(constraints, Utility):
             constraints = (constraints,)
+        if constraints is None or isinstance(constraints, (str, bytes, dict)) or not hasattr(constraints, "__iter__"):
+            raise ModelError(
+                f"constraints must be a sequence of curlopt Utility objects (() for none), got {type(constraints).__name__}."
+            )
         constraints = tuple(constraints)
         for m, g in enumerate(constraints):
             if not isinstance(g, Utility):
@@ -150,6 +172,8 @@ class CMDP:
             if phi.shape != (n_states,):
                 raise ModelError(f"initial must have shape (S,) = ({n_states},), got {phi.shape}.")
             check_distribution(phi, "initial")
+        if labels is not None and not isinstance(labels, dict):
+            raise ModelError(f"labels must be a dict or None, got {type(labels).__name__}.")
         for array in (r, c, p, phi):
             if array is not None:
                 array.setflags(write=False)

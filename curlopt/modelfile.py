@@ -16,7 +16,11 @@ Format (``save_model`` writes it, ``load_model`` reads and validates it)::
 A utility is ``{"type": <class name>, <constructor arguments>}`` for the built-in
 utilities (Linear, SumOfLogs, AlphaFairness, MinOfLinear, Entropy, LinearBound,
 MaxOfLinear, ConvexQuadratic, Norm). Custom utilities cannot be written to a file:
-build such models in Python. Every problem is a :class:`ModelError` naming the key.
+build such models in Python. Every problem is a :class:`ModelError` naming the key
+(and nothing else escapes ``load_model``: deeply nested JSON, huge integers,
+wrong types). A file larger than :data:`curlopt.fileio.MAX_READ_BYTES` (64 MiB),
+or an endless one such as a link to ``/dev/zero``, is refused after reading that
+much. ``save_model`` writes atomically through :mod:`curlopt.fileio`.
 """
 
 from __future__ import annotations
@@ -27,10 +31,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from . import utilities as U
 from .errors import CurloptError, ModelError
+from .fileio import MAX_READ_BYTES, atomic_write_text, read_bytes_limited
 from .model import CMDP
 
 __all__ = ["save_model", "load_model", "utility_to_spec", "utility_from_spec", "MODEL_FORMAT"]
@@ -75,7 +78,7 @@ def utility_from_spec(spec: Any, where: str) -> U.Utility:
     if not isinstance(spec, dict) or "type" not in spec:
         raise ModelError(f"{where} must be an object with a 'type' key, got {spec!r}.")
     kind = spec["type"]
-    builder = _BUILDERS.get(kind)
+    builder = _BUILDERS.get(kind) if isinstance(kind, str) else None
     if builder is None:
         raise ModelError(f"{where}: unknown utility type {kind!r}; known: {', '.join(sorted(_BUILDERS))}.")
     arguments = {k: v for k, v in spec.items() if k != "type"}
@@ -87,10 +90,27 @@ def utility_from_spec(spec: Any, where: str) -> U.Utility:
         raise ModelError(f"{where} ({kind}): {exc}") from None
     except CurloptError as exc:
         raise ModelError(f"{where} ({kind}): {exc}") from None
+    except (ValueError, OverflowError, RecursionError, ZeroDivisionError) as exc:  # e.g. a 400-digit integer
+        raise ModelError(f"{where} ({kind}): invalid arguments ({type(exc).__name__}: {exc}).") from None
 
 
 def save_model(model: CMDP, path: str | os.PathLike) -> Path:
-    """Write ``model`` as a JSON model file (atomically)."""
+    """Write ``model`` as a JSON model file, atomically (:func:`curlopt.fileio.atomic_write_text`).
+
+    Concurrent saves of the same path never fail and a concurrent reader sees
+    the old file or the new one, never a partial file; a failed write (e.g. a
+    full disk) leaves no temporary file.
+
+    Raises
+    ------
+    ModelError
+        For something that is not a model, or a model with a custom utility.
+    OSError
+        When the file cannot be written.
+    """
+    if not isinstance(model, CMDP):
+        raise ModelError(f"model must be a curlopt CMDP, got {type(model).__name__}.")
+    path = _path_argument(path)
     data = {
         "format": MODEL_FORMAT, "version": _VERSION, "name": model.name,
         "rewards": model.rewards.tolist(), "costs": model.costs.tolist(),
@@ -99,11 +119,13 @@ def save_model(model: CMDP, path: str | os.PathLike) -> Path:
         "objective": utility_to_spec(model.objective),
         "constraints": [utility_to_spec(g) for g in model.constraints],
     }
-    path = Path(path)
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(json.dumps(data))
-    os.replace(temporary, path)
-    return path
+    return atomic_write_text(path, json.dumps(data))
+
+
+def _path_argument(path: Any) -> Path:
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)) or not str(os.fspath(path)).strip():
+        raise ModelError(f"path must be a file path (a non-empty str or os.PathLike), got {path!r}.")
+    return Path(path)
 
 
 def load_model(path: str | os.PathLike) -> CMDP:
@@ -114,26 +136,38 @@ def load_model(path: str | os.PathLike) -> CMDP:
     ModelError
         If the file is missing, is not JSON, is not a curlopt model, or holds invalid data.
     """
-    path = Path(path)
+    path = _path_argument(path)
     try:
-        data = json.loads(path.read_text())
+        text = read_bytes_limited(path, MAX_READ_BYTES, "model file").decode("utf-8")
+        data = json.loads(text)
     except FileNotFoundError:
         raise ModelError(f"no model file at {path}.") from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ModelError(f"the model file {path} is not valid JSON ({exc}).") from None
+    except IsADirectoryError:
+        raise ModelError(f"{path} is a directory, not a model file.") from None
+    except CurloptError as exc:  # larger than MAX_READ_BYTES (e.g. a link to /dev/zero)
+        raise ModelError(str(exc)) from None
+    except OSError as exc:
+        raise ModelError(f"the model file {path} cannot be read ({exc.strerror or exc}).") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise ModelError(f"the model file {path} is not valid JSON ({reason}).") from None
     if not isinstance(data, dict) or data.get("format") != MODEL_FORMAT:
         raise ModelError(f"{path} is not a curlopt model file (expected \"format\": \"{MODEL_FORMAT}\").")
-    if data.get("version") != _VERSION:
-        raise ModelError(f"{path}: model file version {data.get('version')!r} is not supported (this is {_VERSION}).")
+    version = data.get("version")
+    if isinstance(version, bool) or version != _VERSION:
+        raise ModelError(f"{path}: model file version {version!r} is not supported (this is {_VERSION}).")
     for key in ("rewards", "objective"):
         if key not in data:
             raise ModelError(f"{path}: the key {key!r} is missing.")
     costs = data.get("costs")
-    if costs is not None and np.size(np.asarray(costs, dtype=object)) == 0:
-        costs = None
+    if isinstance(costs, list) and not _holds_a_number(costs):
+        costs = None  # [] or [[], ...]: no cost signals
     constraints = data.get("constraints") or []
     if not isinstance(constraints, list):
         raise ModelError(f"{path}: 'constraints' must be a list of utilities.")
+    name = data.get("name", path.stem)
+    if not isinstance(name, str):
+        raise ModelError(f"{path}: 'name' must be a string, got {type(name).__name__}.")
     return CMDP(
         rewards=data["rewards"],
         costs=costs,
@@ -141,5 +175,16 @@ def load_model(path: str | os.PathLike) -> CMDP:
         constraints=[utility_from_spec(g, f"constraints[{m}]") for m, g in enumerate(constraints)],
         kernel=data.get("kernel"),
         initial=data.get("initial"),
-        name=str(data.get("name", path.stem)),
+        name=name,
     )
+
+
+def _holds_a_number(value: Any) -> bool:
+    """Whether nested lists hold anything but lists (iteratively deep enough for any array the model takes)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if not isinstance(item, list):
+            return True
+        stack.extend(item)
+    return False

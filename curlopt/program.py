@@ -85,10 +85,10 @@ def tightness(time: float, constant: float = 1.0, horizon_lower_bound: float | N
     if not math.isfinite(_number(time)) or time < 1:
         raise ProgramError(f"time must be a finite number >= 1, got {time!r}.")
     if not math.isfinite(_number(constant)) or constant < 0:
-        raise ProgramError(f"the tightness constant K_ε must be a finite number >= 0, got {constant!r}.")
+        raise ProgramError(f"the tightness constant must be a finite number >= 0 (K_ε), got {constant!r}.")
     if constant > TIGHTNESS_CONSTANT_MAX:
         raise ProgramError(
-            f"the tightness constant K_ε must be at most {TIGHTNESS_CONSTANT_MAX:.0f} (then ε <= {EPSILON_MAX:g},"
+            f"the tightness constant must be at most {TIGHTNESS_CONSTANT_MAX:.0f} (K_ε; then ε <= {EPSILON_MAX:g},"
             f" the largest ε a program takes), got {constant!r}."
         )
     tau = float(time)

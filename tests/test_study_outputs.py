@@ -11,6 +11,7 @@ import math
 import os
 import re
 import struct
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -502,3 +503,41 @@ def test_missing_matplotlib_raises_a_curlopt_error(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     with pytest.raises(CurloptError, match="matplotlib"):
         P.plot_study(study_groups(), tmp_path)
+
+
+def test_figure_modules_import_without_matplotlib_and_export_what_they_list():
+    code = ("import sys\nimport curlopt.experiments.plots, curlopt.experiments.summary\n"
+            "import curlopt.experiments.figures.curves, curlopt.experiments.figures.frontier\n"
+            "import curlopt.experiments.figures.epochs\n"
+            "assert not [m for m in sys.modules if m == 'matplotlib' or m.startswith('matplotlib.')]")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    for module in (P, S):
+        assert all(hasattr(module, name) for name in module.__all__), module.__name__
+
+
+@needs_matplotlib
+def test_a_failed_figure_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    out = tmp_path / "figures"
+    paths = P.plot_study(study_groups(), out)
+    before = {path: path.read_bytes() for path in paths}
+
+    def fail(self, *args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(Figure, "savefig", fail)
+    with pytest.raises(OSError, match="disk full"):
+        P.plot_study(study_groups(), out)
+    assert {path: path.read_bytes() for path in paths} == before  # rendered in memory first: no 0-byte PNG
+    assert sorted(path.name for path in out.iterdir()) == sorted(path.name for path in paths)
+
+
+def test_frontier_survives_seeds_that_all_end_at_the_same_value(tmp_path):
+    # np.mean([0.1] * 3) = 0.10000000000000002 > 0.1 = the degenerate interval's ends: a bar of length -1e-17.
+    assert np.mean([0.1] * 3) != 0.1
+    same = group("PS-CURL (K_ε=1)", [make_trace(s, 0.1, [-0.2, -0.3]) for s in range(3)], varied={"tightness_constant": 1})
+    from curlopt.experiments.plots import plot_study
+
+    paths = plot_study([same], tmp_path)
+    assert any(path.name.endswith("-frontier.png") and path.stat().st_size > 0 for path in paths)

@@ -92,7 +92,13 @@ class Agent(ABC):
         self.previous_epoch_visits = np.zeros((S, A))
         self.policy: np.ndarray | None = None
         self.epoch = 0
-        self.rng = np.random.default_rng(self._seed if seed is None else seed)
+        chosen = self._seed if seed is None else seed
+        if isinstance(chosen, bool) or (isinstance(chosen, (int, np.integer)) and chosen < 0):
+            raise CurloptError(f"seed must be None, an integer >= 0 or a numpy SeedSequence, got {chosen!r}.")
+        try:
+            self.rng = np.random.default_rng(chosen)
+        except (TypeError, ValueError) as exc:
+            raise CurloptError(f"seed must be None, an integer >= 0 or a numpy SeedSequence, got {chosen!r} ({exc}).") from None
         # A stateful trigger (e.g. the linear one's per-pair thresholds) starts afresh; a user trigger
         # without reset() is taken to be stateless.
         reset_trigger = getattr(self.trigger, "reset", None)

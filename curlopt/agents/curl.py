@@ -8,13 +8,17 @@ from typing import Any
 import numpy as np
 
 from ..backends import Backend, resolve_backend
-from ..errors import AgentError, CurloptError
-from ..program import OccupancyProgram, OptimisticProgram, Program, check_radius, tightness
+from ..errors import AgentError, BackendOptionError, CurloptError
+from ..program import (EPSILON_MAX, TIGHTNESS_CONSTANT_MAX, OccupancyProgram, OptimisticProgram, Program,
+                       check_radius, tightness)
 from ..results import SolveResult, check_unreached, extract_policy
 from .base import Agent, EpochPlan, PlanSource
 from .triggers import EpochTrigger
 
-__all__ = ["UcCurl", "PsCurl"]
+__all__ = ["UcCurl", "PsCurl", "MAX_PRIOR"]
+
+#: the largest Dirichlet prior α0 PS-CURL takes
+MAX_PRIOR = 1e6
 
 
 class _ProgramAgent(Agent):
@@ -38,8 +42,14 @@ class _ProgramAgent(Agent):
         **backend_options: Any,
     ):
         self.unreached = check_unreached(unreached, AgentError)
-        if not isinstance(tightness_constant, (int, float)) or not math.isfinite(tightness_constant) or tightness_constant < 0:
-            raise CurloptError(f"tightness_constant (K_ε) must be a finite number >= 0, got {tightness_constant!r}.")
+        if (isinstance(tightness_constant, bool) or not isinstance(tightness_constant, (int, float))
+                or not math.isfinite(tightness_constant) or tightness_constant < 0):
+            raise AgentError(f"tightness_constant (K_ε) must be a finite number >= 0, got {tightness_constant!r}.")
+        if tightness_constant > TIGHTNESS_CONSTANT_MAX:
+            raise AgentError(
+                f"tightness_constant (K_ε) must be at most {TIGHTNESS_CONSTANT_MAX:.0f}, got {tightness_constant!r}:"
+                f" ε = K_ε sqrt(ln τ / τ) reaches K_ε / sqrt(e) at τ = e, and a program takes ε <= {EPSILON_MAX:g}."
+            )
         if horizon_lower_bound is not None and (
             not isinstance(horizon_lower_bound, (int, float)) or not math.isfinite(horizon_lower_bound) or horizon_lower_bound < 1
         ):
@@ -47,14 +57,21 @@ class _ProgramAgent(Agent):
         self.tightness_constant = float(tightness_constant)
         self.horizon_lower_bound = horizon_lower_bound
         super().__init__(model, trigger, seed)
-        try:
-            self.backend = resolve_backend(backend, (model.objective, *model.constraints), **backend_options)
-        except TypeError:
-            # Unknown keywords reach the backend's constructor; say whose options they were.
+        if backend_options and isinstance(backend, Backend):
             raise AgentError(
                 f"{self.name} does not take option(s) {sorted(backend_options)} (extra options are passed to the"
-                f" backend, which does not take them either)."
-            ) from None
+                f" backend, and the backend was given as an instance, {backend!r}, which takes none)."
+            )
+        try:
+            self.backend = resolve_backend(backend, (model.objective, *model.constraints), **backend_options)
+        except BackendOptionError as exc:
+            if not exc.unknown:  # a keyword the backend takes, with a value it refuses: the backend says which
+                raise
+            # Unknown keywords reach the backend's constructor; say whose options they were.
+            raise AgentError(
+                f"{self.name} does not take option(s) {exc.unknown} (extra options are passed to the"
+                f" backend, which does not take them either: {exc})"
+            ) from exc
         self.program = self._build_program()
         # Compiled once: every epoch only updates the program's data and re-solves.
         self.compiled = self.backend.compile(self.program)
@@ -172,7 +189,9 @@ class PsCurl(_ProgramAgent):
     model, backend, trigger, tightness_constant, horizon_lower_bound, seed, unreached
         As for :class:`UcCurl`; ``seed`` drives the posterior samples.
     prior : float, default 1
-        The Dirichlet prior ``α0 > 0`` (1 is uniform over kernels).
+        The Dirichlet prior ``0 < α0 <= MAX_PRIOR`` (10^6; 1 is uniform over kernels). Larger
+        priors would only pin the sample to the uniform kernel, and beyond ~1e300 the
+        Gamma draws overflow.
 
     PS-CURL has no confidence radius: ``radius`` and ``radius_scale`` are refused
     with an :class:`~curlopt.errors.AgentError`.
@@ -189,8 +208,8 @@ class PsCurl(_ProgramAgent):
                     f"{self.name} does not take {key!r}: PS-CURL samples a posterior kernel and has no confidence"
                     " radius (radius and radius_scale are options of uc-curl)."
                 )
-        if not isinstance(prior, (int, float)) or not math.isfinite(prior) or prior <= 0:
-            raise CurloptError(f"the Dirichlet prior must be a finite number > 0, got {prior!r}.")
+        if isinstance(prior, bool) or not isinstance(prior, (int, float)) or not 0 < prior <= MAX_PRIOR:
+            raise CurloptError(f"the Dirichlet prior must be a number in (0, {MAX_PRIOR:g}], got {prior!r}.")
         self.prior = float(prior)
         super().__init__(model, backend, trigger, tightness_constant, horizon_lower_bound, seed, unreached,
                          **backend_options)

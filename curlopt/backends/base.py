@@ -10,20 +10,157 @@ backend can get it wrong.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import os
+import sys
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, Callable, ClassVar, Iterator
 
 import numpy as np
 
-from ..errors import BackendNotInstalledError, UnsupportedUtilityError
+from ..errors import (BackendError, BackendNotInstalledError, CurloptError, UnsupportedUtilityError,
+                      UtilityCodeError)
 from ..program import Program
 from ..results import ProgramVariant, SolveResult, Status, policy_from_occupancy
-from ..utilities import Utility
+from ..utilities import CustomUtility, Utility
 
-__all__ = ["Backend", "CompiledProgram", "RawSolution"]
+__all__ = [
+    "Backend", "CompiledProgram", "RawSolution", "call_utility", "is_user_utility", "expression_error",
+    "solver_output_to_stderr", "captured_output",
+]
+
+
+# ----------------------------------------------------------------------------
+# User code: a utility's exceptions are errors naming it, never solver statuses
+# ----------------------------------------------------------------------------
+
+
+def is_user_utility(utility: Utility) -> bool:
+    """True for a utility whose code the user wrote: a :class:`CustomUtility`, or a class defined outside curlopt."""
+    module = type(utility).__module__ or ""
+    return isinstance(utility, CustomUtility) or not (module == "curlopt" or module.startswith("curlopt."))
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _raised(utility: Utility, role: str, method: str, exc: BaseException) -> str:
+    """E.g. ``the objective CustomUtility(dim=2, concave) raised NameError in its gradient: name 'x' is not defined``."""
+    text = " ".join(str(exc).split())
+    return f"{role} {utility!r} raised {type(exc).__name__} in its {method}" + (f": {text}" if text else "") + "."
+
+
+def call_utility(utility: Utility, role: str, method: str, function: Callable[..., Any], *args: Any,
+                 allowed: tuple[type[BaseException], ...] = ()) -> Any:
+    """``function(*args)``, code of ``utility`` (its ``method``), with any exception re-raised as a
+    :class:`UtilityCodeError` naming the utility and its ``role`` ("the objective", "constraint 0").
+
+    ``NotImplementedError`` (a method the utility does not have), curlopt's own errors and the exception
+    types in ``allowed`` (e.g. domain errors a solver handles by shortening its step) pass unchanged.
+    """
+    try:
+        return function(*args)
+    except (NotImplementedError, CurloptError):
+        raise
+    except allowed:
+        raise
+    except Exception as exc:
+        raise UtilityCodeError(_raised(utility, role, method, exc)) from exc
+
+
+def expression_error(backend: str, utility: Utility, role: str, method: str, exc: Exception) -> CurloptError:
+    """The error for an exception raised while ``backend`` builds ``utility``'s expression (``method``).
+
+    Code the user wrote (see :func:`is_user_utility`) gives a :class:`UtilityCodeError`; a built-in
+    utility that the backend's modelling library cannot represent gives a :class:`BackendError`.
+    """
+    if is_user_utility(utility):
+        return UtilityCodeError(_raised(utility, role, method, exc))
+    return BackendError(
+        f"the {backend} backend cannot build {role} {utility!r}: its {method} raised {_describe(exc)}"
+        " (the utility is valid, but this backend's modelling library cannot represent it); try another backend."
+    )
+
+
+# ----------------------------------------------------------------------------
+# Solver output
+# ----------------------------------------------------------------------------
+
+
+def _flush_c_stdio() -> None:
+    """Flush the C library's stdio buffers (solvers print with printf; a pipe or file buffers it)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+    except Exception:  # no C library to reach (unusual platforms): Python's own flush is all we can do
+        pass
+
+
+@contextlib.contextmanager
+def captured_output() -> Iterator[list[str]]:
+    """Capture what is written to file descriptor 1 inside the block (C code included).
+
+    Yields a list; when the block ends, the captured text is appended to it. Used to read the
+    messages a solver prints when it refuses an option.
+    """
+    import tempfile
+
+    out: list[str] = []
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    with tempfile.TemporaryFile() as sink:
+        _flush_c_stdio()
+        saved = os.dup(1)
+        os.dup2(sink.fileno(), 1)
+        try:
+            yield out
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+            _flush_c_stdio()
+            os.dup2(saved, 1)
+            os.close(saved)
+            sink.seek(0)
+            out.append(sink.read().decode(errors="replace"))
+
+
+@contextlib.contextmanager
+def solver_output_to_stderr() -> Iterator[None]:
+    """Send everything written to standard output inside the block to standard error.
+
+    Both Python's ``sys.stdout`` and file descriptor 1 are redirected (``os.dup2``), so the output of
+    solvers written in C (HiGHS, SCS, Clarabel, Ipopt) goes to stderr too. The command line wraps its
+    computations in this, so that ``--json`` prints nothing but JSON on stdout.
+    """
+    try:
+        stdout_fd = sys.__stdout__.fileno() if sys.__stdout__ is not None else 1
+        stderr_fd = sys.__stderr__.fileno() if sys.__stderr__ is not None else 2
+    except (AttributeError, OSError, ValueError):  # no real file descriptors (e.g. captured by a test runner)
+        stdout_fd = stderr_fd = -1
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    saved = -1
+    if stdout_fd >= 0 and stderr_fd >= 0:
+        _flush_c_stdio()
+        saved = os.dup(stdout_fd)
+        os.dup2(stderr_fd, stdout_fd)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        if saved >= 0:
+            _flush_c_stdio()
+            os.dup2(saved, stdout_fd)
+            os.close(saved)
 
 
 @dataclass
@@ -90,9 +227,30 @@ class Backend(ABC):
                 )
 
     def compile(self, program: Program) -> "CompiledProgram":
-        """Build the solver model for ``program`` once; re-solve it with :meth:`CompiledProgram.solve`."""
+        """Build the solver model for ``program`` once; re-solve it with :meth:`CompiledProgram.solve`.
+
+        Raises
+        ------
+        BackendError
+            When the backend is missing, cannot express a utility, or its own code path fails on the
+            program (the message names the backend and the program's utilities).
+        UtilityCodeError
+            When a utility's own code raises.
+        """
         self.check(program)
-        return self._compile(program)
+        try:
+            return self._compile(program)
+        except CurloptError:
+            raise
+        except MemoryError:
+            raise
+        except Exception as exc:  # the backend's own code path failed on a valid program: say where
+            utilities = [f"objective {program.objective!r}"] + [
+                f"constraint {m} {g!r}" for m, g in enumerate(program.constraints)]
+            raise BackendError(
+                f"the {self.name} backend could not compile the {program.kind} program of model"
+                f" {program.model.name!r} ({'; '.join(utilities)}): {_describe(exc)}; try another backend."
+            ) from exc
 
     @abstractmethod
     def _compile(self, program: Program) -> "CompiledProgram":
@@ -158,9 +316,15 @@ class CompiledProgram(ABC):
         return result
 
     def _guarded_solve(self, with_constraints: bool) -> RawSolution:
-        """``_solve``, with any solver exception turned into a SOLVER_ERROR status."""
+        """``_solve``, with any solver exception turned into a SOLVER_ERROR status.
+
+        A :class:`UtilityCodeError` (a utility's own code raised, e.g. a ``NameError`` in a user's
+        gradient called back by the solver) is not solver trouble: it passes, and the run stops with it.
+        """
         try:
             return self._solve(with_constraints)
+        except UtilityCodeError:
+            raise
         except Exception as exc:  # a solver fault must never crash an agent's run
             return RawSolution(Status.SOLVER_ERROR, message=f"{type(exc).__name__}: {exc}")
 
@@ -175,5 +339,9 @@ class CompiledProgram(ABC):
         result.policy = policy_from_occupancy(rho)
         result.rewards = model.average_rewards(rho)
         result.costs = model.average_costs(rho)
-        result.constraint_values = model.constraint_values(result.costs)
-        result.objective = float(model.objective.value(result.rewards))
+        result.constraint_values = np.array(
+            [call_utility(g, f"constraint {m}", "value", g.value, result.costs) for m, g in enumerate(model.constraints)],
+            dtype=float,
+        )
+        result.objective = float(call_utility(model.objective, "the objective", "value", model.objective.value,
+                                              result.rewards))

@@ -19,11 +19,11 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import BackendError, UnsupportedUtilityError
+from ..errors import BackendError, BackendOptionError, UnsupportedUtilityError
 from ..program import Program
 from ..results import Status
 from ..utilities import Utility
-from .base import Backend, CompiledProgram, RawSolution
+from .base import Backend, CompiledProgram, RawSolution, expression_error
 
 __all__ = ["CvxpyBackend", "DEFAULT_SOLVERS", "DEFAULT_SOLVER_OPTIONS"]
 
@@ -37,6 +37,55 @@ DEFAULT_SOLVER_OPTIONS: dict[str, dict[str, Any]] = {
     "CLARABEL": {"tol_gap_abs": 1e-9, "tol_gap_rel": 1e-9, "tol_feas": 1e-9, "max_iter": 500},
     "SCS": {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 200_000},
 }
+#: keywords of ``Problem.solve`` itself that may be given among a solver's settings
+CVXPY_KEYWORDS = ("verbose", "canon_backend")
+#: keywords of ``Problem.solve`` the backend sets itself (or that change what is solved)
+RESERVED_KEYWORDS = ("solver", "warm_start", "ignore_dpp", "enforce_dpp", "gp", "qcp", "requires_grad",
+                     "solver_path")
+
+
+def check_solver_settings(solver: str, settings: dict[str, Any]) -> None:
+    """Raise :class:`BackendOptionError` for a setting ``solver`` would refuse at its first solve.
+
+    CLARABEL: each name must be a field of ``clarabel.DefaultSettings()`` and take the value. SCS: the
+    settings (as CVXPY rewrites them) are passed to a scratch ``scs.SCS`` on a one-variable problem,
+    which refuses unknown names and wrong types. Other solvers' settings are passed on unchecked.
+    """
+    reserved = [key for key in settings if key in RESERVED_KEYWORDS]
+    if reserved:
+        raise BackendOptionError(
+            f"{solver} settings {reserved} are set by the cvxpy backend itself (or change what is solved);"
+            " remove them."
+        )
+    own = {key: value for key, value in settings.items() if key not in CVXPY_KEYWORDS}
+    problems: list[str] = []
+    if solver == "CLARABEL":
+        import clarabel
+
+        scratch = clarabel.DefaultSettings()
+        for key, value in own.items():
+            if key in ("use_quad_obj", "accept_unknown"):  # read by CVXPY, not Clarabel
+                continue
+            if key.startswith("_") or not hasattr(scratch, key) or callable(getattr(scratch, key)):
+                problems.append(f"unknown setting {key!r}")
+                continue
+            try:
+                setattr(scratch, key, value)
+            except Exception as exc:  # TypeError, OverflowError, ValueError from the Rust binding
+                problems.append(f"{key}={value!r} ({exc})")
+    elif solver == "SCS":
+        import scs
+        from cvxpy.reductions.solvers.conic_solvers.scs_conif import SCS as ScsInterface
+
+        try:
+            options = ScsInterface.parse_solver_options(dict(own))
+            options.pop("use_quad_obj", None)
+            data = {"A": sp.csc_matrix(np.ones((1, 1))), "b": np.ones(1), "c": np.ones(1)}
+            scs.SCS(data, {"l": 1}, **{**options, "verbose": False})
+        except Exception as exc:  # TypeError for an unknown name or a wrong type, ValueError for a bad value
+            problems.append(str(exc))
+    if problems:
+        raise BackendOptionError(f"the cvxpy backend's {solver} settings are refused: {'; '.join(problems)}.")
 
 
 class CvxpyBackend(Backend):
@@ -57,10 +106,29 @@ class CvxpyBackend(Backend):
     takes: ClassVar[str] = "utilities with a DCP cvxpy_expr"
 
     def __init__(self, solvers: str | Sequence[str] | None = None, solver_options: dict | None = None):
+        if solvers is not None and not isinstance(solvers, str) and not (
+                isinstance(solvers, (list, tuple)) and all(isinstance(s, str) for s in solvers)):
+            raise BackendOptionError(f"solvers must be a CVXPY solver name or a list of them, got {solvers!r}.")
+        if solver_options is not None and not (
+                isinstance(solver_options, dict)
+                and all(isinstance(k, str) and isinstance(v, dict) for k, v in solver_options.items())):
+            raise BackendOptionError(
+                "solver_options must be a dict from CVXPY solver name to a dict of that solver's settings,"
+                f" e.g. {{'CLARABEL': {{'max_iter': 100}}}}, got {solver_options!r}."
+            )
         self._requested = [solvers] if isinstance(solvers, str) else (list(solvers) if solvers else None)
         self.solver_options = {k: dict(v) for k, v in DEFAULT_SOLVER_OPTIONS.items()}
         for key, value in (solver_options or {}).items():
             self.solver_options.setdefault(key.upper(), {}).update(value)
+        if solvers or solver_options:  # checked now, not at the first solve (imports CVXPY)
+            order = self.solvers
+            for key, value in (solver_options or {}).items():
+                if key.upper() not in order:
+                    raise BackendOptionError(
+                        f"solver_options has settings for {key!r}, which this cvxpy backend does not run"
+                        f" (its solvers: {', '.join(order)}); pass solvers=[...] to choose them."
+                    )
+                check_solver_settings(key.upper(), self.solver_options[key.upper()])
 
     @property
     def solvers(self) -> list[str]:
@@ -152,7 +220,7 @@ class CompiledCvxpy(CompiledProgram):
             base.append(expr >= lin.lower[index])
 
         rewards = program.reward_map @ x
-        objective = program.objective.cvxpy_expr(rewards)
+        objective = self._expression(program.objective, "the objective", rewards)
         if not objective.is_concave():
             raise UnsupportedUtilityError(
                 f"the objective {program.objective!r} gives a CVXPY expression that is not DCP-concave;"
@@ -161,7 +229,7 @@ class CompiledCvxpy(CompiledProgram):
         costs = program.cost_map @ x
         g_rows = []
         for m, g in enumerate(program.constraints):
-            expr = g.cvxpy_expr(costs)
+            expr = self._expression(g, f"constraint {m}", costs)
             if not expr.is_convex():
                 raise UnsupportedUtilityError(
                     f"constraint {m} {g!r} gives a CVXPY expression that is not DCP-convex;"
@@ -177,11 +245,47 @@ class CompiledCvxpy(CompiledProgram):
         #: True when the program is too large for DPP (see DPP_MAX_PARAMETERS): every solve recompiles
         self.ignore_dpp = J > DPP_MAX_PARAMETERS
 
+    def _expression(self, utility: Utility, role: str, aggregate: Any) -> Any:
+        """``utility.cvxpy_expr(aggregate)``; an exception names the utility (see :func:`expression_error`)."""
+        try:
+            expr = utility.cvxpy_expr(aggregate)
+        except (NotImplementedError, BackendError):
+            raise
+        except Exception as exc:  # e.g. cp.power's rational approximation of 1 - α for α = 1e6 divides by zero
+            raise expression_error("cvxpy", utility, role, "cvxpy_expr", exc) from exc
+        if not isinstance(expr, self._cp.Expression):
+            raise expression_error("cvxpy", utility, role, "cvxpy_expr",
+                                   TypeError(f"it returned {type(expr).__name__}, not a CVXPY expression"))
+        return expr
+
     @property
     def fallback(self):
         if self._fallback is None:
             self._fallback = self._cp.Problem(self._objective, self._base)
         return self._fallback
+
+    def _explain_infeasible_fallback(self, solver: str) -> str:
+        """Why the program without constraint rows is infeasible: its rows, or the objective's domain.
+
+        CVXPY keeps ``λ = R x`` inside the objective's domain (``log`` and ``power`` add cone rows), so when
+        every point the rows allow has ``f(λ) = -inf`` (e.g. a reward signal that is zero under every
+        policy, with a logarithmic objective), the conic program is infeasible although its rows hold.
+        """
+        cp = self._cp
+        rows_only = cp.Problem(cp.Minimize(0), self._base)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                rows_only.solve(solver=solver, ignore_dpp=True, **self.backend.solver_options.get(solver, {}))
+        except Exception as exc:  # the explanation is a courtesy: never let it fail the solve
+            return f"could not check the rows alone ({type(exc).__name__})"
+        if _status(rows_only.status) is Status.OPTIMAL:
+            return (f"its rows hold (checked), but the objective {self.program.objective!r} is -inf at every point"
+                    " they allow: λ = R x never enters the objective's domain (e.g. a reward signal that is zero"
+                    " under every policy); no policy has a finite objective")
+        if _status(rows_only.status) is Status.INFEASIBLE:
+            return "its linear rows themselves cannot hold"
+        return f"the rows alone ended with {rows_only.status}"
 
     def _solve(self, with_constraints: bool) -> RawSolution:
         cp = self._cp
@@ -215,6 +319,9 @@ class CompiledCvxpy(CompiledProgram):
                     last = Status.NUMERICAL_ERROR
                     continue
                 message = "; ".join(notes + ([f"solved by {solver}"] if notes else []))
+                if status is Status.INFEASIBLE and problem is self._fallback:
+                    why = f"{solver}: the program without constraint rows is infeasible: "
+                    message = "; ".join(filter(None, [message, why + self._explain_infeasible_fallback(solver)]))
                 return RawSolution(status, x, iterations, solver, message, solver_time)
             notes.append(f"{solver}: {problem.status}")
             last = status

@@ -14,8 +14,9 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
+from ..errors import BackendError, BackendOptionError
 from ..lp import LPForm
-from ..program import Program
+from ..program import EPSILON_MAX, Program
 from ..results import Status
 from ..utilities import Utility
 from .base import Backend, CompiledProgram, RawSolution
@@ -47,6 +48,10 @@ class HighsBackend(Backend):
     takes: ClassVar[str] = "linear and LP-representable utilities (max-min, max of linear, 1- and inf-norms)"
 
     def __init__(self, options: dict[str, Any] | None = None):
+        if options is not None and not isinstance(options, dict):
+            raise BackendOptionError(f"the highs backend's options must be a dict of HiGHS options, got {options!r}.")
+        if options:
+            check_highs_options(options)
         self.options = {**DEFAULT_OPTIONS, **(options or {})}
 
     @classmethod
@@ -60,6 +65,63 @@ class HighsBackend(Backend):
 
     def _compile(self, program: Program) -> "CompiledHighs":
         return CompiledHighs(self, program)
+
+
+def check_highs_options(options: dict[str, Any], owner: str = "the highs backend") -> None:
+    """Raise :class:`BackendOptionError` unless HiGHS takes every option: each is set on a scratch,
+    silent ``highspy.Highs()``; an unknown name or a refused value (wrong type, out of range, not one of
+    the allowed strings) is named with the option's type and current default."""
+    import highspy
+
+    scratch = highspy.Highs()
+    scratch.setOptionValue("output_flag", False)  # HiGHS prints refused options otherwise
+    unknown, refused = [], []
+    for key, value in options.items():
+        if not isinstance(key, str):
+            unknown.append(repr(key))
+            continue
+        status, kind = scratch.getOptionType(key)
+        if status != highspy.HighsStatus.kOk:
+            unknown.append(key)
+            continue
+        try:
+            ok = scratch.setOptionValue(key, value) == highspy.HighsStatus.kOk
+        except Exception:  # the binding refuses the Python type
+            ok = False
+        if not ok:
+            _, default = scratch.getOptionValue(key)
+            refused.append(f"{key}={value!r} (a {kind.name[1:].lower()} option, default {default!r})")
+    if unknown or refused:
+        parts = []
+        if unknown:
+            parts.append(f"unknown option(s) {', '.join(unknown)}")
+        if refused:
+            parts.append(f"value(s) HiGHS refuses: {'; '.join(refused)}")
+        raise BackendOptionError(f"{owner} was given HiGHS {' and '.join(parts)}; see HiGHS's list of options.")
+
+
+#: HiGHS reads a bound or cost of this magnitude or more as infinite (its infinite_bound / infinite_cost)
+HIGHS_INFINITY = 1e20
+
+
+def _check_representable(form: LPForm) -> None:
+    """Refuse an LP that HiGHS would read differently: a finite bound or cost at or beyond ±1e20 is
+    infinite to HiGHS (a g row ``<= -1e20`` became ``<= -inf``, and HiGHS corrupted its heap)."""
+    g_rows = np.zeros(form.n_rows, dtype=bool)
+    g_rows[form.constraint_rows] = True
+    # a g row's upper bound moves with ε in [0, EPSILON_MAX]
+    reach = np.where(g_rows, EPSILON_MAX, 0.0)
+    checks = [("a column bound", np.concatenate([form.col_lower, form.col_upper]), 0.0),
+              ("a row bound", np.concatenate([form.row_lower, form.row_upper]), np.concatenate([reach, reach])),
+              ("an objective coefficient", np.append(form.cost, form.offset), 0.0)]
+    for what, values, margin in checks:
+        finite = np.isfinite(values)
+        if np.any(np.abs(values[finite]) + np.broadcast_to(margin, values.shape)[finite] >= HIGHS_INFINITY):
+            raise BackendError(
+                f"the highs backend cannot represent the program of model {form.program.model.name!r}: {what} reaches"
+                f" ±{HIGHS_INFINITY:g} (with ε up to {EPSILON_MAX:g}), which HiGHS reads as infinite; rescale the"
+                " model's signals or utilities, or use the cvxpy backend."
+            )
 
 
 _STATUS = {
@@ -103,6 +165,7 @@ class CompiledHighs(CompiledProgram):
 
         self._highspy = highspy
         self.form = form = LPForm(program)
+        _check_representable(form)
         self.highs = highspy.Highs()
         for key, value in backend.options.items():
             self.highs.setOptionValue(key, value)

@@ -52,6 +52,8 @@ from pyomo.core.expr.calculus.derivatives import Modes, differentiate
 from pyomo.core.expr.numvalue import is_constant, native_numeric_types, value
 from pyomo.repn import generate_standard_repn
 
+from ..errors import BackendOptionError, UtilityCodeError
+
 __all__ = [
     "BridgeError",
     "NumpyEvaluator",
@@ -62,6 +64,7 @@ __all__ = [
     "IpoptBridge",
     "BridgeResult",
     "IPOPT_STATUS_NAMES",
+    "check_ipopt_options",
 ]
 
 #: Ipopt's ApplicationReturnStatus codes
@@ -269,6 +272,8 @@ class SmoothTerm:
         """``h(B x + b)``; an Ipopt evaluation error outside the domain or for a non-finite value."""
         try:
             result = self.evaluator.value(self.checked(x))
+        except UtilityCodeError:  # a bug in the utility's code, not a point outside its domain
+            raise
         except DOMAIN_ERRORS as exc:
             raise cyipopt.CyIpoptEvaluationError(f"{self.label}: {exc}") from None
         if not math.isfinite(result):
@@ -279,6 +284,8 @@ class SmoothTerm:
         """``Bᵀ ∇h`` restricted to the support columns."""
         try:
             return self.evaluator.gradient(self.checked(x)) @ self.dense
+        except UtilityCodeError:
+            raise
         except DOMAIN_ERRORS as exc:
             raise cyipopt.CyIpoptEvaluationError(f"{self.label}: {exc}") from None
 
@@ -286,6 +293,8 @@ class SmoothTerm:
         """``∇²h`` at the aggregate, flattened row-major."""
         try:
             return self.evaluator.hessian(self.checked(x)).ravel()
+        except UtilityCodeError:
+            raise
         except DOMAIN_ERRORS as exc:
             raise cyipopt.CyIpoptEvaluationError(f"{self.label}: {exc}") from None
 
@@ -533,6 +542,74 @@ def _add_option(problem: Any, key: str, val: Any) -> None:
     raise BridgeError(f"Ipopt refused the option {key}={val!r} (unknown name, or a value of the wrong type).")
 
 
+class _Scratch:
+    """A one-variable problem without rows: a place to try options."""
+
+    def objective(self, x):
+        return 0.0
+
+    def gradient(self, x):
+        return np.zeros(1)
+
+    def constraints(self, x):
+        return np.zeros(0)
+
+    def jacobian(self, x):
+        return np.zeros(0)
+
+
+def _refusal(printed: str) -> str:
+    """Ipopt's explanation, in one line: its first line, and the valid range or settings."""
+    lines = [line.strip() for line in printed.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    # an int retried as a float prints twice: the last complaint is the one that stands
+    first = max((i for i, line in enumerate(lines) if line.startswith(("Tried to set", "Setting:"))), default=0)
+    lines = lines[first:]
+    parts = [lines[0]]
+    ranges = [line for line in lines[1:] if "<" in line]
+    if ranges:
+        parts.append(f"valid: {ranges[0]}")
+    if "Valid Settings:" in lines:
+        names = []
+        for line in lines[lines.index("Valid Settings:") + 1:]:
+            if line.startswith("Default:"):
+                break
+            names.append(line.split()[0])
+        parts.append(f"valid settings: {', '.join(names)}")
+    return f" ({' '.join(parts)})"
+
+
+def check_ipopt_options(options: dict[str, Any], owner: str = "the pyomo backend") -> None:
+    """Raise :class:`BackendOptionError` unless Ipopt takes every option (name, type and value).
+
+    Each option is set on a scratch cyipopt problem (Ipopt cannot list its options without printing
+    them all); what Ipopt prints when it refuses one is captured and quoted.
+    """
+    from .base import captured_output
+
+    refused = []
+    problem = cyipopt.Problem(n=1, m=0, problem_obj=_Scratch(), lb=[0.0], ub=[1.0])
+    try:
+        for key, val in options.items():
+            if not isinstance(key, str) or not isinstance(val, (str, int, float, np.integer, np.floating)) \
+                    or isinstance(val, bool):
+                refused.append(f"{key!r}={val!r} (Ipopt options take a string, an integer or a number)")
+                continue
+            with captured_output() as printed:
+                try:
+                    _add_option(problem, key, val)
+                    ok = True
+                except BridgeError:
+                    ok = False
+            if not ok:
+                refused.append(f"{key}={val!r}" + _refusal("".join(printed)))
+    finally:
+        problem.close()
+    if refused:
+        raise BackendOptionError(f"{owner} was given Ipopt option(s) that Ipopt refuses: {'; '.join(refused)}.")
+
+
 @dataclass
 class BridgeResult:
     """One Ipopt run."""
@@ -650,6 +727,8 @@ class IpoptBridge:
             try:
                 ours = term.evaluator.value(y)
                 theirs = float(value(expr))
+            except UtilityCodeError:
+                raise
             except DOMAIN_ERRORS:
                 continue
             if math.isfinite(ours) and math.isfinite(theirs) and abs(ours - theirs) > tolerance * (1 + abs(ours)):

@@ -98,9 +98,15 @@ so); Infeasible_Problem_Detected → INFEASIBLE (checked by the phase 1, above);
 Maximum_Iterations_Exceeded → ITERATION_LIMIT; Maximum_CpuTime/WallTime_Exceeded →
 TIME_LIMIT; Diverging_Iterates → UNBOUNDED; Restoration_Failed,
 Error_In_Step_Computation, Search_Direction_Becomes_Too_Small,
-Invalid_Number_Detected → NUMERICAL_ERROR; everything else (including a Python
-exception in a utility, or an option Ipopt refuses) → SOLVER_ERROR. No Ipopt
-failure raises. Tolerances (:data:`DEFAULT_IPOPT_OPTIONS`): ``tol`` 1e-10,
+Invalid_Number_Detected → NUMERICAL_ERROR; everything else → SOLVER_ERROR. No Ipopt
+failure raises. A utility's own code is not a solver: an exception from its
+numpy value, gradient or Hessian other than a domain error (ValueError,
+ZeroDivisionError, OverflowError, FloatingPointError: Ipopt shortens its step)
+raises :class:`~curlopt.errors.UtilityCodeError` naming the utility. Options are
+checked when the backend is built (each is set on a scratch cyipopt problem):
+one Ipopt refuses is a :class:`~curlopt.errors.BackendOptionError`. Pyomo's log
+messages go to the ``curlopt.backends.pyomo`` logger, one line each (on stderr
+when logging is not configured), never to stdout. Tolerances (:data:`DEFAULT_IPOPT_OPTIONS`): ``tol`` 1e-10,
 ``constr_viol_tol`` 1e-9 and ``bound_relax_factor`` 0 — Ipopt's default relaxes
 every bound by 1e-8, which left SLA rows violated by ~1e-8 and LP optima above
 the true optimum.
@@ -111,7 +117,9 @@ Named Pyomo solvers
 ``solver="appsi_highs"`` or ``"highs"`` (linear programs), or a commercial solver
 name solves the same model through Pyomo's ``SolverFactory`` instead. The name is
 checked when the backend is created: an unknown or unavailable solver is a
-:class:`~curlopt.errors.BackendError`. Pyomo's own ``"cyipopt"`` solver is accepted
+:class:`~curlopt.errors.BackendError`; so are options Ipopt refuses (``ipopt``) or
+HiGHS refuses (``appsi_highs``, ``highs``); other solvers' options are passed on
+unchecked. Pyomo's own ``"cyipopt"`` solver is accepted
 only if its AMPL Solver Library is there. These solvers re-solve from the
 previously loaded variable values; iterations are not reported.
 
@@ -131,18 +139,26 @@ program is compiled (or a named solver is checked).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import logging
 import math
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Iterator
 
 import numpy as np
 
-from ..errors import BackendError, BackendNotInstalledError, UnsupportedUtilityError
+from ..errors import (BackendError, BackendNotInstalledError, BackendOptionError, CurloptError,
+                      UnsupportedUtilityError, UtilityCodeError)
 from ..model import stationary_occupancy
 from ..program import Program
 from ..results import Status
 from ..utilities import AlphaFairness, Entropy, SumOfLogs, Utility, curvature_violation
-from .base import Backend, CompiledProgram, RawSolution
+from .base import Backend, CompiledProgram, RawSolution, call_utility, expression_error
+
+#: where Pyomo's messages go (one line each); without a logging configuration, WARNING and above print on stderr
+LOG = logging.getLogger(__name__)
+#: exceptions of a utility's numpy code that mean "outside the domain": Ipopt shortens its step
+DOMAIN_ERRORS = (ValueError, ZeroDivisionError, OverflowError, FloatingPointError)
 
 __all__ = [
     "PyomoBackend",
@@ -302,11 +318,21 @@ class PyomoBackend(Backend):
         self.infeasibility_threshold = float(infeasibility_threshold)
         self.warm_start = bool(warm_start)
         self.warm_start_options = {**WARM_START_OPTIONS, **(warm_start_options or {})}
+        if warm_start_options is not None and not isinstance(warm_start_options, dict):
+            raise BackendError(f"warm_start_options must be a dict, got {type(warm_start_options).__name__}.")
         if solver == BRIDGE:
             self.options = {**DEFAULT_IPOPT_OPTIONS, **(options or {})}
+            if (options or warm_start_options) and importlib.util.find_spec("cyipopt") is not None:
+                from .ipopt_bridge import check_ipopt_options
+
+                check_ipopt_options({**(options or {}), **(warm_start_options or {})})
         else:
+            if warm_start_options:
+                raise BackendOptionError(
+                    f"warm_start_options apply to the default solver {BRIDGE!r} only, not to {solver!r}.")
             self.options = dict(options or {})
             _check_pyomo_solver(solver)
+            _check_named_solver_options(solver, self.options)
 
     @classmethod
     def accepts(cls, utility: Utility) -> bool:
@@ -320,18 +346,11 @@ class PyomoBackend(Backend):
     @classmethod
     def solver_variants(cls) -> list[tuple[str, dict]]:
         """The cyipopt bridge, and each Pyomo solver from :attr:`PYOMO_SOLVERS` available here."""
-        import logging
-
         import pyomo.environ  # noqa: F401  (registers Pyomo's solver plugins)
 
         variants = [(BRIDGE, {})]
-        quiet = logging.getLogger("pyomo")
-        level = quiet.level
-        quiet.setLevel(logging.ERROR)  # probing a missing solver is not worth a logged traceback
-        try:
+        with pyomo_messages([]):  # probing a missing solver is not worth a logged traceback
             names = [name for name in cls.PYOMO_SOLVERS if _solver_available(name)]
-        finally:
-            quiet.setLevel(level)
         return variants + [(name, {"solver": name}) for name in names]
 
     def check(self, program: Program) -> None:
@@ -346,7 +365,8 @@ class PyomoBackend(Backend):
         for role, utility in roles:
             if not utility.smooth:
                 continue
-            found = curvature_violation(utility)
+            the = "the objective" if role == "objective" else role
+            found = call_utility(utility, the, "hessian", curvature_violation, utility)
             if found is not None:
                 point, eigenvalue = found
                 raise UnsupportedUtilityError(
@@ -356,10 +376,64 @@ class PyomoBackend(Backend):
                 )
 
     def _compile(self, program: Program) -> "CompiledPyomo":
-        return CompiledPyomo(self, program)
+        with pyomo_messages():
+            return CompiledPyomo(self, program)
 
     def __repr__(self) -> str:
         return f"PyomoBackend(solver={self.solver!r})"
+
+
+class _OneLine(logging.Handler):
+    """Pyomo's log records as one line each, to curlopt's logger (or into a list)."""
+
+    def __init__(self, collect: list[str] | None = None):
+        super().__init__()
+        self.collect = collect
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = " ".join(record.getMessage().split())
+            if record.exc_info and record.exc_info[1] is not None:
+                exc = record.exc_info[1]
+                text += f" ({type(exc).__name__}: {' '.join(str(exc).split())})"
+        except Exception:  # a record that cannot be formatted is not worth a crash
+            text = str(record.msg)
+        if self.collect is not None:
+            self.collect.append(text)
+        else:
+            LOG.log(record.levelno, "Pyomo: %s", text)
+
+
+@contextlib.contextmanager
+def pyomo_messages(collect: list[str] | None = None) -> Iterator[None]:
+    """Inside the block, Pyomo's log messages (which Pyomo prints to stdout, with tracebacks) go to the
+    ``curlopt.backends.pyomo`` logger as one line each — printed on stderr when logging is not
+    configured — or, with ``collect``, into that list."""
+    logger = logging.getLogger("pyomo")
+    saved = (logger.handlers[:], logger.propagate)
+    logger.handlers = [_OneLine(collect)]
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.handlers, logger.propagate = saved
+
+
+def _check_named_solver_options(name: str, options: dict[str, Any]) -> None:
+    """Check a named Pyomo solver's options where the solver can be asked: Ipopt's (``ipopt``,
+    ``cyipopt``) on a scratch cyipopt problem, HiGHS's (``appsi_highs``, ``highs``) on a scratch HiGHS.
+    Other solvers' options are passed on unchecked."""
+    if not options:
+        return
+    owner = f"the pyomo backend (solver {name!r})"
+    if name in ("ipopt", "cyipopt") and importlib.util.find_spec("cyipopt") is not None:
+        from .ipopt_bridge import check_ipopt_options
+
+        check_ipopt_options(options, owner)
+    elif name in ("appsi_highs", "highs"):
+        from .highs import check_highs_options
+
+        check_highs_options(options, owner)
 
 
 def _check_pyomo_solver(name: str) -> None:
@@ -375,13 +449,14 @@ def _check_pyomo_solver(name: str) -> None:
                 f" use the default solver {BRIDGE!r}, which runs Ipopt through cyipopt without it."
             )
     solver = _solver_factory(name)
+    messages: list[str] = []
     try:
-        available = bool(solver.available(exception_flag=False))
+        with pyomo_messages(messages):
+            available = bool(solver.available(exception_flag=False))
     except Exception as exc:  # some plugins raise instead of answering
         available = False
-        detail = f" ({type(exc).__name__}: {exc})"
-    else:
-        detail = ""
+        messages.append(f"{type(exc).__name__}: {exc}")
+    detail = f" (Pyomo: {'; '.join(messages)})" if messages else ""
     if not available:
         raise BackendError(
             f"the Pyomo solver {name!r} is not available on this machine{detail}: install it (for 'ipopt', an"
@@ -398,12 +473,18 @@ def _solver_available(name: str) -> bool:
 
 
 def _solver_factory(name: str):
+    # pyomo.environ registers Pyomo's solver plugins: without it, SolverFactory knows no solver at all
+    import pyomo.environ  # noqa: F401
     from pyomo.opt import SolverFactory
     from pyomo.opt.base.solvers import UnknownSolver
 
-    solver = SolverFactory(name)
+    messages: list[str] = []  # Pyomo logs a warning with a traceback for an unknown name; we say it once
+    with pyomo_messages(messages):
+        solver = SolverFactory(name)
     if solver is None or isinstance(solver, UnknownSolver):
         raise BackendError(f"Pyomo knows no solver named {name!r}; the default solver is {BRIDGE!r}.")
+    for text in messages:
+        LOG.warning("Pyomo: %s", text)
     return solver
 
 
@@ -441,12 +522,27 @@ class PyomoModel:
         self.linear_constraints: list[Any] = []
 
 
+def _role(label: str) -> str:
+    """``"objective"`` -> ``"the objective"``, ``"g3"`` -> ``"constraint 3"`` (for messages)."""
+    return "the objective" if label == "objective" else f"constraint {label[1:]}" if label[:1] == "g" else label
+
+
+def _pyomo_expression(utility: Utility, role: str, y: list) -> Any:
+    """``utility.pyomo_expr(y)``; an exception names the utility (see :func:`expression_error`)."""
+    try:
+        return utility.pyomo_expr(y)
+    except (NotImplementedError, CurloptError):
+        raise
+    except Exception as exc:
+        raise expression_error("pyomo", utility, role, "pyomo_expr", exc) from exc
+
+
 def _pyomo_or_external(model, utility: Utility, y: list, label: str, holder: PyomoModel):
     """``utility.pyomo_expr(y)``, or a Python-callback ExternalFunction of its numpy value."""
     import pyomo.environ as pe
 
     if utility.has_pyomo:
-        return utility.pyomo_expr(y)
+        return _pyomo_expression(utility, _role(label), y)
     function = pe.ExternalFunction(lambda *args: utility.value(np.asarray(args, dtype=float)))
     model.add_component(f"{label}_function", function)
     holder.external.append(f"{label} {utility!r}")
@@ -588,7 +684,10 @@ def starting_point(program: Program) -> np.ndarray:
 # ----------------------------------------------------------------------------
 
 
-def _numpy_evaluator(utility: Utility):
+def _numpy_evaluator(utility: Utility, role: str = "the utility"):
+    """The utility's numpy value, gradient and Hessian for the bridge. An exception from them is a
+    :class:`UtilityCodeError` naming the utility (the solve lets it through), except a domain error
+    (ValueError, ZeroDivisionError, ...), which tells Ipopt to shorten its step."""
     from .ipopt_bridge import NumpyEvaluator
 
     dim = utility.dim
@@ -598,22 +697,28 @@ def _numpy_evaluator(utility: Utility):
         pairs = [(k, k) for k in range(dim)]
     else:
         pairs = None
-    return NumpyEvaluator(dim, utility.value, utility.gradient, utility.hessian, pairs=pairs,
+
+    def guarded(method: str):
+        function = getattr(utility, method)
+        return lambda y: call_utility(utility, role, method, function, y, allowed=DOMAIN_ERRORS)
+
+    return NumpyEvaluator(dim, guarded("value"), guarded("gradient"), guarded("hessian"), pairs=pairs,
                           lower=utility.domain_lower())
 
 
-def _evaluator(utility: Utility, derivatives: str):
+def _evaluator(utility: Utility, derivatives: str, role: str = "the utility"):
     from .ipopt_bridge import PyomoEvaluator
 
     numpy_ok = has_numpy_derivatives(utility)
     use_pyomo = utility.has_pyomo and (derivatives == "pyomo" or not numpy_ok)
     if use_pyomo:
-        return PyomoEvaluator(utility.dim, utility.pyomo_expr, lower=utility.domain_lower()), "pyomo"
+        builder = lambda y: _pyomo_expression(utility, role, y)  # noqa: E731
+        return PyomoEvaluator(utility.dim, builder, lower=utility.domain_lower()), "pyomo"
     if not numpy_ok:
         raise UnsupportedUtilityError(
             f"{utility!r} has neither a pyomo_expr nor numpy gradient and hessian; the pyomo backend needs one of them."
         )
-    return _numpy_evaluator(utility), "numpy"
+    return _numpy_evaluator(utility, role), "numpy"
 
 
 class CompiledPyomo(CompiledProgram):
@@ -669,7 +774,7 @@ class CompiledPyomo(CompiledProgram):
     def _evaluator(self, utility: Utility, role: str):
         """One evaluator per utility object (shared by the program and its phase 1)."""
         if id(utility) not in self._evaluators:
-            self._evaluators[id(utility)] = _evaluator(utility, self.backend.derivatives)
+            self._evaluators[id(utility)] = _evaluator(utility, self.backend.derivatives, _role(role))
         evaluator, source = self._evaluators[id(utility)]
         self.derivative_sources[role] = source
         return evaluator
@@ -727,7 +832,14 @@ class CompiledPyomo(CompiledProgram):
         program = self.program
         x = starting_point(program)
         costs = program.cost_map @ x
-        values = [g.value(costs) for g in program.constraints]
+        values = []
+        for m, g in enumerate(program.constraints):
+            try:
+                values.append(call_utility(g, f"constraint {m}", "value", g.value, costs, allowed=DOMAIN_ERRORS))
+            except UtilityCodeError:
+                raise
+            except DOMAIN_ERRORS:  # outside its domain at the start: the phase 1 finds a point
+                values.append(math.nan)
         finite = [v for v in values if math.isfinite(v)]
         s = (max(finite) if finite else 0.0) + program.epsilon + 1.0
         return np.append(x, s)
@@ -758,7 +870,14 @@ class CompiledPyomo(CompiledProgram):
 
     # -- solving ----------------------------------------------------------------
     def _solve(self, with_constraints: bool) -> RawSolution:
-        """One attempt; for the ε-tight program a phase 1 decides infeasibility (see :class:`PyomoBackend`)."""
+        """One attempt; for the ε-tight program a phase 1 decides infeasibility (see :class:`PyomoBackend`).
+
+        Pyomo's log messages during the attempt go to the logging module, one line each (never stdout).
+        """
+        with pyomo_messages():
+            return self._solve_once(with_constraints)
+
+    def _solve_once(self, with_constraints: bool) -> RawSolution:
         self._sync()
         self.last_solve = []
         if not (with_constraints and self.program.constraints):

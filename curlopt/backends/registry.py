@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import warnings
 from typing import Any, Callable, Sequence
 
-from ..errors import BackendError
+from ..errors import BackendError, BackendOptionError
 from ..utilities import Utility
 from .base import Backend
 
@@ -79,6 +80,9 @@ def get_backend(backend: str | Backend = "highs", **options: Any) -> Backend:
     ------
     BackendError
         For an unknown name (the message lists the known ones).
+    BackendOptionError
+        For a keyword the backend does not take (the message names it and lists those it takes), or an
+        option value its solver refuses (each backend checks its solver options when it is built).
     """
     if isinstance(backend, Backend):
         if options:
@@ -86,7 +90,29 @@ def get_backend(backend: str | Backend = "highs", **options: Any) -> Backend:
         return backend
     if not isinstance(backend, str):
         raise BackendError(f"backend must be a registry name or a Backend instance, got {type(backend).__name__}.")
-    return backend_class(backend)(**options)
+    cls = backend_class(backend)
+    check_keywords(backend, cls, options)
+    return cls(**options)
+
+
+def check_keywords(name: str, factory: Callable[..., Any], options: dict[str, Any]) -> None:
+    """Raise :class:`BackendOptionError` naming the keywords ``factory`` does not take (before calling it)."""
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):  # no signature to read: the constructor will say
+        return
+    parameters = signature.parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return
+    takes = [n for n, p in parameters.items()
+             if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+    unknown = [key for key in options if key not in takes]
+    if unknown:
+        raise BackendOptionError(
+            f"the {name} backend does not take option(s) {', '.join(map(repr, sorted(unknown)))};"
+            f" it takes {', '.join(map(repr, takes)) if takes else 'no options'}.",
+            unknown,
+        )
 
 
 def choose_backend(utilities: Sequence[Utility]) -> str:

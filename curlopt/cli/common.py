@@ -1,25 +1,35 @@
-"""Helpers shared by the commands: environment parameters and model lookup."""
+"""Helpers shared by the commands: environment parameters, model lookup, and SIGTERM handling."""
 
 from __future__ import annotations
 
 import ast
-from typing import Any
+import signal
+import sys
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from ..errors import CurloptError
 from ..model import CMDP
 
 
-def parse_params(items: list[str] | None) -> dict[str, Any]:
-    """Parse ``key=value`` strings; values are Python literals (``8``, ``0.5``, ``None``, ``[0.2,0.4]``) or strings."""
+#: an example per flag, for messages
+_EXAMPLES = {"--param": "buffer=8", "--option": "prior=2"}
+
+
+def parse_params(items: list[str] | None, flag: str = "--param") -> dict[str, Any]:
+    """Parse ``key=value`` strings; values are Python literals (``8``, ``0.5``, ``None``, ``[0.2,0.4]``) or strings.
+
+    ``flag`` names the option in messages (``--param``, ``--option``).
+    """
     params: dict[str, Any] = {}
     for item in items or []:
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not key.isidentifier():
-            raise CurloptError(f"--param takes key=value (e.g. --param buffer=8), got {item!r}.")
+            raise CurloptError(f"{flag} takes key=value (e.g. {flag} {_EXAMPLES.get(flag, 'key=1')}), got {item!r}.")
         try:
             value = ast.literal_eval(raw.strip())
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):  # not a literal: a string
             value = raw.strip()
         params[key] = value
     return params
@@ -36,3 +46,47 @@ def load_model(env: str, params: list[str] | None) -> CMDP:
     from ..models import build_model
 
     return build_model(env, **parse_params(params))
+
+
+# -- interruption -----------------------------------------------------------------------------------------------------
+#: printed when a sweep or reproduce is interrupted (Ctrl-C or SIGTERM)
+INTERRUPTED = "interrupted: finished runs are saved; run the same command again to resume."
+#: exit codes: 128 + the signal's number, as a shell reports a process killed by it
+EXIT_SIGINT, EXIT_SIGTERM = 130, 143
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread where Ctrl-C raises KeyboardInterrupt (so the same cleanup runs)."""
+
+
+@contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """Within the block SIGTERM raises :class:`Terminated` (a KeyboardInterrupt); later ones are ignored meanwhile.
+
+    Outside the main thread (where signal handlers cannot be set) the block runs unchanged.
+    """
+    raised = []
+
+    def handler(signum, frame):  # noqa: ARG001
+        if raised:
+            return  # already stopping: let the cleanup finish
+        raised.append(signum)
+        raise Terminated()
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def exit_interrupted(exc: BaseException) -> None:
+    """Print :data:`INTERRUPTED` on stderr and exit 143 after SIGTERM, 130 after Ctrl-C."""
+    import typer
+
+    typer.echo(INTERRUPTED, err=True)
+    sys.exit(EXIT_SIGTERM if isinstance(exc, Terminated) else EXIT_SIGINT)

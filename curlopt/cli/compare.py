@@ -18,12 +18,15 @@ def compare_command(
     size: str = typer.Option(None, "--size", help="S,A of a random model (ENV must be random)."),
     param: list[str] = typer.Option(None, "--param", "-p", help="Model parameter key=value (repeatable)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the simulated run and posterior samples."),
-    tolerance: float = typer.Option(1e-5, "--tolerance", help="Relative objective tolerance for agreement."),
+    tolerance: float = typer.Option(1e-5, "--tolerance", help="Relative objective tolerance for agreement (a finite number >= 0)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Print backend, solver, status, objective, largest constraint residual, solve times and iterations."""
+    from ..backends.base import solver_output_to_stderr
     from ..errors import CurloptError
-    from ..experiments.compare import compare_solvers
+    from ..experiments.compare import check_tolerance, compare_solvers
+
+    check_tolerance(tolerance, "--tolerance")
 
     params = list(param or [])
     if size is not None:
@@ -35,7 +38,8 @@ def compare_command(
             raise CurloptError(f"--size takes S,A (two integers), got {size!r}.") from None
         params += [f"n_states={n_states}", f"n_actions={n_actions}"]
     model = load_model(env, params)
-    report = compare_solvers(model, program=program, epochs=epochs, seed=seed, tolerance=tolerance)
+    with solver_output_to_stderr():  # whatever a solver prints goes to stderr: stdout is the report alone
+        report = compare_solvers(model, program=program, epochs=epochs, seed=seed, tolerance=tolerance)
     if as_json:
         typer.echo(json.dumps({"env": env, **report.to_dict()}, indent=2))
     else:

@@ -19,16 +19,23 @@ def optimum_command(
     epsilon: float = typer.Option(0.0, "--epsilon", help="Tightness ε of the constraint rows."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
-    """Solve the occupancy program on the model's own kernel (SPEC §2, Q = P)."""
+    """Solve the occupancy program on the model's own kernel (SPEC §2, Q = P).
+
+    Exits 1 when the solve does not end optimal, with ``--json`` as without it.
+    """
+    from ..backends.base import solver_output_to_stderr
     from ..optimum import solve_optimum
 
     model = load_model(env, param)
     _warn_if_not_ergodic(model)
-    result = solve_optimum(model, backend, epsilon=epsilon)
+    with solver_output_to_stderr():  # whatever a solver prints goes to stderr: stdout is the result alone
+        result = solve_optimum(model, backend, epsilon=epsilon)
     if as_json:
         out = {"env": env, "model": repr(model), **result.to_dict()}
         out.pop("occupancy", None)
         typer.echo(json.dumps(out, indent=2))
+        if not result.ok:
+            raise typer.Exit(1)
         return
     typer.echo(f"model        {model!r}")
     typer.echo(f"backend      {result.backend} ({result.solver}), {result.solve_time:.3f} s, iterations {result.iterations}")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import typer
 
 from . import app
@@ -18,7 +16,8 @@ def reproduce_command(
     full: bool = typer.Option(False, "--full", help="Published scale: T=500,000; 50 seeds (queue) or 10 (scheduler)."),
     seeds: int = typer.Option(None, "--seeds", "-n", help="Number of seeds 0..N-1 (default: the scale's)."),
     steps: int = typer.Option(None, "--steps", "-T", help="Horizon T of every run (default: the scale's)."),
-    jobs: int = typer.Option(None, "--jobs", "-j", help="Parallel runs (default: the number of cores; 1 = in this process)."),
+    jobs: int = typer.Option(None, "--jobs", "-j", help="Parallel runs (default: the number of cores; 1 = in this process; more than the cores is reduced to them unless --force-jobs)."),
+    force_jobs: bool = typer.Option(False, "--force-jobs", help="Run --jobs workers even when that is more than the cores."),
     executor: str = typer.Option("local", "--executor", help="local (process pool) or ray."),
     address: str = typer.Option(None, "--address", help="Ray cluster address (default: start a local Ray)."),
     backend: str = typer.Option(None, "--backend", "-b", help="Backend for every agent (default: highs for queue, cvxpy for scheduler)."),
@@ -39,16 +38,20 @@ def reproduce_command(
     the same command skips the runs already finished in --out.
     """
     from ..experiments.sweep import reproduce
-    from .sweep import report
+    from ..fileio import check_output_dir
+    from .common import exit_interrupted, sigterm_interrupts
+    from .sweep import forced_jobs, report
 
+    if out is not None:  # before any run: an empty, unwritable or misnamed --out stops here, in one line
+        check_output_dir(out)
     keys = [key.strip() for key in algorithms.split(",") if key.strip()] if algorithms else None
     try:
-        result = reproduce(
-            experiment, profile=profile, full=full, seeds=seeds, steps=steps, jobs=jobs, executor=executor,
-            address=address, backend=backend, out=out, algorithms=keys, tightness=tightness, checkpoints=checkpoints,
-            progress=progress, figures=figures, echo=typer.echo,
-        )
-    except KeyboardInterrupt:
-        typer.echo("interrupted: finished runs are saved; run the same command again to resume.", err=True)
-        sys.exit(130)
+        with sigterm_interrupts(), forced_jobs(force_jobs):
+            result = reproduce(
+                experiment, profile=profile, full=full, seeds=seeds, steps=steps, jobs=jobs, executor=executor,
+                address=address, backend=backend, out=out, algorithms=keys, tightness=tightness,
+                checkpoints=checkpoints, progress=progress, figures=figures, echo=typer.echo,
+            )
+    except KeyboardInterrupt as exc:  # Ctrl-C (exit 130) or SIGTERM (exit 143)
+        exit_interrupted(exc)
     report(result)

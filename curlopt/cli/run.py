@@ -34,28 +34,50 @@ def run_command(
     from ..envs import make
     from ..errors import CurloptError
     from ..experiments import run
+    from ..experiments.loop import MAX_CHECKPOINTS, MAX_STEPS
+    from ..fileio import check_output_file, write_error
 
-    if checkpoints < 2:
-        raise CurloptError(f"--checkpoints must be at least 2, got {checkpoints}.")
+    # Every argument is checked before any work, the output path included (created, and written to once).
+    if not 2 <= checkpoints <= MAX_CHECKPOINTS:
+        raise CurloptError(f"--checkpoints must be between 2 and {MAX_CHECKPOINTS:,}, got {checkpoints}.")
+    if not 1 <= steps <= MAX_STEPS:
+        raise CurloptError(f"--steps must be between 1 and {MAX_STEPS:.0e} (10^12), got {steps}.")
+    if seed < 0:
+        raise CurloptError(f"--seed must be an integer >= 0, got {seed}.")
+    if out is not None:
+        check_output_file(out)
     model = load_model(env, param)
     # Only the options the user gave: an agent refuses one it does not take, by name.
     given = {"trigger": epochs, "backend": backend, "tightness_constant": tightness,
              "horizon_lower_bound": horizon_lower_bound, "prior": prior}
     options = {key: value for key, value in given.items() if value is not None}
-    options.update(parse_params(option))
+    options.update(parse_params(option, "--option"))
+    if "seed" in options:
+        value = options["seed"]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise CurloptError(f"--option seed must be an integer >= 0, got {value!r}.")
     if getattr(AGENTS.get(agent), "needs_horizon", False):
+        if "horizon" in options:
+            raise CurloptError(f"{agent}'s horizon is --steps ({steps}); drop --option horizon={options['horizon']!r}"
+                               " and set --steps instead.")
         options["horizon"] = steps
     learner = make_agent(agent, model, **options)
     trace = run(learner, make(model), steps, seed=seed, path=path, checkpoints=checkpoints, progress=progress, env_name=env)
-    if out:
-        trace.save(out)
+    failure = None
+    if out is not None:
+        try:
+            trace.save(out)
+        except OSError as exc:  # e.g. the disk filled up during the run: the summary is still printed
+            failure = write_error(out, exc)
     summary = trace.summary()
     if as_json:
-        typer.echo(json.dumps({"meta": trace.meta, "summary": summary, "trace": out}, indent=2))
-        return
-    _print_summary(trace, summary, model)
-    if out:
-        typer.echo(f"trace        {out}")
+        typer.echo(json.dumps({"meta": trace.meta, "summary": summary, "trace": None if failure else out}, indent=2))
+    else:
+        _print_summary(trace, summary, model)
+        if out is not None and failure is None:
+            typer.echo(f"trace        {out}")
+    if failure is not None:
+        raise failure
 
 
 def _print_summary(trace, summary, model) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from contextlib import contextmanager
+from typing import Iterator
 
 import typer
 
@@ -12,7 +15,8 @@ from . import app
 @app.command("sweep")
 def sweep_command(
     study: str = typer.Argument(..., help="The study file (TOML)."),
-    jobs: int = typer.Option(None, "--jobs", "-j", help="Parallel runs (default: the study's, else the number of cores; 1 = in this process)."),
+    jobs: int = typer.Option(None, "--jobs", "-j", help="Parallel runs (default: the study's, else the number of cores; 1 = in this process; more than the cores is reduced to them unless --force-jobs)."),
+    force_jobs: bool = typer.Option(False, "--force-jobs", help="Run --jobs workers even when that is more than the cores."),
     executor: str = typer.Option(None, "--executor", help="local (process pool) or ray (default: the study's, else local)."),
     address: str = typer.Option(None, "--address", help="Ray cluster address (default: the study's, else start a local Ray)."),
     out: str = typer.Option(None, "--out", "-o", help="Output folder (default: the study's out, else results/studies/<name>)."),
@@ -28,15 +32,41 @@ def sweep_command(
     the same command skips the runs already finished.
     """
     from ..experiments.runner import run_study
+    from ..fileio import WriteError, check_output_dir
+    from .common import exit_interrupted, sigterm_interrupts
 
+    if out is not None:  # before any run: an empty, unwritable or misnamed --out stops here, in one line
+        if not out.strip():
+            raise WriteError("--out must be a folder name, got an empty string.")
+        if not dry_run:
+            check_output_dir(out)
     try:
-        result = run_study(study, jobs=jobs, executor=executor, address=address, out=out, progress=progress,
-                           figures=figures, dry_run=dry_run, echo=typer.echo)
-    except KeyboardInterrupt:
-        typer.echo("interrupted: finished runs are saved; run the same command again to resume.", err=True)
-        sys.exit(130)
+        with sigterm_interrupts(), forced_jobs(force_jobs):
+            result = run_study(study, jobs=jobs, executor=executor, address=address, out=out, progress=progress,
+                               figures=figures, dry_run=dry_run, echo=typer.echo)
+    except KeyboardInterrupt as exc:  # Ctrl-C (exit 130) or SIGTERM (exit 143)
+        exit_interrupted(exc)
     if not dry_run:
         report(result)
+
+
+@contextmanager
+def forced_jobs(force: bool) -> Iterator[None]:
+    """With ``force``, let the local executor start more workers than cores (``CURLOPT_FORCE_JOBS=1`` meanwhile)."""
+    from ..experiments.executors import FORCE_JOBS_VARIABLE
+
+    if not force:
+        yield
+        return
+    previous = os.environ.get(FORCE_JOBS_VARIABLE)
+    os.environ[FORCE_JOBS_VARIABLE] = "1"
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(FORCE_JOBS_VARIABLE, None)
+        else:
+            os.environ[FORCE_JOBS_VARIABLE] = previous
 
 
 def report(result) -> None:

@@ -24,12 +24,12 @@ from typing import Any
 import numpy as np
 
 from ..backends.registry import backend_class, get_backend, installed_backends
-from ..errors import CurloptError, UnsupportedUtilityError
+from ..errors import CurloptError, UnsupportedUtilityError, UtilityCodeError
 from ..model import CMDP
 from ..program import OccupancyProgram, OptimisticProgram, Program, tightness
 from ..results import ProgramVariant, Status
 
-__all__ = ["PROGRAMS", "SolverRow", "ComparisonReport", "compare_solvers", "program_instances"]
+__all__ = ["PROGRAMS", "SolverRow", "ComparisonReport", "compare_solvers", "program_instances", "check_tolerance"]
 
 PROGRAMS = ("optimum", "optimistic", "sampled")
 
@@ -151,6 +151,19 @@ def _dirichlet(rng: np.random.Generator, counts: np.ndarray) -> np.ndarray:
     return draws / draws.sum(axis=2, keepdims=True)
 
 
+def check_tolerance(tolerance: Any, name: str = "tolerance") -> float:
+    """``tolerance`` as a float, or a CurloptError unless it is a finite number >= 0.
+
+    Objectives disagree when ``high - low > tolerance * max(1, |high|)``; with NaN that test is never
+    true, so a NaN tolerance would silently turn the check off.
+    """
+    ok = isinstance(tolerance, (int, float, np.integer, np.floating)) and not isinstance(tolerance, bool)
+    value = float(tolerance) if ok else math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise CurloptError(f"{name} must be a finite number >= 0 (relative objective tolerance), got {tolerance!r}.")
+    return value
+
+
 def compare_solvers(model: CMDP, program: str = "optimistic", epochs: int = 10, seed: int = 0,
                     tolerance: float = 1e-5, backends: list[str] | None = None) -> ComparisonReport:
     """Run every installed backend and solver on the same instances and compare them.
@@ -168,7 +181,13 @@ def compare_solvers(model: CMDP, program: str = "optimistic", epochs: int = 10, 
         Relative tolerance beyond which objectives are reported as disagreeing.
     backends : list of str, optional
         Restrict to these backends (default: every installed one).
+
+    Raises
+    ------
+    CurloptError
+        For a tolerance that is not a finite number >= 0 (NaN would silence every disagreement).
     """
+    tolerance = check_tolerance(tolerance)
     cls, instances = program_instances(model, program, epochs, seed)
     names = installed_backends() if backends is None else backends
     rows: list[SolverRow] = []
@@ -187,7 +206,11 @@ def compare_solvers(model: CMDP, program: str = "optimistic", epochs: int = 10, 
             for data in instances:
                 compiled.program.update(**data)
                 started = time.perf_counter()
-                result = compiled.solve()
+                try:
+                    result = compiled.solve()
+                except UtilityCodeError as exc:  # the utility's own code failed: no solver can help
+                    row.error = str(exc)
+                    break
                 row.times.append(time.perf_counter() - started)
                 row.statuses.append(result.status.value)
                 row.objectives.append(result.objective)

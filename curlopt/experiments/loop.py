@@ -40,22 +40,35 @@ from .trace import EpochRecord, Trace
 
 __all__ = ["run", "checkpoint_times"]
 
-#: uniforms drawn at once by the fast path
+#: uniforms drawn at once by the fast path (at most), and in an epoch's first block
 BLOCK = 8192
+FIRST_BLOCK = 256
+#: the largest horizon T a run accepts (10^12 steps: about 10 days at 10^6 steps per second); larger values
+#: would overflow the 64-bit checkpoint times and counters long before a run could finish
+MAX_STEPS = 10 ** 12
+#: the most checkpoints a run records (the count is also capped at T: there is at most one per step)
+MAX_CHECKPOINTS = 1_000_000
 
 
 def checkpoint_times(steps: int, count: int = 100) -> np.ndarray:
-    """About ``count`` log-spaced times in [1, steps], always including ``steps``."""
-    times = np.unique(np.round(np.geomspace(1, steps, max(2, count))).astype(np.int64))
+    """About ``count`` log-spaced times in [1, steps], always including ``steps`` (``count`` is capped at ``steps``)."""
+    count = max(2, min(int(count), int(steps)))
+    times = np.unique(np.round(np.geomspace(1, steps, count)).astype(np.int64))
     return np.union1d(times, [steps])
 
 
-def _validate(steps: Any, seed: Any) -> tuple[int, int]:
+def _validate(steps: Any, seed: Any, checkpoints: Any = 100) -> tuple[int, int, int]:
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
         raise CurloptError(f"steps must be an integer >= 1, got {steps!r}.")
+    if steps > MAX_STEPS:
+        raise CurloptError(f"steps must be at most {MAX_STEPS:.0e} (10^12), got {steps}.")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise CurloptError(f"seed must be an integer >= 0, got {seed!r}.")
-    return int(steps), int(seed)
+    if isinstance(checkpoints, bool) or not isinstance(checkpoints, (int, np.integer)) or checkpoints < 2:
+        raise CurloptError(f"checkpoints must be an integer >= 2, got {checkpoints!r}.")
+    if checkpoints > MAX_CHECKPOINTS:
+        raise CurloptError(f"checkpoints must be at most {MAX_CHECKPOINTS:,}, got {checkpoints:,}.")
+    return int(steps), int(seed), int(checkpoints)
 
 
 def _cumulative_rows(table: np.ndarray) -> list[list[float]]:
@@ -133,8 +146,13 @@ def _fast_epoch(state, policy_rows, kernel_rows, thresholds, cap, actions: Unifo
     done = 0
     ended = False
     s = state
+    # Epochs are often far shorter than BLOCK (thousands of ~100-step epochs per run): converting a whole block
+    # to lists every epoch cost more than the stepping. Start small — an epoch lasts at least its smallest
+    # threshold — and grow. The streams hand out the same numbers however they are read.
+    size = int(min(BLOCK, max(FIRST_BLOCK, min(thresholds, default=1))))
     while done < cap and not ended:
-        block = min(cap - done, BLOCK)
+        block = min(cap - done, size)
+        size = min(BLOCK, 4 * size)
         ua = actions.peek(block).tolist()
         us = transitions.peek(block).tolist()
         used = block
@@ -230,13 +248,14 @@ def run(
     env : gymnasium.Env or str
         An environment, or a built-in name for :func:`curlopt.envs.make`.
     steps : int
-        The horizon T >= 1 (the agents never see it).
+        The horizon 1 <= T <= :data:`MAX_STEPS` (10^12; the agents never see it).
     seed : int, default 0
         The run's seed (environment, actions and the agent's own draws).
     path : {"auto", "fast", "generic"}, default "auto"
         Stepping path; ``auto`` takes ``fast`` when the environment has a kernel.
     checkpoints : int, default 100
-        About this many log-spaced checkpoints (the last step always included).
+        About this many log-spaced checkpoints (the last step always included), 2 to
+        :data:`MAX_CHECKPOINTS`; more than ``steps`` gives one per step.
     progress : bool, optional
         Show a progress bar on stderr; default: for runs of 50,000 steps or more.
     model : CMDP, optional
@@ -249,7 +268,13 @@ def run(
     -------
     Trace
     """
-    steps, seed = _validate(steps, seed)
+    steps, seed, checkpoints = _validate(steps, seed, checkpoints)
+    if env is None or isinstance(env, (bytes, int, float)):
+        raise CurloptError(f"env must be a Gymnasium environment or a built-in model name, got {env!r}.")
+    if model is not None and not isinstance(model, CMDP):
+        raise CurloptError(f"model must be a curlopt CMDP or None, got {type(model).__name__}.")
+    if env_name is not None and not isinstance(env_name, str):
+        raise CurloptError(f"env_name must be a string or None, got {type(env_name).__name__}.")
     if isinstance(env, str):
         from ..envs import make
 
@@ -259,7 +284,10 @@ def run(
         raise CurloptError(f"path must be 'auto', 'fast' or 'generic', got {path!r}.")
     if not isinstance(agent, Agent):
         raise CurloptError(f"agent must be a curlopt Agent, got {type(agent).__name__}.")
-    unwrapped = env.unwrapped
+    unwrapped = getattr(env, "unwrapped", None)
+    if unwrapped is None or not hasattr(env, "observation_space") or not hasattr(env, "action_space"):
+        raise CurloptError(f"env must be a Gymnasium environment (with observation and action spaces), got"
+                           f" {type(env).__name__}.")
     model = model if model is not None else getattr(unwrapped, "model", None)
     has_kernel = model is not None and model.kernel is not None and hasattr(unwrapped, "cumulative_kernel")
     if path == "auto":

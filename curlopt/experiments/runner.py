@@ -143,6 +143,8 @@ class SweepResult:
     rows : list of dict
         The summary table (see :mod:`curlopt.experiments.summary`).
     summary_csv, summary_md : Path
+    checkpoints_csv : Path
+        The mean curves at every checkpoint (see :mod:`curlopt.experiments.checkpoint_table`).
     figures : list of Path
     wall_time : float
         Seconds for the whole call.
@@ -172,6 +174,7 @@ class SweepResult:
     rows: list[dict[str, Any]] = field(default_factory=list)
     summary_csv: Path | None = None
     summary_md: Path | None = None
+    checkpoints_csv: Path | None = None
     figures: list[Path] = field(default_factory=list)
     wall_time: float = 0.0
     study: Study | None = None
@@ -428,6 +431,7 @@ def collect_runs(plan: Plan, out: Path, failed: set[str] = frozenset()) -> list:
 
 def _write_outputs(result: SweepResult, study: Study, out: Path, notes: list[str], figures: bool,
                    say: Callable[[str], None]) -> None:
+    from .checkpoint_table import write_checkpoint_table
     from .plots import plot_study
     from .summary import write_study_summary
 
@@ -436,6 +440,7 @@ def _write_outputs(result: SweepResult, study: Study, out: Path, notes: list[str
         title = f"{study.name} (profile {study.profile['name']})"
     result.summary_csv, result.summary_md, result.rows = write_study_summary(
         result.groups, out, title=title, description=study.description, notes=notes)
+    result.checkpoints_csv = write_checkpoint_table(result.groups, out)
     if figures:
         try:
             result.figures = plot_study(result.groups, out / "figures")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import CurloptError
+from .loop import MAX_CHECKPOINTS, MAX_STEPS
 from .study import (
     DEFAULT_CHECKPOINTS,
     EXECUTORS,
@@ -77,7 +78,7 @@ class StudyReader:
         return value
 
     def integer(self, table: Mapping[str, Any], key: str, where: str, minimum: int, required: bool = False,
-                default: int | None = None) -> int | None:
+                default: int | None = None, maximum: int | None = None) -> int | None:
         if key not in table:
             if required:
                 raise self.fail(where, f"is required (an integer >= {minimum}).")
@@ -85,6 +86,8 @@ class StudyReader:
         value = table[key]
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise self.fail(where, f"must be an integer >= {minimum}, got {_type_name(value)} {_show(value)}.")
+        if maximum is not None and value > maximum:
+            raise self.fail(where, f"must be at most {maximum:,}, got {value:,}.")
         return value
 
     def options(self, value: Any, where: str) -> tuple[tuple[str, Any], ...]:
@@ -137,9 +140,10 @@ class StudyReader:
                 raise self.fail(f"[study] {key}", f"unknown key; allowed keys: {', '.join(_STUDY_KEYS)}.")
         name = self.string(head, "name", "[study] name", required=True, pattern=NAME_PATTERN)
         description = self.string(head, "description", "[study] description") or ""
-        steps = self.integer(head, "steps", "[study] steps", 1, required=True)
+        steps = self.integer(head, "steps", "[study] steps", 1, required=True, maximum=MAX_STEPS)
         seeds = self.seeds(head)
-        checkpoints = self.integer(head, "checkpoints", "[study] checkpoints", 2, default=DEFAULT_CHECKPOINTS)
+        checkpoints = self.integer(head, "checkpoints", "[study] checkpoints", 2, default=DEFAULT_CHECKPOINTS,
+                                   maximum=MAX_CHECKPOINTS)
         out = self.string(head, "out", "[study] out")
         if out is not None and not out.strip():
             raise self.fail("[study] out", "must be a folder path, got an empty string.")

@@ -55,11 +55,7 @@ checkpoint, its epoch records), then
 Floats are written with full precision (``repr``; ``nan`` for a value that is
 not defined, e.g. a non-finite objective), empty cells for what does not apply.
 ``summary.md`` shows the same numbers, one table per setting, with a legend.
-
-The older functions for ``curlopt reproduce`` (:func:`write_summary`,
-:func:`summary_rows`, :func:`markdown_summary`, :func:`summary_columns`) write
-one row per (setting, algorithm) with ``*_mean``/``*_std`` columns only (described
-by :data:`COLUMN_DOCS`); they remain until ``reproduce`` writes study summaries.
+Both files are written atomically by :func:`curlopt.fileio.atomic_write_text`.
 """
 
 from __future__ import annotations
@@ -71,22 +67,21 @@ import json
 import math
 import os
 import re
-import tempfile
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from ..fileio import atomic_write_text
+
 if TYPE_CHECKING:  # pragma: no cover
     from .configurations import ConfigurationRuns
-    from .sweep import Experiment, Task
     from .trace import Trace
 
 __all__ = ["write_study_summary", "study_rows", "study_columns", "study_markdown", "bootstrap_interval",
            "epoch_violation_shares", "mean_std", "STUDY_COLUMN_DOCS", "TIME_COLUMNS", "BOOTSTRAP_RESAMPLES",
-           "BOOTSTRAP_SEED", "CONFIDENCE_LEVEL",
-           "summary_rows", "summary_columns", "write_summary", "markdown_summary", "group_traces", "COLUMN_DOCS"]
+           "BOOTSTRAP_SEED", "CONFIDENCE_LEVEL"]
 
 #: columns that measure time (differ between otherwise identical summaries)
 TIME_COLUMNS = ("wall_time_mean", "wall_time_std")
@@ -523,47 +518,6 @@ def _legend(n_constraints: int) -> list[str]:
 
 
 # -- files ----------------------------------------------------------------------------------------------------------
-def _umask() -> int:
-    try:
-        with open("/proc/self/status", encoding="ascii") as stream:
-            for line in stream:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)  # no portable way to read it without setting it
-    os.umask(mask)
-    return mask
-
-
-def write_atomic(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically: a temporary file in the same directory, then :func:`os.replace`.
-
-    The file gets the mode a plain ``open`` would give it (0o666 less the umask),
-    not the 0o600 of :func:`tempfile.mkstemp`. A kill leaves either the old file
-    or the new one, never a truncated one.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, 0o666 & ~_umask())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path
-
-
-def _write_text(path: Path, text: str) -> None:
-    """Atomic write of UTF-8 text (see :func:`write_atomic`)."""
-    write_atomic(path, text.encode("utf-8"))
-
-
 def write_study_summary(groups: Sequence["ConfigurationRuns"], out: str | os.PathLike, title: str = "",
                         description: str = "", notes: Sequence[str] = ()) -> tuple[Path, Path, list[dict[str, Any]]]:
     """Write ``summary.csv`` and ``summary.md`` of a study under ``out``.
@@ -590,172 +544,7 @@ def write_study_summary(groups: Sequence["ConfigurationRuns"], out: str | os.Pat
     groups = _groups(groups)
     rows = study_rows(groups)
     csv_path, md_path = out / "summary.csv", out / "summary.md"
-    _write_text(csv_path, _study_csv_text(rows, groups))
-    _write_text(md_path, study_markdown(groups, rows, title, description, notes))
-    return csv_path, md_path, [{k: v for k, v in row.items() if not k.startswith("_")} for row in rows]
-
-
-# -- the reproduction sweep's summary (until ``reproduce`` writes study summaries) -----------------------------------
-COLUMN_DOCS: dict[str, str] = {
-    "setting": "model configuration (the traces' env)",
-    "algorithm": "algorithm key (agent and epoch trigger)",
-    "label": "display name",
-    "agent": "registered agent name",
-    "trigger": "epoch trigger (the agent's own schedule for the baselines)",
-    "backend": "backend that solved the programs (empty for agents without one)",
-    "steps": "horizon T",
-    "seeds": "number of runs aggregated",
-    "optimum": "f(λ*), the known-model optimum",
-    "objective": "final f(λ^(T))",
-    "regret": "R(T) = f(λ*) - f(λ^(T))",
-    "g<m>": "g_m(ζ^(T)) for constraint m (empty when the setting has fewer constraints)",
-    "violation": "C(T) = max_m (g_m(ζ^(T)))_+",
-    "zero_violation_share": "share of seeds with C(T) = 0",
-    "epochs": "number of epochs",
-    "fallback_epochs": "epochs whose ε-tight program was infeasible (policy from the program without g rows)",
-    "failed_epochs": "epochs where the solver failed (previous or uniform policy kept)",
-    "wall_time": "seconds per run",
-}
-
-_STATS = ("objective", "regret")
-
-
-def group_traces(experiment: "Experiment", traces: Sequence[tuple["Task", "Trace"]]) -> list[tuple[Any, Any, list]]:
-    """``[(setting, algorithm, [(task, trace), ...]), ...]`` in the experiment's order, seeds sorted."""
-    groups: dict[tuple[str, str], list] = {}
-    for task, trace in traces:
-        groups.setdefault((task.setting.name, task.algorithm.key), []).append((task, trace))
-    ordered = []
-    for setting in experiment.settings:
-        for algorithm in experiment.algorithms:
-            members = groups.get((setting.name, algorithm.key))
-            if members:
-                ordered.append((setting, algorithm, sorted(members, key=lambda item: item[0].seed)))
-    return ordered
-
-
-def _mean_std(values: Sequence[float]) -> tuple[float, float]:
-    mean, std = mean_std(values)
-    return mean, (0.0 if len(values) == 1 else std)
-
-
-def summary_columns(n_constraints: int) -> list[str]:
-    """The reproduction summary's CSV header (settings with at most ``n_constraints`` constraints)."""
-    columns = ["setting", "algorithm", "label", "agent", "trigger", "backend", "steps", "seeds", "optimum"]
-    for name in _STATS:
-        columns += [f"{name}_mean", f"{name}_std"]
-    for m in range(1, n_constraints + 1):
-        columns += [f"g{m}_mean", f"g{m}_std"]
-    columns += ["violation_mean", "violation_std", "zero_violation_share"]
-    for name in _COUNT_STATS:
-        columns += [f"{name}_mean", f"{name}_std"]
-    return columns
-
-
-def summary_rows(experiment: "Experiment", traces: Sequence[tuple["Task", "Trace"]]) -> list[dict[str, Any]]:
-    """One row per (setting, algorithm) with the columns of :func:`summary_columns`."""
-    rows = []
-    for setting, algorithm, members in group_traces(experiment, traces):
-        summaries = [trace.summary() for _, trace in members]
-        metas = [trace.meta for _, trace in members]
-        optimum = summaries[0]["optimum"]
-        row: dict[str, Any] = {
-            "setting": setting.name,
-            "algorithm": algorithm.key,
-            "label": algorithm.label,
-            "agent": algorithm.agent,
-            "trigger": metas[0].get("trigger", "") or "",
-            "backend": metas[0].get("backend", "") or "",
-            "steps": summaries[0]["steps"],
-            "seeds": len(members),
-            "optimum": math.nan if optimum is None else float(optimum),
-        }
-        for name in _STATS:
-            row[f"{name}_mean"], row[f"{name}_std"] = _mean_std([s[name] for s in summaries])
-        n_constraints = len(summaries[0]["constraints"])
-        for m in range(n_constraints):
-            row[f"g{m + 1}_mean"], row[f"g{m + 1}_std"] = _mean_std([s["constraints"][m] for s in summaries])
-        row["violation_mean"], row["violation_std"] = _mean_std([s["violation"] for s in summaries])
-        row["zero_violation_share"] = float(np.mean([s["violation"] <= 0.0 for s in summaries]))
-        for name in _COUNT_STATS:
-            row[f"{name}_mean"], row[f"{name}_std"] = _mean_std([s[name] for s in summaries])
-        row["_constraints"] = n_constraints
-        rows.append(row)
-    return rows
-
-
-def _csv_text(rows: Sequence[dict[str, Any]]) -> str:
-    n_constraints = max((row["_constraints"] for row in rows), default=0)
-    columns = summary_columns(n_constraints)
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(columns)
-    for row in rows:
-        writer.writerow([_csv_value(row.get(column)) for column in columns])
-    return buffer.getvalue()
-
-
-def _cell(mean: float, std: float) -> str:
-    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
-        return DASH
-    return f"{significant(mean, LOCATION_DIGITS)} ± {significant(std, SPREAD_DIGITS)}"
-
-
-def markdown_summary(experiment: "Experiment", rows: Sequence[dict[str, Any]], notes: Sequence[str] = (),
-                     constraint_names: dict[str, list[str]] | None = None) -> str:
-    """The reproduction summary as Markdown: one table per setting, cells ``mean ± std`` over seeds."""
-    lines = [f"# {experiment.name}: summary over seeds", ""]
-    if experiment.description:
-        lines += [clean_label(experiment.description).rstrip(".") + ".", ""]
-    for setting in experiment.settings:
-        mine = [row for row in rows if row["setting"] == setting.name]
-        if not mine:
-            continue
-        first = mine[0]
-        m = first["_constraints"]
-        label = clean_label(setting.label)
-        lines += [f"## {setting.name}" + (f": {label}" if label else ""), ""]
-        lines.append(f"T = {first['steps']:,}, optimum f(λ*) = {significant(first['optimum'], LOCATION_DIGITS)},"
-                     f" backend {first['backend'] or '-'}.")
-        names = (constraint_names or {}).get(setting.name) or []
-        for index, name in enumerate(names):
-            lines.append(f"g_{index + 1}: {name}.")
-        lines.append("")
-        header = ["algorithm", "seeds", "f(λ^(T))", "R(T)"] + [f"g_{k}(ζ^(T))" for k in range(1, m + 1)] + [
-            "C(T)", "C(T) = 0", "epochs", "fallback epochs", "wall time (s)"]
-        lines.append("| " + " | ".join(header) + " |")
-        lines.append("|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|")
-        for row in mine:
-            cells = [row["label"], str(row["seeds"]), _cell(row["objective_mean"], row["objective_std"]),
-                     _cell(row["regret_mean"], row["regret_std"])]
-            cells += [_cell(row[f"g{k}_mean"], row[f"g{k}_std"]) for k in range(1, m + 1)]
-            cells += [_cell(row["violation_mean"], row["violation_std"]), f"{round(row['zero_violation_share'] * row['seeds'])}/{row['seeds']}",
-                      _cell(row["epochs_mean"], row["epochs_std"]),
-                      _cell(row["fallback_epochs_mean"], row["fallback_epochs_std"]),
-                      _cell(row["wall_time_mean"], row["wall_time_std"])]
-            lines.append("| " + " | ".join(cells) + " |")
-        lines.append("")
-    if notes:
-        lines += ["Notes:", ""] + [f"- {note}" for note in notes] + [""]
-    lines += [
-        "Cells are mean ± sample standard deviation over seeds (3 significant digits for means, 2 for standard",
-        "deviations). f(λ^(T)) is the objective of the empirical average rewards after T steps, R(T) = f(λ*) − f(λ^(T)),",
-        "g_m(ζ^(T)) the constraint functions of the empirical average costs (≤ 0 is satisfied), C(T) = max_m (g_m(ζ^(T)))_+",
-        "the violation and \"C(T) = 0\" the seeds without violation, of all seeds. Fallback epochs: the ε-tight program",
-        "was infeasible and the program without constraints was solved.",
-        "The columns of summary.csv are documented in curlopt.experiments.summary.",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def write_summary(experiment: "Experiment", traces: Sequence[tuple["Task", "Trace"]], out: str | os.PathLike,
-                  notes: Sequence[str] = ()) -> tuple[Path, Path, list[dict[str, Any]]]:
-    """Write the reproduction sweep's ``summary.csv`` and ``summary.md`` under ``out``; return their paths and the rows."""
-    out = Path(out)
-    rows = summary_rows(experiment, traces)
-    names: dict[str, list[str]] = {setting.name: _constraint_names(setting) for setting in experiment.settings}
-    csv_path, md_path = out / "summary.csv", out / "summary.md"
-    _write_text(csv_path, _csv_text(rows))
-    _write_text(md_path, markdown_summary(experiment, rows, notes, names))
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(csv_path, _study_csv_text(rows, groups))
+    atomic_write_text(md_path, study_markdown(groups, rows, title, description, notes))
     return csv_path, md_path, [{k: v for k, v in row.items() if not k.startswith("_")} for row in rows]

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelError
-from ..model import CMDP
+from ..model import CMDP, check_model_size
 from ..utilities import Entropy
 
 __all__ = ["maxent_model"]
@@ -52,6 +52,7 @@ def maxent_model(base: str | CMDP = "queue", shift: float = 0.0, **base_params: 
     else:
         raise ModelError(f"base must be a built-in model name or a curlopt CMDP, got {type(base).__name__}.")
     S, A = model.n_states, model.n_actions
+    check_model_size(f"maxent({model.name})", S, A, S * A + model.n_costs)  # K = S·A indicator signals
     indicators = np.eye(S * A).reshape(S * A, S, A)
     return CMDP(
         rewards=indicators,

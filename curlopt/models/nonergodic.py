@@ -48,8 +48,9 @@ def nonergodic_model(bound: float | None = 0.5) -> CMDP:
         If ``bound`` is not a number in [0, 1] or None.
     """
     if bound is not None:
-        if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not math.isfinite(bound) \
-                or not 0 <= bound <= 1:
+        # the range test first: math.isfinite overflows on a huge integer
+        if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not 0 <= bound <= 1 \
+                or not math.isfinite(bound):
             raise ModelError(f"bound must be a number in [0, 1] or None, got {bound!r}.")
     n_states, n_actions = 3, 2
     kernel = np.zeros((n_states, n_actions, n_states))

@@ -7,7 +7,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import ModelError
-from ..model import CMDP
+from ..model import CMDP, check_model_size
 from ..utilities import Linear, LinearBound
 
 __all__ = ["queue_model", "SERVICE_GRID", "FLOW_GRID"]
@@ -17,7 +17,10 @@ FLOW_GRID = (0.4, 0.5, 0.6, 0.7)
 
 
 def _grid(values: Sequence[float], name: str) -> np.ndarray:
-    grid = np.asarray(values, dtype=float).reshape(-1)
+    try:
+        grid = np.asarray(values, dtype=float).reshape(-1)
+    except (TypeError, ValueError, OverflowError):
+        grid = np.zeros(0)  # refused just below, naming the argument
     if grid.size == 0 or not np.all(np.isfinite(grid)) or np.any((grid < 0) | (grid > 1)):
         raise ModelError(f"{name} must be a non-empty list of probabilities in [0, 1], got {list(values)!r}.")
     return grid
@@ -48,6 +51,7 @@ def queue_model(
     if not isinstance(buffer, (int, np.integer)) or isinstance(buffer, bool) or buffer < 1:
         raise ModelError(f"buffer must be an integer >= 1, got {buffer!r}.")
     a_grid, b_grid = _grid(service, "service"), _grid(flow, "flow")
+    check_model_size("queue", int(buffer) + 1, a_grid.size * b_grid.size, 3)
     a = np.repeat(a_grid, b_grid.size)  # per action
     b = np.tile(b_grid, a_grid.size)
     n_states, n_actions = buffer + 1, a.size

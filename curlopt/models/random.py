@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..errors import ModelError
-from ..model import CMDP, stationary_occupancy
+from ..model import CMDP, check_model_size, stationary_occupancy
 from ..utilities import Linear, LinearBound, SumOfLogs
 
 __all__ = ["random_model", "OBJECTIVES", "SUPPORT_FLOOR"]
@@ -25,7 +25,11 @@ def _count(value, name: str, minimum: int) -> int:
 
 
 def _positive(value, name: str, allow_zero: bool = False) -> float:
-    ok = not isinstance(value, bool) and isinstance(value, (int, float, np.floating)) and math.isfinite(value)
+    ok = not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+    try:
+        ok = ok and math.isfinite(value)
+    except OverflowError:  # an integer beyond the float range
+        ok = False
     if not ok or value < 0 or (value == 0 and not allow_zero):
         raise ModelError(f"{name} must be a finite number {'>=' if allow_zero else '>'} 0, got {value!r}.")
     return float(value)
@@ -92,6 +96,7 @@ def random_model(
         raise ModelError(f"objective must be one of {OBJECTIVES}, got {objective!r}.")
     margin = _positive(margin, "margin", allow_zero=True)
     concentration = _positive(concentration, "concentration")
+    check_model_size("random", S, A, K + d)
 
     rng = np.random.default_rng(int(seed))
     kernel = rng.dirichlet(np.full(S, concentration), size=(S, A))

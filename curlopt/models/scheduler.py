@@ -33,7 +33,8 @@ def scheduler_model(sla: float | None = 0.3) -> CMDP:
         Largest share of time client 2 may be served; ``None`` for no constraint.
     """
     if sla is not None:
-        if isinstance(sla, bool) or not isinstance(sla, (int, float)) or not math.isfinite(sla) or not 0 <= sla <= 1:
+        # the range test first: math.isfinite overflows on a huge integer
+        if isinstance(sla, bool) or not isinstance(sla, (int, float)) or not 0 <= sla <= 1 or not math.isfinite(sla):
             raise ModelError(f"sla must be a share in [0, 1] or None, got {sla!r}.")
     move = (1 - STAY_PROBABILITY) / 3
     client = np.full((4, 4), move) + np.eye(4) * (STAY_PROBABILITY - move)

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs (or resumes) every shipped study and the paper-profile reproductions, then copies their
+# small outputs (summaries, mean curves, study.json, headline figures) to docs/studies/<name>/,
+# where docs/reproduction.md reads them. The run files stay under results/ (not committed).
+#
+#   bash studies/publish.sh            # everything (hours of CPU on 2 cores; resumable)
+#   bash studies/publish.sh NAME ...   # only these (study file names, or reproduce-queue / reproduce-scheduler)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ALL=(queue-radius-tightness scheduler-unreached primal-dual-scale linear-trigger-rules reproduce-queue reproduce-scheduler)
+NAMES=("${@:-${ALL[@]}}")
+
+publish() {  # publish NAME RESULTS_DIR
+    local name=$1 from=$2 to=docs/studies/$1
+    mkdir -p "$to"
+    cp "$from"/summary.csv "$from"/summary.md "$from"/checkpoints.csv "$from"/study.json "$to"/
+    rm -f "$to"/*.png
+    for figure in "$from"/figures/*-frontier.png "$from"/figures/*-overview.png; do
+        [ -e "$figure" ] && cp "$figure" "$to"/
+    done
+    echo "published $name -> $to"
+}
+
+for name in "${NAMES[@]}"; do
+    case "$name" in
+        reproduce-queue)
+            curlopt reproduce queue --full --seeds 10 --out results/queue
+            publish "$name" results/queue ;;
+        reproduce-scheduler)
+            # UC-CURL with linear epochs is left out here: ~500 conic solves per 5·10^4 steps at 0.3-0.7 s each.
+            curlopt reproduce scheduler --steps 200000 --seeds 5 \
+                --algorithms ps-curl-linear,ps-curl-doubling,uc-curl-doubling --out results/scheduler
+            publish "$name" results/scheduler ;;
+        *)
+            curlopt sweep "studies/$name.toml"
+            publish "$name" "results/studies/$name" ;;
+    esac
+done

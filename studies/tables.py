@@ -1,0 +1,126 @@
+"""The tables of docs/reproduction.md, generated from the committed study summaries.
+
+docs/reproduction.md quotes the shipped studies through blocks between markers::
+
+    <!-- table: NAME [time T1,T2,...] -->
+    ... generated ...
+    <!-- end table -->
+
+``NAME`` is a folder under docs/studies/ (its summary.csv; with ``time``, also its checkpoints.csv for the mean
+regret and violation at the listed times). This script rewrites every block from those files::
+
+    python studies/tables.py            # rewrite the blocks in docs/reproduction.md
+    python studies/tables.py --check    # exit 1 if a block differs from what the files give (the test suite runs this)
+
+So every number in those tables comes from a committed output, and a stale table fails a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "reproduction.md"
+STUDIES = ROOT / "docs" / "studies"
+BLOCK = re.compile(r"(<!-- table: (?P<spec>[^>]*?) -->\n)(?P<body>.*?)(<!-- end table -->)", re.S)
+
+
+def _number(value: str, digits: int = 3) -> str:
+    if value in ("", None):
+        return "–"
+    x = float(value)
+    if not math.isfinite(x):
+        return "–"
+    if x == 0:
+        return "0"
+    return f"{x:.{digits}g}"
+
+
+def _interval(row: dict[str, str], name: str) -> str:
+    mean = _number(row[f"{name}_mean"])
+    low, high = row.get(f"{name}_ci_low", ""), row.get(f"{name}_ci_high", "")
+    if low == "" or high == "":
+        return mean
+    return f"{mean} [{_number(low, 2)}, {_number(high, 2)}]"
+
+
+def _read(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def summary_table(name: str) -> str:
+    """Per configuration: seeds, R(T) and C(T) with intervals, seeds without violation, violating epochs, epochs."""
+    rows = _read(STUDIES / name / "summary.csv")
+    lines = ["| setting | configuration | seeds | T | R(T) [95% CI] | C(T) [95% CI] | C(T) = 0 | violating epochs | epochs | fallback epochs |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in rows:
+        seeds = int(row["seeds"])
+        zero = round(float(row["zero_violation_share"]) * seeds) if seeds else 0
+        lines.append(
+            f"| {row['setting']} | {row['label']} | {seeds} | {int(row['steps']):,} | {_interval(row, 'regret')} |"
+            f" {_interval(row, 'violation')} | {zero}/{seeds} | {float(row['violating_epoch_share']):.0%} |"
+            f" {_number(row['epochs_mean'])} | {_number(row['fallback_epochs_mean'])} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def time_table(name: str, times: list[int]) -> str:
+    """Mean R(t) and C(t) of every configuration at the listed checkpoint times (the nearest checkpoint ≤ t)."""
+    rows = _read(STUDIES / name / "checkpoints.csv")
+    by_config: dict[tuple[str, str], list[dict[str, str]]] = {}
+    for row in rows:
+        by_config.setdefault((row["setting"], row["label"]), []).append(row)
+    header = "| setting | configuration | " + " | ".join(f"R / C at t ≈ {t:,}" for t in times) + " |"
+    lines = [header, "|---|---|" + "---:|" * len(times)]
+    for (setting, label), members in by_config.items():
+        cells = []
+        for t in times:
+            before = [r for r in members if int(r["t"]) <= t]
+            if not before:
+                cells.append("–")
+                continue
+            at = max(before, key=lambda r: int(r["t"]))
+            cells.append(f"{_number(at['regret_mean'])} / {_number(at['violation_mean'])} (t = {int(at['t']):,})")
+        lines.append(f"| {setting} | {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def render(spec: str) -> str:
+    words = spec.split()
+    name = words[0]
+    if len(words) == 3 and words[1] == "time":
+        return time_table(name, [int(t) for t in words[2].split(",")])
+    if len(words) != 1:
+        raise SystemExit(f"docs/reproduction.md: cannot read table spec {spec!r}")
+    return summary_table(name)
+
+
+def rewrite(text: str) -> str:
+    return BLOCK.sub(lambda m: m.group(1) + render(m.group("spec").strip()) + m.group(4), text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if a table is stale; change nothing")
+    args = parser.parse_args(argv)
+    text = DOC.read_text(encoding="utf-8")
+    new = rewrite(text)
+    if args.check:
+        if new != text:
+            print("docs/reproduction.md: a table differs from docs/studies/*: run python studies/tables.py",
+                  file=sys.stderr)
+            return 1
+        return 0
+    DOC.write_text(new, encoding="utf-8")
+    print(f"rewrote {len(BLOCK.findall(text))} tables in {DOC.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
