@@ -50,6 +50,8 @@ def _interval(row: dict[str, str], name: str) -> str:
 
 
 def _read(path: Path) -> list[dict[str, str]]:
+    if not path.is_file():
+        raise SystemExit(f"{path.relative_to(ROOT)} is missing: publish it with bash studies/publish.sh {path.parent.name}")
     with open(path, newline="", encoding="utf-8") as handle:
         return list(csv.DictReader(handle))
 
@@ -57,14 +59,15 @@ def _read(path: Path) -> list[dict[str, str]]:
 def summary_table(name: str) -> str:
     """Per configuration: seeds, R(T) and C(T) with intervals, seeds without violation, violating epochs, epochs."""
     rows = _read(STUDIES / name / "summary.csv")
-    lines = ["| setting | configuration | seeds | T | R(T) [95% CI] | C(T) [95% CI] | C(T) = 0 | violating epochs | epochs | fallback epochs |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| setting | configuration | seeds | T | R(T) [95% CI] | C(T) [95% CI] | C(T) = 0 | violating epochs | unreached states | epochs | fallback epochs |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
         seeds = int(row["seeds"])
         zero = round(float(row["zero_violation_share"]) * seeds) if seeds else 0
         lines.append(
             f"| {row['setting']} | {row['label']} | {seeds} | {int(row['steps']):,} | {_interval(row, 'regret')} |"
             f" {_interval(row, 'violation')} | {zero}/{seeds} | {float(row['violating_epoch_share']):.0%} |"
+            f" {_number(row.get('unreached_states', ''), 2)} |"
             f" {_number(row['epochs_mean'])} | {_number(row['fallback_epochs_mean'])} |"
         )
     return "\n".join(lines) + "\n"

@@ -82,6 +82,30 @@ def test_cli_refuses_a_huge_epsilon_instead_of_crashing():
     assert done.returncode == 2 and "tightness_constant (K_ε) must be at most" in done.stderr
 
 
+def test_highs_refuses_a_bound_it_would_read_as_infinite():
+    # a constraint constant beyond -1e20 reached HiGHS as a -inf row bound, as ε = 1e20 did (in a subprocess:
+    # before the fix HiGHS aborted the process, "munmap_chunk(): invalid pointer")
+    code = textwrap.dedent("""
+        import numpy as np
+        from curlopt import CMDP, build_model
+        from curlopt.errors import BackendError
+        from curlopt.optimum import solve_optimum
+        from curlopt.utilities import LinearBound
+        queue = build_model("queue")
+        model = CMDP(queue.rewards, queue.costs, queue.objective, [LinearBound(np.ones(queue.n_costs), -1e25)],
+                     queue.kernel)
+        try:
+            result = solve_optimum(model, "highs")
+            print("solved:", result.status.value, result.program.value)
+        except BackendError as exc:
+            print("refused:", exc)
+    """)
+    done = cli(code=code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("refused: the highs backend cannot represent the program")
+    assert "which HiGHS reads as infinite" in done.stdout
+
+
 @pytest.mark.parametrize("name", sorted(HAS))
 def test_every_backend_falls_back_correctly_at_the_largest_epsilon(name):
     # with bounded costs the ε-tight program at ε = EPSILON_MAX cannot hold: each solver of each backend
@@ -235,9 +259,9 @@ def test_pyomo_messages_are_one_line_on_stderr():
                 logging.getLogger("pyomo.core").warning("a Pyomo warning\\nover two lines", exc_info=True)
     """)
     done = cli(code=code)
-    assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "refused: Pyomo knows no solver named 'no_such_solver'; the default solver is" \
                                   " 'cyipopt-bridge'."
+    assert done.returncode == 0, done.stderr
     assert done.stderr.strip() == "Pyomo: a Pyomo warning over two lines (RuntimeError: inner)"
 
 

@@ -541,3 +541,17 @@ def test_frontier_survives_seeds_that_all_end_at_the_same_value(tmp_path):
 
     paths = plot_study([same], tmp_path)
     assert any(path.name.endswith("-frontier.png") and path.stat().st_size > 0 for path in paths)
+
+
+def test_unreached_states_column_by_hand(tmp_path):
+    def with_unreached(seed, counts):
+        trace = make_trace(seed, 0.2, [-0.1])
+        trace.epochs = [EpochRecord(i, 1 + i, 1, 0.1, "tight", "optimal", unreached=c) for i, c in enumerate(counts)]
+        return trace
+
+    # seed 0: epochs with 2, 4 and one without a count -> 3; seed 1: 1, 1 -> 1; mean over seeds 2.
+    runs = group("UC-CURL", [with_unreached(0, [2, 4, None]), with_unreached(1, [1, 1])])
+    none = group("Primal-dual", [with_unreached(0, [None, None])], algorithm="primal-dual")
+    _, rows = read_csv(S.write_study_summary([runs, none], tmp_path)[0])
+    assert float(rows[0]["unreached_states"]) == 2.0
+    assert rows[1]["unreached_states"] in ("", "nan")

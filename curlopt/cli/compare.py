@@ -8,13 +8,18 @@ import typer
 
 from . import app
 from .common import load_model
+from .logs import aliased_option, deprecated_alias
 
 
 @app.command("compare-solvers")
 def compare_command(
-    env: str = typer.Argument(..., help="Built-in model name, e.g. queue or scheduler."),
+    env: str = typer.Argument(..., help="Built-in model name, e.g. queue or scheduler, or a model file (.json)."),
     program: str = typer.Option("optimistic", "--program", help="optimum, optimistic or sampled."),
-    epochs: int = typer.Option(10, "--epochs", help="Number of program instances (data snapshots)."),
+    epochs: int = typer.Option(10, "--instances", help="Number of program instances (data snapshots).",
+                               callback=aliased_option("deprecated_epochs", "--epochs", "--instances")),
+    deprecated_epochs: int = typer.Option(None, "--epochs", hidden=True, help="Deprecated name of --instances.",
+                                          callback=deprecated_alias("epochs", "--epochs", "--instances",
+                                                                    "the number of program instances")),
     size: str = typer.Option(None, "--size", help="S,A of a random model (ENV must be random)."),
     param: list[str] = typer.Option(None, "--param", "-p", help="Model parameter key=value (repeatable)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the simulated run and posterior samples."),

@@ -12,7 +12,7 @@ from .common import load_model
 
 @app.command("diagnose")
 def diagnose_command(
-    env: str = typer.Argument(..., help="Built-in model name, e.g. queue, scheduler, nonergodic, random, maxent."),
+    env: str = typer.Argument(..., help="Built-in model name, e.g. queue, scheduler, nonergodic, random, maxent, or a model file (.json)."),
     param: list[str] = typer.Option(None, "--param", "-p", help="Model parameter key=value (repeatable)."),
     backend: str = typer.Option(
         None, "--backend", "-b",

@@ -13,13 +13,13 @@ from .common import load_model
 
 @app.command("optimum")
 def optimum_command(
-    env: str = typer.Argument(..., help="Built-in model name, e.g. queue or scheduler."),
+    env: str = typer.Argument(..., help="Built-in model name, e.g. queue or scheduler, or a model file (.json)."),
     backend: str = typer.Option("auto", "--backend", "-b", help="Backend registry name, or auto (highs for LP-representable utilities, else cvxpy/pyomo)."),
     param: list[str] = typer.Option(None, "--param", "-p", help="Model parameter key=value (repeatable)."),
-    epsilon: float = typer.Option(0.0, "--epsilon", help="Tightness ε of the constraint rows."),
+    epsilon: float = typer.Option(0.0, "--epsilon", help="Tightness ε of the constraint rows, 0 <= ε <= 1e6."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
-    """Solve the occupancy program on the model's own kernel (SPEC §2, Q = P).
+    """Solve the occupancy program on the model's own kernel (Q = P).
 
     Exits 1 when the solve does not end optimal, with ``--json`` as without it.
     """

@@ -12,7 +12,7 @@ from .common import load_model, parse_params
 
 @app.command("run")
 def run_command(
-    env: str = typer.Argument(..., help="Built-in environment name, e.g. queue or scheduler."),
+    env: str = typer.Argument(..., help="Built-in environment name, e.g. queue or scheduler, or a model file (.json)."),
     agent: str = typer.Option("ps-curl", "--agent", "-a", help="Agent name (curlopt agents lists them)."),
     epochs: str = typer.Option(None, "--epochs", "-e", help="Epoch trigger: doubling (default; ends when a pair's epoch visits reach its earlier visits), linear (the paper's rule: per-pair thresholds that grow by one each time the pair ends an epoch), linear-global (epoch e ends at some pair's e-th visit) or linear-per-pair (threshold from the pair's previous-epoch visits)."),
     steps: int = typer.Option(100_000, "--steps", "-T", help="Horizon T (steps to play)."),
@@ -21,7 +21,7 @@ def run_command(
     tightness: float = typer.Option(None, "--tightness", "-k", help="Tightness constant K_ε (default 1)."),
     horizon_lower_bound: float = typer.Option(None, "--horizon-lower-bound", help="Known lower bound T_l on the horizon."),
     prior: float = typer.Option(None, "--prior", help="Dirichlet prior α0 (ps-curl; default 1)."),
-    option: list[str] = typer.Option(None, "--option", "-o", help="Other agent option key=value (repeatable)."),
+    option: list[str] = typer.Option(None, "--option", "-o", help="Other agent option key=value (repeatable; curlopt agents lists each agent's options and defaults)."),
     param: list[str] = typer.Option(None, "--param", "-p", help="Environment parameter key=value (repeatable)."),
     path: str = typer.Option("auto", "--path", help="Stepping path: auto, fast or generic."),
     out: str = typer.Option(None, "--out", help="Write the trace here (.json, or .json.gz to compress)."),
@@ -29,7 +29,10 @@ def run_command(
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     progress: bool = typer.Option(None, "--progress/--no-progress", help="Progress bar (default: on for long runs)."),
 ) -> None:
-    """Run an agent for T steps and print its summary (final f(λ^), R(T), g_m, C(T), epochs, fallbacks, time)."""
+    """Run an agent for T steps and print its summary (final f(λ^), R(T), g_m, C(T), epochs, fallbacks, time).
+
+    `curlopt agents` lists the agents and every option they take, with its default.
+    """
     from ..agents import AGENTS, make_agent
     from ..envs import make
     from ..errors import CurloptError

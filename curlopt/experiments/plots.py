@@ -126,11 +126,15 @@ def _by_setting(groups: Sequence["ConfigurationRuns"]) -> list[list["Configurati
     return list(ordered.values())
 
 
-def plot_study(groups: Sequence["ConfigurationRuns"], out_dir: str | Path) -> list[Path]:
+def plot_study(groups: Sequence["ConfigurationRuns"], out_dir: str | Path,
+               metadata: dict[str, str] | None = None) -> list[Path]:
     """Write every figure of a study under ``out_dir``; return the paths (see the module docstring).
 
     Configurations of different settings never share a figure. Configurations
-    without finished runs are left out.
+    without finished runs are left out. ``metadata`` (text keys and values) is
+    written into every PNG's text chunks: the study runner records there the
+    SHA-256 of the ``summary.csv`` the figures were drawn with
+    (``curlopt-summary-sha256``), so a copied figure can be traced to its summary.
 
     Raises
     ------
@@ -144,5 +148,5 @@ def plot_study(groups: Sequence["ConfigurationRuns"], out_dir: str | Path) -> li
     paths: list[Path] = []
     for members in _by_setting(groups):
         for name, figure in setting_figures(members):
-            paths.append(save_png(figure, out_dir / name))
+            paths.append(save_png(figure, out_dir / name, metadata))
     return paths

@@ -8,7 +8,11 @@ Files under the study's output folder::
         config.json                              the configuration: setting, algorithm, every option
         T<steps>-seed<seed:03d>.json.gz          one trace per run
     summary.csv, summary.md                      see curlopt.experiments.summary
-    figures/                                     see curlopt.experiments.plots
+    checkpoints.csv                              see curlopt.experiments.checkpoint_table
+    figures/                                     see curlopt.experiments.plots; every PNG records the
+                                                 SHA-256 of summary.csv in its text chunk
+                                                 ``curlopt-summary-sha256``
+    report.html                                  see curlopt.experiments.report
 
 ``<configuration>`` is a key of every agent option of the configuration (see
 :func:`curlopt.experiments.planning.configuration_key`), so changing an option
@@ -26,6 +30,7 @@ atomically (a temporary file in the same folder, then a rename).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -40,7 +45,11 @@ from ..fileio import atomic_write_text, write_error
 from .planning import OPTION_NAMES, Configuration, Plan, Task, option_label, plan_study, value_label
 from .study import EXECUTORS, Study, load_study
 
-__all__ = ["SweepResult", "run_study", "execute_task", "task_status", "format_duration", "write_json"]
+__all__ = ["SweepResult", "run_study", "execute_task", "task_status", "format_duration", "write_json",
+           "SUMMARY_HASH_KEY"]
+
+#: the PNG text key of every figure's record of its summary: the SHA-256 of the ``summary.csv`` bytes
+SUMMARY_HASH_KEY = "curlopt-summary-sha256"
 
 
 # -- one run --------------------------------------------------------------------------------------------------------
@@ -157,6 +166,8 @@ class SweepResult:
         The preset's profile (``reproduce``), None for a study file.
     dry_run : bool
         Planned only: nothing was run or written.
+    report : Path or None
+        The HTML report (``report.html``, see :mod:`curlopt.experiments.report`); None when it was not written.
     """
 
     experiment: str
@@ -182,6 +193,7 @@ class SweepResult:
     groups: list[Any] = field(default_factory=list)
     profile: str | None = None
     dry_run: bool = False
+    report: Path | None = None
 
     @property
     def ok(self) -> bool:
@@ -441,11 +453,18 @@ def _write_outputs(result: SweepResult, study: Study, out: Path, notes: list[str
     result.summary_csv, result.summary_md, result.rows = write_study_summary(
         result.groups, out, title=title, description=study.description, notes=notes)
     result.checkpoints_csv = write_checkpoint_table(result.groups, out)
+    digest = hashlib.sha256(result.summary_csv.read_bytes()).hexdigest()
     if figures:
-        try:
-            result.figures = plot_study(result.groups, out / "figures")
+        try:  # every PNG records the summary it was drawn with (its text chunk), so copies can be traced to it
+            result.figures = plot_study(result.groups, out / "figures", metadata={SUMMARY_HASH_KEY: digest})
         except CurloptError as exc:  # matplotlib missing
             say(f"note: figures skipped: {exc}")
+    try:  # the HTML report of everything above; it never stops a study
+        from .report import write_report
+
+        result.report = write_report(out, groups=result.groups, rows=result.rows, figures=figures, notes=notes)
+    except Exception as exc:  # noqa: BLE001  (a report failure is one line, whatever it is)
+        say(f"note: report skipped: {' '.join(str(exc).split()) or type(exc).__name__}")
 
 
 def _stderr_is_terminal() -> bool:

@@ -45,6 +45,10 @@ checkpoint, its epoch records), then
                                 epochs without an exact evaluation are left out (empty if none has one)
 ``violating_step_share``        the same with every epoch weighted by its length (the share of steps
                                 played under a violating policy), averaged over seeds
+``unreached_states``            mean number of states an epoch's plan leaves unreached (no planned
+                                occupancy; the agent's ``unreached`` option decides what is played
+                                there), over the epochs that record it, averaged over seeds; empty for
+                                agents that plan no occupancy
 ``epochs_mean/_std``            number of epochs
 ``fallback_epochs_mean/_std``   epochs whose ε-tight program was infeasible (a fallback policy was played)
 ``failed_epochs_mean/_std``     epochs where the solver failed (previous or uniform policy kept)
@@ -80,7 +84,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .trace import Trace
 
 __all__ = ["write_study_summary", "study_rows", "study_columns", "study_markdown", "bootstrap_interval",
-           "epoch_violation_shares", "mean_std", "STUDY_COLUMN_DOCS", "TIME_COLUMNS", "BOOTSTRAP_RESAMPLES",
+           "epoch_violation_shares", "mean_unreached", "mean_std", "STUDY_COLUMN_DOCS", "TIME_COLUMNS", "BOOTSTRAP_RESAMPLES",
            "BOOTSTRAP_SEED", "CONFIDENCE_LEVEL"]
 
 #: columns that measure time (differ between otherwise identical summaries)
@@ -112,6 +116,7 @@ STUDY_COLUMN_DOCS: dict[str, str] = {
     "zero_violation_share": "share of seeds with C(T) = 0",
     "violating_epoch_share": "share of epochs whose policy violates a constraint on the true kernel (mean over seeds)",
     "violating_step_share": "share of steps played under such a policy (mean over seeds)",
+    "unreached_states": "states an epoch's plan leaves unreached (mean over epochs, then over seeds)",
     "epochs": "number of epochs: mean, std",
     "fallback_epochs": "epochs whose ε-tight program was infeasible: mean, std",
     "failed_epochs": "epochs where the solver failed: mean, std",
@@ -191,6 +196,12 @@ def epoch_violation_shares(trace: "Trace") -> tuple[float, float]:
     return share_epochs, share_steps
 
 
+def mean_unreached(trace: "Trace") -> float:
+    """Mean of the epochs' ``unreached`` counts (epochs that do not record one are left out; NaN if none does)."""
+    counts = [epoch.unreached for epoch in trace.epochs if getattr(epoch, "unreached", None) is not None]
+    return float(np.mean(counts)) if counts else math.nan
+
+
 def _nanmean(values: Sequence[float]) -> float:
     array = np.asarray(values, dtype=float)
     array = array[~np.isnan(array)]
@@ -221,7 +232,7 @@ def study_columns(n_constraints: int, varied: Sequence[str] = ()) -> list[str]:
     stats = list(_INTERVAL_STATS) + [f"g{m}" for m in range(1, n_constraints + 1)] + ["violation"]
     for name in stats:
         columns += [f"{name}_mean", f"{name}_std", f"{name}_ci_low", f"{name}_ci_high"]
-    columns += ["zero_violation_share", "violating_epoch_share", "violating_step_share"]
+    columns += ["zero_violation_share", "violating_epoch_share", "violating_step_share", "unreached_states"]
     for name in _COUNT_STATS:
         columns += [f"{name}_mean", f"{name}_std"]
     return columns
@@ -266,6 +277,7 @@ def _row(group: "ConfigurationRuns") -> dict[str, Any]:
     shares = [epoch_violation_shares(trace) for trace in traces]
     row["violating_epoch_share"] = _nanmean([share[0] for share in shares])
     row["violating_step_share"] = _nanmean([share[1] for share in shares])
+    row["unreached_states"] = _nanmean([mean_unreached(trace) for trace in traces])
     for name in _COUNT_STATS:
         row[f"{name}_mean"], row[f"{name}_std"] = mean_std([s[name] for s in summaries])
     row["_constraints"] = n_constraints

@@ -52,11 +52,14 @@ def load_matplotlib():
     return Figure, FigureCanvasAgg
 
 
-def save_png(figure, path: str | os.PathLike) -> Path:
-    """Render ``figure`` to PNG and write it atomically (its folder is created if needed); return the path."""
+def save_png(figure, path: str | os.PathLike, metadata: dict[str, str] | None = None) -> Path:
+    """Render ``figure`` to PNG and write it atomically (its folder is created if needed); return the path.
+
+    ``metadata`` is written into the PNG's text chunks (e.g. ``{"curlopt-summary-sha256": ...}``).
+    """
     path = Path(path)
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=DPI)
+    figure.savefig(buffer, format="png", dpi=DPI, metadata=dict(metadata) if metadata else None)
     path.parent.mkdir(parents=True, exist_ok=True)
     return atomic_write_bytes(path, buffer.getvalue())
 
