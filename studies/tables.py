@@ -41,6 +41,14 @@ def _number(value: str, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
+def _count(value: str) -> str:
+    """A mean count: whole numbers with thousands separators, one decimal below 100."""
+    if value in ("", None) or not math.isfinite(float(value)):
+        return "–"
+    x = float(value)
+    return f"{x:,.0f}" if x >= 100 or x == int(x) else f"{x:.1f}"
+
+
 def _interval(row: dict[str, str], name: str) -> str:
     mean = _number(row[f"{name}_mean"])
     low, high = row.get(f"{name}_ci_low", ""), row.get(f"{name}_ci_high", "")
@@ -67,8 +75,8 @@ def summary_table(name: str) -> str:
         lines.append(
             f"| {row['setting']} | {row['label']} | {seeds} | {int(row['steps']):,} | {_interval(row, 'regret')} |"
             f" {_interval(row, 'violation')} | {zero}/{seeds} | {float(row['violating_epoch_share']):.0%} |"
-            f" {_number(row.get('unreached_states', ''), 2)} |"
-            f" {_number(row['epochs_mean'])} | {_number(row['fallback_epochs_mean'])} |"
+            f" {_count(row.get('unreached_states', ''))} |"
+            f" {_count(row['epochs_mean'])} | {_count(row['fallback_epochs_mean'])} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -23,22 +23,14 @@ from hypothesis import strategies as st
 
 import curlopt
 from curlopt import CMDP, CurloptError, Linear, build_model, load_model, save_model
-from curlopt.cli import main
 from curlopt.utilities import CustomUtility
+from cli_helpers import invoke as cli
 
 LINUX = sys.platform.startswith("linux")
 ROOT = Path(__file__).resolve().parents[1]
 QUIET = dict(jobs=1, progress=False, figures=False, echo=None)
 
 
-def cli(args: list[str], capsys) -> tuple[int, str, str]:
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def assert_one_line_error(code: int, err: str, *fragments: str) -> None:

@@ -28,6 +28,7 @@ from curlopt.experiments.sweep import (
     task_status,
 )
 from curlopt.experiments.trace import load_trace
+from cli_helpers import invoke as _cli
 
 STEPS = 2000
 ALGORITHMS = ["ps-curl-doubling", "uc-curl-linear"]
@@ -349,17 +350,6 @@ def test_ray_and_local_give_identical_results(tiny, tmp_path):
 
 
 # -- command line -------------------------------------------------------------------------------------------------
-def _cli(args: list[str], capsys) -> tuple[int, str, str]:
-    import curlopt.cli.reproduce  # noqa: F401  (registers the command even before curlopt.cli registers it)
-    from curlopt.cli import main
-
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = exc.code or 0
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_cli_end_to_end_and_resume(tmp_path, capsys):

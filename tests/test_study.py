@@ -16,6 +16,7 @@ from curlopt.experiments import load_study, run_study
 from curlopt.experiments.planning import MAX_KEY_LENGTH, configuration_key, plan_study
 from curlopt.experiments.study import canonical
 from curlopt.experiments.trace import load_trace
+from cli_helpers import invoke as _cli
 
 STEPS = 400
 QUIET = dict(jobs=1, progress=False, figures=False, echo=None)
@@ -54,17 +55,6 @@ def _snapshot(root: Path) -> dict[str, tuple[int, str]]:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def _cli(args: list[str], capsys) -> tuple[int, str, str]:
-    import curlopt.cli.sweep  # noqa: F401  (registers the command)
-    from curlopt.cli import main
-
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = exc.code or 0
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 # -- configuration keys -----------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from . import app
 __all__ = ["agent_options", "agent_summary", "docstring_parameters"]
 
 _ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")  # :class:`~curlopt.agents.UcCurl` -> curlopt.agents.UcCurl
+# references to sections of the project's external specification are left out of the listing
 _SPEC = re.compile(r"(,\s*|\s+as specified in\s+|\s*\(\s*)?\bSPEC\b\s*§\s*\d+(\.\d+)*(\s*,\s*§\s*\d+(\.\d+)*)*\)?")
 
 

@@ -60,6 +60,8 @@ def _warn_if_not_ergodic(model) -> None:
     """Warn (stderr) when the diagnostics find the model is not ergodic."""
     from ..diagnostics import ergodicity_warning
 
+    from .logs import LOGGER
+
     message = ergodicity_warning(model)
     if message:
-        typer.echo(f"warning: {message}", err=True)
+        LOGGER.warning(message)  # "warning: ..." on stderr, like every other warning; --quiet hides it

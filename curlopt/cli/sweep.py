@@ -84,6 +84,8 @@ def report(result) -> None:
         typer.echo(f"summary      {result.summary_csv}  {result.summary_md}")
     if result.figures:
         typer.echo(f"figures      {result.figures[0].parent}/  ({len(result.figures)} files)")
+    if getattr(result, "report", None):
+        typer.echo(f"report       {result.report}")
     if result.failed:
         typer.echo(f"error: {len(result.failed)} runs failed; the summary leaves them out. Run the command again to retry:",
                    err=True)
