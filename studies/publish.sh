@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ALL=(queue-radius-tightness scheduler-unreached primal-dual-scale linear-trigger-rules reproduce-queue reproduce-scheduler)
+ALL=(queue-radius-tightness scheduler-unreached primal-dual-scale primal-dual-scale-short linear-trigger-rules reproduce-queue reproduce-scheduler)
 NAMES=("${@:-${ALL[@]}}")
 
 publish() {  # publish NAME RESULTS_DIR
