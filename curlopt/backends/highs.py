@@ -9,6 +9,8 @@ start of the dual simplex.
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any, ClassVar
 
 import numpy as np
@@ -67,13 +69,44 @@ class HighsBackend(Backend):
         return CompiledHighs(self, program)
 
 
+_BANNER_SILENCED = False
+
+
+def new_highs():
+    """A ``highspy.Highs()``, without the banner HiGHS (>= 1.16) prints on stdout at the first construction.
+
+    The banner is written from C on file descriptor 1 once per process, before any option (``output_flag``)
+    can be set; it would land in ``--json`` output and in every pool worker's output. So the first instance
+    is made with descriptor 1 pointed at /dev/null.
+    """
+    global _BANNER_SILENCED
+    import highspy
+
+    if _BANNER_SILENCED:
+        return highspy.Highs()
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, 1)
+        finally:
+            os.close(null)
+        highs = highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+    _BANNER_SILENCED = True
+    return highs
+
+
 def check_highs_options(options: dict[str, Any], owner: str = "the highs backend") -> None:
     """Raise :class:`BackendOptionError` unless HiGHS takes every option: each is set on a scratch,
     silent ``highspy.Highs()``; an unknown name or a refused value (wrong type, out of range, not one of
     the allowed strings) is named with the option's type and current default."""
     import highspy
 
-    scratch = highspy.Highs()
+    scratch = new_highs()
     scratch.setOptionValue("output_flag", False)  # HiGHS prints refused options otherwise
     unknown, refused = [], []
     for key, value in options.items():
@@ -166,7 +199,7 @@ class CompiledHighs(CompiledProgram):
         self._highspy = highspy
         self.form = form = LPForm(program)
         _check_representable(form)
-        self.highs = highspy.Highs()
+        self.highs = new_highs()
         for key, value in backend.options.items():
             self.highs.setOptionValue(key, value)
         inf = highspy.kHighsInf
