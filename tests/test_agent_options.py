@@ -459,19 +459,7 @@ def test_the_trigger_registry_and_a_user_trigger_without_reset():
     assert trace.meta["trigger"] == "every-3" and "Every3" in trace.meta["trigger_rule"]
 
 
-def test_fast_and_generic_paths_agree_with_the_linear_trigger():
-    results = []
-    for path in ("fast", "generic"):
-        agent = make_agent("uc-curl", build_model("queue"), trigger="linear", radius="experiment")
-        data = run(agent, make("queue"), 3000, seed=4, path=path, progress=False).to_dict()
-        for epoch in data["epochs"]:
-            epoch.pop("solve_time")
-        data["meta"].pop("path")
-        data.pop("wall_time")
-        results.append((data, agent.counts.copy()))
-    assert results[0][0] == results[1][0]
-    np.testing.assert_array_equal(results[0][1], results[1][1])
-    assert len(results[0][0]["epochs"]) > 5
+# Fast and generic paths with the linear trigger: tests/test_agents.py::test_fast_and_generic_paths_give_identical_traces.
 
 
 # -- trace files ------------------------------------------------------------------------------------------------------

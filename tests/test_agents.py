@@ -90,12 +90,16 @@ def test_epsilon_follows_the_schedule(lower_bound):
     assert trace.epochs[0].epsilon == (0.0 if lower_bound is None else pytest.approx(2 * math.sqrt(math.log(10) / 10)))
 
 
-def test_fast_and_generic_paths_give_identical_traces():
+@pytest.mark.parametrize("name, options, steps, seed", [
+    ("ps-curl", {"trigger": "linear"}, 4000, 11),
+    ("uc-curl", {"trigger": "linear", "radius": "experiment"}, 3000, 4),   # the stateful per-pair trigger, many epochs
+])
+def test_fast_and_generic_paths_give_identical_traces(name, options, steps, seed):
     env_name = "queue"
     results = []
     for path in ("fast", "generic"):
-        agent = make_agent("ps-curl", build_model(env_name), trigger="linear")
-        trace = run(agent, make(env_name), 4000, seed=11, path=path, progress=False)
+        agent = make_agent(name, build_model(env_name), **options)
+        trace = run(agent, make(env_name), steps, seed=seed, path=path, progress=False)
         data = trace.to_dict()
         for epoch in data["epochs"]:
             epoch.pop("solve_time")
@@ -104,6 +108,7 @@ def test_fast_and_generic_paths_give_identical_traces():
         results.append((data, agent.counts.copy()))
     assert results[0][0] == results[1][0]
     np.testing.assert_array_equal(results[0][1], results[1][1])
+    assert len(results[0][0]["epochs"]) > 5
 
 
 def test_same_seed_same_trace_and_other_seed_differs():

@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator
 
 import typer
 
-__all__ = ["LOGGER", "command_logging", "set_level", "note", "deprecated_alias", "aliased_option"]
+__all__ = ["LOGGER", "command_logging", "set_level", "warn", "note", "deprecated_alias", "aliased_option"]
 
 #: the logger every message of the command line goes through
 LOGGER = logging.getLogger("curlopt")
@@ -99,6 +99,12 @@ def set_level(quiet: bool = False, verbose: bool = False) -> None:
     if quiet and verbose:
         raise typer.BadParameter("give --quiet or --verbose, not both.")
     LOGGER.setLevel(logging.ERROR if quiet else logging.DEBUG if verbose else logging.WARNING)
+
+
+def warn(message: str) -> None:
+    """A one-line ``warning: ...`` on stderr (hidden by ``--quiet``), whether or not logging is set up."""
+    if LOGGER.isEnabledFor(logging.WARNING):
+        typer.echo(f"warning: {' '.join(message.split())}", err=True)
 
 
 def note(message: str) -> None:

@@ -60,8 +60,8 @@ def _warn_if_not_ergodic(model) -> None:
     """Warn (stderr) when the diagnostics find the model is not ergodic."""
     from ..diagnostics import ergodicity_warning
 
-    from .logs import LOGGER
+    from .logs import warn
 
     message = ergodicity_warning(model)
     if message:
-        LOGGER.warning(message)  # "warning: ..." on stderr, like every other warning; --quiet hides it
+        warn(message)  # "warning: ..." on stderr, like every other warning; --quiet hides it
