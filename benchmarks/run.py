@@ -153,8 +153,8 @@ def main(argv: list[str] | None = None) -> int:
         function(say, targets, args)
         say(f"[{name}: {time.perf_counter() - item_started:.0f} s; load average {load_average()}]")
     say("")
-    say("Targets (issue 9)")
-    say("-----------------")
+    say("Targets")
+    say("-------")
     say(targets.render() if targets.checks else "(no target measured by these items)")
     say(f"\ntotal {time.perf_counter() - started:.0f} s; load average at the end: {load_average()}")
     if not args.no_save:
