@@ -1,9 +1,9 @@
 """Warm against cold starts of the ``pyomo`` backend (Ipopt through cyipopt) over a run's epochs.
 
-For each model (the fair scheduler of SPEC §8.2 and the queue of §8.1) a UC-CURL
-run is simulated: each epoch solves the optimistic ε-tight program (SPEC §3) with
-the counts gathered so far and ``ε = tightness(t)`` (SPEC §4), plays the
-extracted policy on the true kernel until the doubling trigger (SPEC §5) fires,
+For each model (the fair scheduler and the queue of docs/math.md §8) a UC-CURL
+run is simulated: each epoch solves the optimistic ε-tight program (docs/math.md §3) with
+the counts gathered so far and ``ε = tightness(t)`` (docs/math.md §4), plays the
+extracted policy on the true kernel until the doubling trigger (docs/math.md §5) fires,
 and updates counts and time. One compiled program is re-solved at **every**
 epoch (warm: Ipopt starts from the previous epoch's primal point and
 multipliers; for the ε-tight program this includes the phase-1 feasibility

@@ -2,7 +2,7 @@
 
 Epoch data (the same for every backend and for the naive reference)
     A fixed stochastic policy (uniform over actions) is played on the model's true kernel with the
-    doubling trigger (SPEC §5) for ``T`` steps, by the learning loop's own fast stepping code
+    doubling trigger (docs/math.md §5) for ``T`` steps, by the learning loop's own fast stepping code
     (``curlopt.experiments.loop._fast_epoch``). The counts ``n(s,a,s')`` and the time ``t_e`` are
     recorded at every epoch start; 200 of the run's epochs, evenly spaced in epoch index (so they span
     the whole run, from the first sparse counts to the last), are the sequence. For the optimistic

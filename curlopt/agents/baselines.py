@@ -1,11 +1,11 @@
-"""The baselines of SPEC §10: UCRL-CMDP and primal-dual optimistic policy optimisation.
+"""The baselines of docs/math.md §9: UCRL-CMDP and primal-dual optimistic policy optimisation.
 
 Both need the horizon ``T`` up front (``needs_horizon = True``: ``curlopt run``
 passes ``horizon=steps``) and handle only linear rewards and linear constraints;
 they refuse other models with :class:`UnsupportedModelError`, which points to
 ``uc-curl`` and ``ps-curl``.
 
-The papers leave several constants to the implementer (SPEC §10). The defaults
+The papers leave several constants to the implementer (docs/math.md §9). The defaults
 here are **ours**, exposed as parameters, and each docstring lists them.
 """
 
@@ -57,7 +57,7 @@ def _number(value: Any, name: str, agent: str, *, minimum: float, strict: bool =
 def _horizon(value: Any, agent: str) -> float:
     if value is None:
         raise AgentError(
-            f"{agent} needs the horizon T up front (SPEC §10): pass horizon=... (curlopt run passes --steps)."
+            f"{agent} needs the horizon T up front (docs/math.md §9): pass horizon=... (curlopt run passes --steps)."
         )
     return _number(value, "the horizon T", agent, minimum=1.0)
 
@@ -83,14 +83,14 @@ def _linear_pieces(model: CMDP, agent: str) -> tuple[np.ndarray, list[tuple[np.n
     hint = "use uc-curl or ps-curl, which take concave objectives and convex constraints"
     if not model.objective.is_linear:
         raise UnsupportedModelError(
-            f"{agent} handles only a linear objective f(λ) = w·λ (SPEC §10), but model {model.name!r} has"
+            f"{agent} handles only a linear objective f(λ) = w·λ (docs/math.md §9), but model {model.name!r} has"
             f" {model.objective!r}; {hint}."
         )
     constraints = []
     for m, g in enumerate(model.constraints):
         if not g.is_linear:
             raise UnsupportedModelError(
-                f"{agent} handles only linear constraints g(ζ) = w·ζ - b (SPEC §10), but constraint {m} of model"
+                f"{agent} handles only linear constraints g(ζ) = w·ζ - b (docs/math.md §9), but constraint {m} of model"
                 f" {model.name!r} is {g!r}; {hint}."
             )
         w, c = g.affine_pieces()
@@ -116,7 +116,7 @@ def fixed_epoch_length(horizon: float, exponent: float) -> int:
 
 
 class UcrlCmdp(_ProgramAgent):
-    """UCRL-CMDP (Singh, Gupta, Shroff 2020) as specified in SPEC §10.1.
+    """UCRL-CMDP (Singh, Gupta, Shroff 2020) as stated in docs/math.md §9.
 
     Epochs of fixed length ``τ = ceil(T^exponent)``. At each epoch start it solves
     the optimistic program over per-entry confidence boxes
@@ -128,7 +128,7 @@ class UcrlCmdp(_ProgramAgent):
     as ``fallback``; when the solver fails, the previous policy is kept
     (``kept-previous``; uniform in the first epoch), as for UC-CURL.
 
-    Constants that are ours, not the paper's (SPEC §10): the epoch exponent 1/3,
+    Constants that are ours, not the paper's (docs/math.md §9): the epoch exponent 1/3,
     the radius' log term ``ln(2 S² A T²)`` and the cap of ``b`` at 1.
 
     Parameters
@@ -236,7 +236,7 @@ def relative_values(kernel: np.ndarray, policy: np.ndarray, signals: np.ndarray)
 
 
 class PrimalDual(Agent):
-    """Primal-dual optimistic policy optimisation (Chen, Jain, Luo 2022, ergodic case), SPEC §10.2.
+    """Primal-dual optimistic policy optimisation (Chen, Jain, Luo 2022, ergodic case), docs/math.md §9.
 
     Episodes of fixed length ``H``; the first plays the uniform policy. At the end
     of episode ``k`` (computed when episode ``k+1`` is planned):
@@ -254,7 +254,7 @@ class PrimalDual(Agent):
     ``message`` gives the multiplier ``λ`` held during that episode. The history is
     also in :attr:`duals` (``duals[k]`` is ``λ_{k+1}``, held in episode ``k+1``).
 
-    Choices that are ours (SPEC §10 leaves them to the implementer):
+    Choices that are ours (the paper leaves them to the implementer):
 
     * all defaults below (θ, η, ε_c, Λ, c_b, H) and ``λ_1 = 0``;
     * a pair never visited gets the uniform next-state distribution in ``P^``:
@@ -264,7 +264,7 @@ class PrimalDual(Agent):
       path or through an unvisited pair);
     * the bias is normalised by ``h(0) = 0`` (irrelevant to the update, see
       :func:`relative_values`);
-    * constraints: SPEC §10.2 states one constraint ``ζ <= τ_c`` on one cost. A
+    * constraints: the method is stated for one constraint ``ζ <= τ_c`` on one cost. A
       linear constraint ``g_m(ζ) = w_m·ζ - b_m`` is used as the cost
       ``c_m = (w_m/|w_m|_1)·c`` with threshold ``τ_m = b_m/|w_m|_1``; for one cost
       signal with ``w > 0`` this is exactly ``ζ <= b/w``. Several constraints get one

@@ -1,4 +1,4 @@
-"""UC-CURL and PS-CURL (SPEC §6): one compiled program, re-solved every epoch."""
+"""UC-CURL and PS-CURL (docs/math.md §6): one compiled program, re-solved every epoch."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ class _ProgramAgent(Agent):
         raise NotImplementedError
 
     def epsilon(self, time: int) -> float:
-        """``ε_e`` for an epoch starting at ``time`` (SPEC §4)."""
+        """``ε_e`` for an epoch starting at ``time`` (docs/math.md §4)."""
         return tightness(time, self.tightness_constant, self.horizon_lower_bound)
 
     def _plan(self, time: int) -> EpochPlan:
@@ -116,7 +116,7 @@ def _join(first: str, second: str) -> str:
 
 
 class UcCurl(_ProgramAgent):
-    """UC-CURL: each epoch, the optimistic ε-tight program over L1 confidence sets (SPEC §3, §6).
+    """UC-CURL: each epoch, the optimistic ε-tight program over L1 confidence sets (docs/math.md §3, §6).
 
     Parameters
     ----------
@@ -180,7 +180,7 @@ class UcCurl(_ProgramAgent):
 
 
 class PsCurl(_ProgramAgent):
-    """PS-CURL: each epoch, the ε-tight occupancy program on a posterior sample (SPEC §6).
+    """PS-CURL: each epoch, the ε-tight occupancy program on a posterior sample (docs/math.md §6).
 
     ``P~(·|s,a) ~ Dirichlet(prior + n(s,a,·))`` independently for every pair.
 
