@@ -80,7 +80,8 @@ def check_unreached(unreached: Any, error: type[Exception] | None = None) -> str
 
 
 def extract_policy(occupancy: np.ndarray, model: Any, unreached: str = "uniform", costs: Any = None,
-                   tolerance: float = VISIT_TOLERANCE) -> tuple[np.ndarray, np.ndarray]:
+                   tolerance: float = VISIT_TOLERANCE, uniform_policy: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
     """The policy of an occupancy, with a chosen rule for the states it does not reach.
 
     Where a state has planned mass (``Σ_b ρ(s,b) > tolerance · A``) the policy is
@@ -110,6 +111,9 @@ def extract_policy(occupancy: np.ndarray, model: Any, unreached: str = "uniform"
         ``ζ_plan``; default ``Σ_{s,a} ρ(s,a) c(s,a)`` from ``occupancy``.
     tolerance : float, default VISIT_TOLERANCE
         A state is unreached when its total mass is at most ``tolerance · A``.
+    uniform_policy : ndarray, shape (S, A), optional
+        ``policy_from_occupancy(occupancy, tolerance)`` when the caller has it already (a solve result's
+        ``policy``): it is not computed again (the agents call this every epoch).
 
     Returns
     -------
@@ -124,7 +128,7 @@ def extract_policy(occupancy: np.ndarray, model: Any, unreached: str = "uniform"
         For an unknown ``unreached``.
     """
     check_unreached(unreached)
-    policy = policy_from_occupancy(occupancy, tolerance)
+    policy = policy_from_occupancy(occupancy, tolerance) if uniform_policy is None else np.array(uniform_policy)
     mask = unreached_states(occupancy, tolerance)
     constraints = tuple(getattr(model, "constraints", ()) or ())
     if unreached == "uniform" or not constraints or not mask.any():

@@ -97,7 +97,8 @@ class _ProgramAgent(Agent):
         if result.ok:
             if result.occupancy is None:  # a backend that reports only a policy: nothing to fill
                 return EpochPlan(result.policy, result.program.value, **common)
-            policy, mask = extract_policy(result.occupancy, self.model, self.unreached, costs=result.costs)
+            policy, mask = extract_policy(result.occupancy, self.model, self.unreached, costs=result.costs,
+                                          uniform_policy=result.policy)
             return EpochPlan(policy, result.program.value, unreached=int(mask.sum()), **common)
         S, A = self.model.n_states, self.model.n_actions
         if self.policy is not None:

@@ -78,27 +78,33 @@ def execute_task(task: Task, progress: bool | None = False):
 
 def task_status(task: Task, out: str | os.PathLike) -> tuple[str, str]:
     """``("done" | "missing" | "corrupt" | "mismatch", reason)`` of a task's run file under ``out``."""
+    status, reason, _trace = _check_run_file(task, out)
+    return status, reason
+
+
+def _check_run_file(task: Task, out: str | os.PathLike) -> tuple[str, str, Any]:
+    """:func:`task_status`, and the trace it loaded when the run is done (so it need not be read again)."""
     from .trace import load_trace
 
     path = Path(out) / task.relative_path
     if path.is_dir():
-        return "corrupt", "it is a directory, not a run file (it will be moved aside)"
+        return "corrupt", "it is a directory, not a run file (it will be moved aside)", None
     if not path.exists():
-        return "missing", ""
+        return "missing", "", None
     try:
         trace = load_trace(path)
     except CurloptError as exc:  # load_trace raises only this, for any unreadable or inconsistent file
-        return "corrupt", str(exc)
+        return "corrupt", str(exc), None
     meta = trace.meta if isinstance(trace.meta, dict) else {}
     expected = {"env": task.setting.name, "agent": task.algorithm.agent, "seed": task.seed, "steps": task.steps}
     for key, value in expected.items():
         if meta.get(key) != value:
-            return "mismatch", f"its {key} is {meta.get(key)!r}, the task's is {value!r}"
+            return "mismatch", f"its {key} is {meta.get(key)!r}, the task's is {value!r}", None
     if _jsonable(meta.get("sweep")) != _jsonable(task.identity()):
-        return "mismatch", "it was written with other options, checkpoints or model"
+        return "mismatch", "it was written with other options, checkpoints or model", None
     if int(trace.checkpoints["t"][-1]) != task.steps:
-        return "corrupt", f"its last checkpoint is t={int(trace.checkpoints['t'][-1])}, not T={task.steps}"
-    return "done", ""
+        return "corrupt", f"its last checkpoint is t={int(trace.checkpoints['t'][-1])}, not T={task.steps}", None
+    return "done", "", trace
 
 
 def _jsonable(value: Any) -> Any:
@@ -275,10 +281,12 @@ def run_study(
 
     _write_descriptions(plan, out)
     pending: list[Task] = []
+    finished: dict[str, Any] = {}  # task key -> its trace, read once here or kept from its run
     for task in plan.tasks:
-        status, reason = task_status(task, out)
+        status, reason, trace = _check_run_file(task, out)
         if status == "done":
             result.skipped.append(task)
+            finished[task.key] = trace
             continue
         if status in ("corrupt", "mismatch"):
             what = "corrupt" if status == "corrupt" else "from another configuration"
@@ -291,9 +299,9 @@ def run_study(
     rank = {c.name: i for i, c in enumerate(plan.configurations)}
     seed_rank = {seed: i for i, seed in enumerate(study.seeds)}
     pending.sort(key=lambda task: (seed_rank[task.seed], rank[task.configuration.name]))
-    _execute(pending, runner, out, result, progress, say, study.name)
+    _execute(pending, runner, out, result, progress, say, study.name, finished)
 
-    result.groups = collect_runs(plan, out, {task.key for task, _ in result.failed})
+    result.groups = collect_runs(plan, out, {task.key for task, _ in result.failed}, finished)
     empty = [c.label for c, g in zip(plan.configurations, result.groups) if g is None]
     result.groups = [g for g in result.groups if g is not None]
     notes = list(plan.notes) + [f"{label}: no finished run." for label in empty]
@@ -368,7 +376,7 @@ def _write_descriptions(plan: Plan, out: Path) -> None:
 
 
 def _execute(pending: list[Task], runner, out: Path, result: SweepResult, progress: bool | None,
-             say: Callable[[str], None], name: str) -> None:
+             say: Callable[[str], None], name: str, finished: dict[str, Any]) -> None:
     if not pending:
         return
     show = True if progress is None else bool(progress)
@@ -384,6 +392,7 @@ def _execute(pending: list[Task], runner, out: Path, result: SweepResult, progre
             if error is None:
                 _save_run(trace, out / task.relative_path, bar.write if bar is not None else say)
                 result.executed.append(task)
+                finished[task.key] = trace
             else:
                 result.failed.append((task, error))
                 (bar.write if bar is not None else say)(f"error: run {task.key} failed: {error}")
@@ -419,8 +428,12 @@ def _free_name(path: Path) -> Path:
     return candidate
 
 
-def collect_runs(plan: Plan, out: Path, failed: set[str] = frozenset()) -> list:
-    """One :class:`ConfigurationRuns` per configuration (None for one without a finished run), in study order."""
+def collect_runs(plan: Plan, out: Path, failed: set[str] = frozenset(), loaded: dict[str, Any] | None = None) -> list:
+    """One :class:`ConfigurationRuns` per configuration (None for one without a finished run), in study order.
+
+    ``loaded`` maps task keys to traces already in memory (checked or just run); the others are read from ``out``.
+    """
+    loaded = loaded or {}
     from .configurations import ConfigurationRuns
     from .trace import load_trace
 
@@ -431,7 +444,9 @@ def collect_runs(plan: Plan, out: Path, failed: set[str] = frozenset()) -> list:
             if task.configuration is not configuration or task.key in failed:
                 continue
             path = out / task.relative_path
-            if path.exists():
+            if task.key in loaded:
+                traces.append(loaded[task.key])
+            elif path.exists():
                 traces.append(load_trace(path))
         traces.sort(key=lambda trace: int(trace.meta.get("seed", -1)))
         groups.append(ConfigurationRuns(
