@@ -10,7 +10,11 @@ Two measurements, each side by side in one run:
   ``_generic_epoch``, measured by wrapping those two module functions for the duration of the run);
 * **the bare inner loop** — ``_fast_epoch`` with a fixed policy (uniform) and no trigger (every
   threshold infinite, the epoch ends at its cap), against ``_generic_epoch`` with the same policy and
-  no trigger on the queue's Gymnasium environment.
+  no trigger on the queue's Gymnasium environment;
+* **the whole run at T = 200,000** (issue 17's target, ≥ 1,000,000 steps/s): the same PS-CURL run on
+  the fast path, best of three, with the seconds outside stepping split into planning (the agent's
+  ``begin_epoch``: posterior sample, program update, solve, policy extraction) and the loop's own
+  bookkeeping (checkpoints, epoch records with the exact evaluation, counts).
 """
 
 from __future__ import annotations
@@ -57,6 +61,33 @@ def _timed_run(path: str, steps: int, seed: int):
     finally:
         setattr(loop, name, inner)
     return trace, wall, spent[0]
+
+
+def _whole_at(steps: int, seed: int, repeats: int = 3) -> tuple[float, float, float, int]:
+    """Best of ``repeats`` fast PS-CURL runs: (wall s, stepping s, planning s, epochs)."""
+    from curlopt.agents.base import Agent
+
+    inner = Agent.begin_epoch
+    planning = [0.0]
+
+    def timed(self, time_):
+        t0 = time.perf_counter()
+        try:
+            return inner(self, time_)
+        finally:
+            planning[0] += time.perf_counter() - t0
+
+    best = None
+    Agent.begin_epoch = timed
+    try:
+        for _ in range(repeats):
+            planning[0] = 0.0
+            trace, wall, stepping = _timed_run("fast", steps, seed)
+            if best is None or wall < best[0]:
+                best = (wall, stepping, planning[0], len(trace.epochs))
+    finally:
+        Agent.begin_epoch = inner
+    return best
 
 
 def _bare(steps_fast: int, steps_generic: int, seed: int = 0):
@@ -126,11 +157,22 @@ def run_item(say: Callable[[str], None], targets, quick: bool = False) -> None:
               "lrrrrr"))
     say(f"(of the fast run's {fast_wall:.2f} s: {solve:.2f} s in compiled.solve over {epochs} epochs, as recorded in"
         f" the trace)")
+    short = 200_000
+    wall_short, step_short, plan_short, epochs_short = _whole_at(short, seed)
+    rest = wall_short - step_short - plan_short
+    say(f"\nwhole run at T = {short:,} (best of 3): {wall_short:.3f} s = {short / wall_short:,.0f} steps/s over"
+        f" {epochs_short} epochs; stepping {step_short:.3f} s ({short / step_short:,.0f} steps/s), planning"
+        f" (begin_epoch) {plan_short:.3f} s, the loop's bookkeeping {rest:.3f} s")
 
     whole = steps / fast_wall
     speedup = generic_wall / fast_wall
-    targets.add("simulation", "fast path, whole PS-CURL run (queue)", f"{whole:,.0f} steps/s", "-", "-",
-                ">= 1,000,000 steps/s", whole >= 1e6, "" if whole >= 1e6 else f"{whole / 1e6:.2f} of the target")
+    targets.add("simulation", f"fast path, whole PS-CURL run (queue), T = {steps:,}", f"{whole:,.0f} steps/s", "-",
+                "-", ">= 1,000,000 steps/s", whole >= 1e6, "" if whole >= 1e6 else f"{whole / 1e6:.2f} of the target")
+    whole_short = short / wall_short
+    if steps != short:  # with --quick the first row is already this run's length
+        targets.add("simulation", f"fast path, whole PS-CURL run (queue), T = {short:,}", f"{whole_short:,.0f} steps/s",
+                    "-", "-", ">= 1,000,000 steps/s", whole_short >= 1e6,
+                    "" if whole_short >= 1e6 else f"{whole_short / 1e6:.2f} of the target")
     targets.add("simulation", "fast vs generic path, whole PS-CURL run", f"{whole:,.0f} steps/s",
                 f"{steps / generic_wall:,.0f} steps/s", ratio(speedup), ">= 20x", speedup >= 20,
                 "" if speedup >= 20 else f"{speedup / 20:.2f} of the target")

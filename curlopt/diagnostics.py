@@ -1,6 +1,6 @@
 """Model diagnostics: ergodicity, hitting and relaxation times, the Slater margin.
 
-The toolkit's programs (SPEC §2, §3) describe what a policy achieves through its
+The toolkit's programs (docs/math.md §2, §3) describe what a policy achieves through its
 *stationary* occupancy, which is right only when every policy's chain has one
 recurrent class; the regret analysis of UC-CURL further assumes an ergodic MDP
 with a finite mixing time and a strictly feasible constraint set. This module
@@ -57,9 +57,6 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
-
 from .errors import ModelError, UnsupportedUtilityError
 from .model import CMDP, policy_kernel
 from .utilities import CustomUtility, MinOfLinear, Utility
@@ -122,9 +119,25 @@ class ErgodicityCheck:
     transient_states: list[int] | None = None
 
 
+def _reached(adjacency: np.ndarray, start: int) -> np.ndarray:
+    """The states reachable from ``start`` along the edges of ``adjacency`` (S, S), breadth first."""
+    seen = np.zeros(adjacency.shape[0], dtype=bool)
+    seen[start] = True
+    frontier = seen.copy()
+    while frontier.any():
+        frontier = adjacency[frontier].any(axis=0) & ~seen
+        seen |= frontier
+    return seen
+
+
 def _strongly_connected(adjacency: np.ndarray) -> bool:
-    count, _ = connected_components(csr_matrix(adjacency), directed=True, connection="strong")
-    return count == 1
+    """Every state reaches state 0 and is reached from it.
+
+    Plain numpy rather than scipy's ``connected_components``: every run checks its model's
+    ergodicity, and importing ``scipy.sparse.csgraph`` costs about 0.3 s per process.
+    """
+    adjacency = np.asarray(adjacency, dtype=bool)
+    return bool(_reached(adjacency, 0).all() and _reached(adjacency.T, 0).all())
 
 
 def chain_classes(adjacency: np.ndarray) -> tuple[list[list[int]], list[int]]:
@@ -132,6 +145,9 @@ def chain_classes(adjacency: np.ndarray) -> tuple[list[list[int]], list[int]]:
 
     A strongly connected component is a recurrent class iff no edge leaves it.
     """
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components  # imported here: a non-ergodic model is rare
+
     count, labels = connected_components(csr_matrix(adjacency), directed=True, connection="strong")
     sources, targets = np.nonzero(adjacency)
     leaving = np.zeros(count, dtype=bool)

@@ -1,14 +1,21 @@
 """The ``cvxpy`` backend: conic programs for DCP utilities, compiled once with Parameters (DPP).
 
 The program's parameter entries become one CVXPY Parameter vector θ, entering the
-rows as ``scatter @ multiply(θ, select @ x)`` — a DPP form, so CVXPY canonicalises
+rows as ``scatter @ (diag(θ) @ (select @ x))`` — a DPP form, so CVXPY canonicalises
 the problem once and each re-solve only substitutes numbers. ε is a Parameter too.
+The product is written with ``diag(θ)`` rather than ``multiply(θ, ·)`` because CVXPY
+(1.9, COO canonicalisation backend) canonicalises a parameter matrix product in
+memory linear in the J parameter entries, while its elementwise product with a
+J-vector parameter builds a J²-row sparse matrix on the way (8·J² bytes: 39 GiB
+for the optimistic program at (S, A) = (60, 10); ~0.4 GiB in all with ``diag``).
 The ε-tight and the fallback problems share variables and parameters; the
 fallback is built the first time it is needed.
 
 Solvers are tried in order (default Clarabel, then SCS), because conic solvers
 can stall on exponential cones; the result names the solver that succeeded and
-the message lists any that failed.
+the message lists any that failed. Clarabel is called through :class:`ClarabelPath`
+(CVXPY's canonical data, fed straight to one Clarabel solver), the others through
+``Problem.solve``.
 """
 
 from __future__ import annotations
@@ -28,10 +35,6 @@ from .base import Backend, CompiledProgram, RawSolution, expression_error
 __all__ = ["CvxpyBackend", "DEFAULT_SOLVERS", "DEFAULT_SOLVER_OPTIONS"]
 
 DEFAULT_SOLVERS = ("CLARABEL", "SCS")
-#: Above this many parameter entries the problem is re-canonicalised at each solve instead of using DPP:
-#: CVXPY 1.9's DPP compile needs ~8·J² bytes (39 GiB for the optimistic program at (S, A) = (60, 10)),
-#: while a plain rebuild costs ~0.3 s there (benchmarks/run.py).
-DPP_MAX_PARAMETERS = 10_000
 #: tolerances tight enough that solutions meet the constraint rows to ~1e-8
 DEFAULT_SOLVER_OPTIONS: dict[str, dict[str, Any]] = {
     "CLARABEL": {"tol_gap_abs": 1e-9, "tol_gap_rel": 1e-9, "tol_feas": 1e-9, "max_iter": 500},
@@ -180,6 +183,101 @@ def _status(name: str) -> Status:
     }.get(name, Status.UNKNOWN)
 
 
+class ClarabelPath:
+    """Re-solves one DPP problem with Clarabel from CVXPY's canonical parameter map, without the rest of
+    ``Problem.solve``.
+
+    ``Problem.solve`` spends ~5 ms per call in Python (re-checking the problem, building scipy matrices
+    from the parameter map, inverting the whole reduction chain), more than Clarabel itself needs for the
+    queue's programs. Here CVXPY canonicalises once (``get_problem_data``, cached DPP form); each solve
+    multiplies CVXPY's reduced parameter map by the parameter vector into the data of a fixed sparsity
+    pattern, hands it to the same Clarabel solver object through ``update`` (as CVXPY does with
+    ``warm_start=True``) and reads ``x`` at its column in CVXPY's stacked variable. The data are checked
+    against CVXPY's own at construction, so the solutions are those ``Problem.solve`` would give.
+    """
+
+    def __init__(self, problem, x, options: dict[str, Any]):
+        from cvxpy import settings
+        from cvxpy.reductions.solvers.conic_solvers.clarabel_conif import CLARABEL, dims_to_solver_cones
+        from cvxpy.reductions.solvers.conic_solvers.conic_solver import ConicSolver
+
+        data, _, _ = problem.get_problem_data(solver="CLARABEL")
+        program = data[settings.PARAM_PROB]
+        program.reduced_A.cache()
+        self._program = program
+        self._map = program.reduced_A.reduced_mat.tocsr()
+        indices, indptr, shape = program.reduced_A.problem_data_index
+        self._n = n = shape[1] - 1  # the last column of [A | b] is b
+        self._indices, self._indptr = indices[: indptr[n]], indptr[: n + 1]
+        self._b_rows, self._b_at = indices[indptr[n]:], slice(int(indptr[n]), None)
+        self._m = shape[0]
+        self._q = program.q.tocsr()
+        self._column = program.var_id_to_col[x.id]
+        self._size = x.size
+        self._cones = dims_to_solver_cones(data[ConicSolver.DIMS])
+        self._settings = CLARABEL().parse_solver_opts(False, dict(options))
+        self._solver = None
+        q, A, b = self.data()
+        A = self.matrix(A)
+        if not (np.array_equal(q, data[settings.C]) and np.array_equal(b, data[settings.B])
+                and A.shape == data[settings.A].shape and (A != data[settings.A]).nnz == 0):
+            raise BackendError("the Clarabel path's data differ from CVXPY's")
+
+    @classmethod
+    def create(cls, problem, x, options: dict[str, Any]) -> "ClarabelPath | None":
+        """The path for ``problem``, or None where it cannot be had (not DPP, quadratic objective, bounds, ...)."""
+        try:
+            if not problem.is_dpp():
+                return None
+            path = cls(problem, x, options)
+        except Exception:  # any CVXPY internal we do not expect: Problem.solve serves instead
+            return None
+        program = path._program
+        if program.P is not None or program.lb_tensor is not None or program.ub_tensor is not None:
+            return None
+        return path
+
+    def data(self, values: dict[int, Any] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Clarabel's ``q``, the data of ``A`` (CSC order, fixed pattern) and ``b`` (``A x + s = b``, s in the
+        cones) at the given parameter values (by parameter id; default the parameters' own values)."""
+        from cvxpy.cvxcore.python import canonInterface
+
+        program = self._program
+        value = (lambda i: np.array(program.id_to_param[i].value)) if values is None else values.__getitem__
+        vector = canonInterface.get_parameter_vector(program.total_param_size, program.param_id_to_col,
+                                                     program.param_id_to_size, value)
+        stacked = self._map @ vector
+        b = np.zeros(self._m)
+        b[self._b_rows] = stacked[self._b_at]
+        q = np.asarray(self._q @ vector).ravel()[: self._n]
+        return q, -stacked[: self._indptr[-1]], b
+
+    def reset(self) -> None:
+        """Start the next solve with a new Clarabel solver (as ``Problem.solve`` does after another solver)."""
+        self._solver = None
+
+    def matrix(self, data: np.ndarray) -> sp.csc_array:
+        """``A`` as a matrix, from the data of its fixed pattern."""
+        return sp.csc_array((data, self._indices, self._indptr), shape=(self._m, self._n))
+
+    def solve(self, values: dict[int, Any]) -> tuple[str, np.ndarray | None, int, float]:
+        """Clarabel's status name (as CVXPY spells it), ``x`` (or None), iterations and Clarabel's solve time,
+        at the given parameter values (by parameter id)."""
+        import clarabel
+        from cvxpy.reductions.solvers.conic_solvers.clarabel_conif import CLARABEL
+
+        q, A, b = self.data(values)
+        if self._solver is None:
+            P = sp.csc_array((self._n, self._n))
+            self._solver = clarabel.DefaultSolver(P, q, self.matrix(A), b, self._cones, self._settings)
+        else:
+            self._solver.update(q=q, A=A, b=b)  # the data of A's fixed pattern: no matrix to build
+        result = self._solver.solve()
+        name = CLARABEL.STATUS_MAP.get(str(result.status), "solver_error")
+        x = np.array(result.x[self._column: self._column + self._size], dtype=float) if result.x is not None else None
+        return name, x, int(result.iterations), float(result.solve_time)
+
+
 class CompiledCvxpy(CompiledProgram):
     """Two DPP CVXPY problems (ε-tight and fallback) over shared variables and parameters."""
 
@@ -196,7 +294,7 @@ class CompiledCvxpy(CompiledProgram):
         self.epsilon = cp.Parameter(nonneg=True, name="epsilon", value=program.epsilon)
         select = sp.csr_matrix((np.ones(J), (np.arange(J), lin.param_cols)), shape=(J, n))
         scatter = sp.csr_matrix((np.ones(J), (lin.param_rows, np.arange(J))), shape=(lin.n_rows, J))
-        scaled = cp.multiply(self.theta, select @ x)
+        scaled = cp.diag(self.theta) @ (select @ x)  # not cp.multiply: see the module doc (memory)
 
         def rows(mask: np.ndarray):
             index = np.flatnonzero(mask)
@@ -240,10 +338,13 @@ class CompiledCvxpy(CompiledProgram):
         self._base = base
         self.tight = cp.Problem(self._objective, base + g_rows)
         self._fallback = None
+        self._paths: dict[int, ClarabelPath | None] = {}
+        self._last_solver: dict[int, str] = {}  # by id(problem): the solver of its last attempt
         #: False if CVXPY could not keep the problem DPP (then every solve recompiles)
         self.is_dpp = self.tight.is_dpp()
-        #: True when the program is too large for DPP (see DPP_MAX_PARAMETERS): every solve recompiles
-        self.ignore_dpp = J > DPP_MAX_PARAMETERS
+        #: True: every solve re-canonicalises with the parameters as constants (a what-if for benchmarks; small
+        #: programs only: diag(θ) then becomes a dense J×J constant, 8·J² bytes)
+        self.ignore_dpp = False
 
     def _expression(self, utility: Utility, role: str, aggregate: Any) -> Any:
         """``utility.cvxpy_expr(aggregate)``; an exception names the utility (see :func:`expression_error`)."""
@@ -272,11 +373,13 @@ class CompiledCvxpy(CompiledProgram):
         policy, with a logarithmic objective), the conic program is infeasible although its rows hold.
         """
         cp = self._cp
+        self._set_values()
         rows_only = cp.Problem(cp.Minimize(0), self._base)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                rows_only.solve(solver=solver, ignore_dpp=True, **self.backend.solver_options.get(solver, {}))
+                # DPP (no ignore_dpp): with parameters as constants diag(θ) would become a dense J×J matrix
+                rows_only.solve(solver=solver, **self.backend.solver_options.get(solver, {}))
         except Exception as exc:  # the explanation is a courtesy: never let it fail the solve
             return f"could not check the rows alone ({type(exc).__name__})"
         if _status(rows_only.status) is Status.OPTIMAL:
@@ -287,11 +390,57 @@ class CompiledCvxpy(CompiledProgram):
             return "its linear rows themselves cannot hold"
         return f"the rows alone ended with {rows_only.status}"
 
+    def _path(self, problem) -> ClarabelPath | None:
+        """The Clarabel path of ``problem`` (made at its first use), or None where ``Problem.solve`` must serve."""
+        key = id(problem)
+        if key not in self._paths:
+            self._set_values()  # CVXPY's canonical data, checked against the path's, are taken at these values
+            options = self.backend.solver_options.get("CLARABEL", {})
+            plain = not any(k in options for k in CVXPY_KEYWORDS + ("use_quad_obj", "accept_unknown"))
+            self._paths[key] = ClarabelPath.create(problem, self.x, options) if plain else None
+        return self._paths[key]
+
+    def _set_values(self) -> None:
+        """Give the CVXPY Parameters the program's current values (checked by CVXPY: ~0.6 ms each, so only
+        when ``Problem.solve`` needs them)."""
+        self.theta.value = self.program.linear.param_values.copy()
+        self.epsilon.value = self.program.epsilon
+
+    def _attempt(self, problem, solver: str) -> tuple[str, np.ndarray | None, int, float]:
+        """One solver on ``problem``: CVXPY's status name, ``x`` (None unless optimal), iterations, solver time.
+
+        Raises ``cvxpy.error.SolverError`` when the solver fails, as ``Problem.solve`` does.
+        """
+        cp = self._cp
+        # Problem.solve keeps one solver's state per problem and drops it when another solver ran on that problem
+        # (a new cache key): the path and Problem.solve follow the same rule, so the solutions are the same.
+        same_solver = self._last_solver.get(id(problem)) == solver
+        self._last_solver[id(problem)] = solver
+        path = self._path(problem) if solver == "CLARABEL" and not self.ignore_dpp else None
+        if path is not None:
+            values = {self.theta.id: self.program.linear.param_values,
+                      self.epsilon.id: np.asarray(self.program.epsilon)}
+            if not same_solver:
+                path.reset()
+            name, x, iterations, solver_time = path.solve(values)
+            if name == cp.SOLVER_ERROR:  # CVXPY's own words for this case
+                raise cp.error.SolverError("Solver 'CLARABEL' failed. Try another solver, or solve with verbose=True"
+                                           " for more information.")
+            return name, x if name == cp.OPTIMAL else None, iterations, solver_time
+        self._set_values()
+        with warnings.catch_warnings():
+            # An inaccurate solve is a status we handle (next solver, and a note in the message).
+            warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+            problem.solve(solver=solver, warm_start=same_solver, ignore_dpp=self.ignore_dpp,
+                          **self.backend.solver_options.get(solver, {}))
+        stats = problem.solver_stats
+        x = np.asarray(self.x.value, dtype=float) if problem.status == cp.OPTIMAL and self.x.value is not None else None
+        return (problem.status, x, int(stats.num_iters or 0) if stats is not None else 0,
+                float(stats.solve_time or 0.0) if stats is not None else 0.0)
+
     def _solve(self, with_constraints: bool) -> RawSolution:
         cp = self._cp
         program = self.program
-        self.theta.value = program.linear.param_values.copy()
-        self.epsilon.value = program.epsilon
         problem = self.tight if (with_constraints and program.constraints) else self.fallback
         notes = []
         iterations = 0
@@ -299,21 +448,15 @@ class CompiledCvxpy(CompiledProgram):
         last = Status.SOLVER_ERROR
         for solver in self.solvers:
             try:
-                with warnings.catch_warnings():
-                    # An inaccurate solve is a status we handle (next solver, and a note in the message).
-                    warnings.filterwarnings("ignore", message="Solution may be inaccurate")
-                    problem.solve(solver=solver, warm_start=True, ignore_dpp=self.ignore_dpp,
-                                  **self.backend.solver_options.get(solver, {}))
+                name, x, its, own = self._attempt(problem, solver)
             except cp.error.SolverError as exc:
                 notes.append(f"{solver}: {exc}")
                 last = Status.SOLVER_ERROR
                 continue
-            stats = problem.solver_stats
-            iterations += int(stats.num_iters or 0) if stats is not None else 0
-            solver_time += float(stats.solve_time or 0.0) if stats is not None else 0.0
-            status = _status(problem.status)
+            iterations += its
+            solver_time += own
+            status = _status(name)
             if status in (Status.OPTIMAL, Status.INFEASIBLE, Status.UNBOUNDED):
-                x = np.asarray(self.x.value, dtype=float) if status is Status.OPTIMAL else None
                 if status is Status.OPTIMAL and (x is None or not np.all(np.isfinite(x))):
                     notes.append(f"{solver}: reported optimal without a finite solution")
                     last = Status.NUMERICAL_ERROR
@@ -323,6 +466,6 @@ class CompiledCvxpy(CompiledProgram):
                     why = f"{solver}: the program without constraint rows is infeasible: "
                     message = "; ".join(filter(None, [message, why + self._explain_infeasible_fallback(solver)]))
                 return RawSolution(status, x, iterations, solver, message, solver_time)
-            notes.append(f"{solver}: {problem.status}")
+            notes.append(f"{solver}: {name}")
             last = status
         return RawSolution(last, None, iterations, "/".join(self.solvers), "; ".join(notes), solver_time)

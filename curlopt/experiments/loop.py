@@ -96,8 +96,11 @@ class _Recorder:
         self.optimum_value = optimum_value
         self.rows: dict[str, list] = {k: [] for k in ("t", "rewards", "costs", "objective", "constraints", "regret", "violation")}
 
-    def epoch(self, start: int, pairs: np.ndarray) -> None:
-        """Record the checkpoints inside the epoch ``[start, start + len(pairs))`` and add its visits."""
+    def epoch(self, start: int, pairs: np.ndarray, visits: np.ndarray | None = None) -> None:
+        """Record the checkpoints inside the epoch ``[start, start + len(pairs))`` and add its visits.
+
+        ``visits``, the epoch's visits per pair (``bincount(pairs)``), when the caller has it already.
+        """
         end = start + pairs.size
         n_pairs = self.totals.size
         while self.next_checkpoint < self.times.size and self.times[self.next_checkpoint] < end:
@@ -105,7 +108,7 @@ class _Recorder:
             counts = self.totals + np.bincount(pairs[: t - start + 1], minlength=n_pairs)
             self._checkpoint(t, counts)
             self.next_checkpoint += 1
-        self.totals += np.bincount(pairs, minlength=n_pairs)
+        self.totals += np.bincount(pairs, minlength=n_pairs) if visits is None else visits
 
     def _checkpoint(self, t: int, counts: np.ndarray) -> None:
         model = self.model
@@ -136,41 +139,54 @@ def _fast_epoch(state, policy_rows, kernel_rows, thresholds, cap, actions: Unifo
                 n_actions):
     """Step the chain until a pair reaches its threshold or ``cap`` steps; return (pairs, next states, state).
 
-    The hot loop of the toolkit: locals only, a list for the visit counts, and two
-    ``bisect`` calls per step.
+    The hot loop of the toolkit: locals only, one list append and two ``bisect`` calls per
+    step. The next states are not stored: step ``i``'s next state is step ``i + 1``'s state,
+    ``pairs[i + 1] // n_actions``, and the last one is the returned state.
     """
     pairs: list[int] = []
-    nexts: list[int] = []
-    add_pair, add_next = pairs.append, nexts.append
-    visits = [0] * len(thresholds)
+    add_pair = pairs.append
     done = 0
     ended = False
     s = state
+    # A pair reaches its threshold v >= thresholds[sa] no sooner than its smallest threshold's step, so an epoch
+    # whose cap comes first (fixed-length epochs: every threshold infinite) needs no per-step check.
+    smallest = min(thresholds, default=math.inf)
+    checked = not smallest > cap  # a NaN threshold (never reached) must not switch the check off
+    visits = [0] * len(thresholds)
     # Epochs are often far shorter than BLOCK (thousands of ~100-step epochs per run): converting a whole block
     # to lists every epoch cost more than the stepping. Start small — an epoch lasts at least its smallest
     # threshold — and grow. The streams hand out the same numbers however they are read.
-    size = int(min(BLOCK, max(FIRST_BLOCK, min(thresholds, default=1))))
+    size = int(min(BLOCK, max(FIRST_BLOCK, smallest)))
     while done < cap and not ended:
         block = min(cap - done, size)
         size = min(BLOCK, 4 * size)
-        ua = actions.peek(block).tolist()
-        us = transitions.peek(block).tolist()
-        used = block
-        for i in range(block):
-            sa = s * n_actions + bisect_right(policy_rows[s], ua[i])
-            s = bisect_right(kernel_rows[sa], us[i])
-            add_pair(sa)
-            add_next(s)
-            v = visits[sa] + 1
-            visits[sa] = v
-            if v >= thresholds[sa]:
-                used = i + 1
-                ended = True
-                break
+        before = len(pairs)
+        steps = zip(actions.peek(block).tolist(), transitions.peek(block).tolist())
+        if checked:
+            for ua, us in steps:
+                sa = s * n_actions + bisect_right(policy_rows[s], ua)
+                s = bisect_right(kernel_rows[sa], us)
+                add_pair(sa)
+                v = visits[sa] + 1
+                visits[sa] = v
+                if v >= thresholds[sa]:
+                    ended = True
+                    break
+        else:
+            for ua, us in steps:
+                sa = s * n_actions + bisect_right(policy_rows[s], ua)
+                s = bisect_right(kernel_rows[sa], us)
+                add_pair(sa)
+        used = len(pairs) - before
         actions.advance(used)
         transitions.advance(used)
         done += used
-    return np.asarray(pairs, dtype=np.int64), np.asarray(nexts, dtype=np.int64), s
+    visited = np.asarray(pairs, dtype=np.int64)
+    nexts = np.empty_like(visited)
+    if visited.size:
+        np.floor_divide(visited[1:], n_actions, out=nexts[:-1])
+        nexts[-1] = s
+    return visited, nexts, s
 
 
 def _generic_epoch(env, state, policy_rows, thresholds, cap, actions: UniformStream, n_actions, model: CMDP):
@@ -269,6 +285,47 @@ def run(
     Trace
     """
     steps, seed, checkpoints = _validate(steps, seed, checkpoints)
+    env, unwrapped, model, env_name, path = _resolve_inputs(agent, env, model, env_name, path)
+    started = clock.perf_counter()
+    env_seq, action_seq, agent_seq = np.random.SeedSequence(seed).spawn(3)
+    state, _ = env.reset(seed=int(env_seq.generate_state(1)[0]))
+    actions = UniformStream(np.random.default_rng(action_seq))
+    agent.reset(agent_seq)
+    optimum = _optimum(model, agent) if model is not None else None
+    recorder = _Recorder(agent.model, steps, checkpoints, None if optimum is None else optimum["objective"])
+    evaluator = _ExactEvaluator(model) if model is not None and model.kernel is not None else None
+    if path == "fast":
+        step = _FastStepper(model, unwrapped, actions)
+    else:
+        step = _GenericStepper(env, agent.model, actions)
+    show = progress if progress is not None else steps >= 50_000
+    bar = None
+    if show:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=steps, desc=f"{agent.name} ({agent.trigger_name})", unit="step", unit_scale=True,
+                   leave=False, mininterval=0.5)
+    try:
+        epochs = _play(agent, steps, int(state), step, recorder, evaluator, bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    meta = {
+        "env": env_name or getattr(model, "name", type(unwrapped).__name__),
+        **agent.describe(),
+        "seed": seed,
+        "steps": steps,
+        "path": path,
+        "curlopt_version": __version__,
+    }
+    return Trace(meta, optimum, recorder.columns(), epochs, clock.perf_counter() - started)
+
+
+def _resolve_inputs(agent: Agent, env: Any, model: CMDP | None, env_name: str | None, path: str):
+    """Check :func:`run`'s arguments; return ``(env, env.unwrapped, model, env_name, path)`` with ``auto`` resolved.
+
+    Warns (``RuntimeWarning``, at :func:`run`'s caller) when the model is not ergodic.
+    """
     if env is None or isinstance(env, (bytes, int, float)):
         raise CurloptError(f"env must be a Gymnasium environment or a built-in model name, got {env!r}.")
     if model is not None and not isinstance(model, CMDP):
@@ -294,8 +351,7 @@ def run(
         path = "fast" if has_kernel else "generic"
     if path == "fast" and not has_kernel:
         raise CurloptError("the fast path needs a tabular environment with a known kernel; use path='generic'.")
-    known = agent.model
-    S, A = known.n_states, known.n_actions
+    S, A = agent.model.n_states, agent.model.n_actions
     if getattr(env.observation_space, "n", None) != S or getattr(env.action_space, "n", None) != A:
         raise CurloptError(
             f"the agent's model has S={S}, A={A} but the environment's spaces are {env.observation_space} and {env.action_space}."
@@ -305,72 +361,98 @@ def run(
 
         message = ergodicity_warning(model)
         if message:
-            warnings.warn(message, RuntimeWarning, stacklevel=2)
+            warnings.warn(message, RuntimeWarning, stacklevel=3)
+    return env, unwrapped, model, env_name, path
 
-    started = clock.perf_counter()
-    env_seq, action_seq, agent_seq = np.random.SeedSequence(seed).spawn(3)
-    state, _ = env.reset(seed=int(env_seq.generate_state(1)[0]))
-    state = int(state)
-    actions = UniformStream(np.random.default_rng(action_seq))
-    transitions = UniformStream(unwrapped.np_random) if path == "fast" else None
-    kernel_rows = _cumulative_rows(model.kernel) if path == "fast" else None
-    agent.reset(agent_seq)
-    optimum = _optimum(model, agent) if model is not None else None
-    recorder = _Recorder(known, steps, checkpoints, None if optimum is None else optimum["objective"])
 
-    show = progress if progress is not None else steps >= 50_000
-    bar = None
-    if show:
-        from tqdm.auto import tqdm
+class _FastStepper:
+    """One epoch on the fast path: the model's cumulative kernel and the environment's own generator."""
 
-        bar = tqdm(total=steps, desc=f"{agent.name} ({agent.trigger_name})", unit="step", unit_scale=True,
-                   leave=False, mininterval=0.5)
+    def __init__(self, model: CMDP, unwrapped: Any, actions: UniformStream):
+        self.kernel_rows = _cumulative_rows(model.kernel)
+        self.actions = actions
+        self.transitions = UniformStream(unwrapped.np_random)
+
+    def __call__(self, state, policy_rows, limit, cap, n_actions):
+        return _fast_epoch(state, policy_rows, self.kernel_rows, limit, cap, self.actions, self.transitions,
+                           n_actions)
+
+
+class _GenericStepper:
+    """One epoch on the generic path: ``env.step`` per step."""
+
+    def __init__(self, env: Any, known: CMDP, actions: UniformStream):
+        self.env, self.known, self.actions = env, known, actions
+
+    def __call__(self, state, policy_rows, limit, cap, n_actions):
+        return _generic_epoch(self.env, state, policy_rows, limit, cap, self.actions, n_actions, self.known)
+
+
+def _play(agent: Agent, steps: int, state: int, step, recorder: _Recorder, evaluator: "_ExactEvaluator | None",
+          bar) -> list[EpochRecord]:
+    """The epochs of a run: plan, step until the trigger fires, record, learn; returns the epoch records."""
+    S, A = agent.model.n_states, agent.model.n_actions
     epochs: list[EpochRecord] = []
     t = 1
-    try:
-        while t <= steps:
-            plan = agent.begin_epoch(t)
-            thresholds, max_length = agent.limits(t)
-            cap = int(min(max_length, steps - t + 1))
-            policy_rows = _cumulative_rows(plan.policy)
-            limit = np.asarray(thresholds, dtype=float).reshape(-1).tolist()
-            if path == "fast":
-                pairs, nexts, state = _fast_epoch(state, policy_rows, kernel_rows, limit, cap, actions, transitions, A)
-            else:
-                pairs, nexts, state = _generic_epoch(env, state, policy_rows, limit, cap, actions, A, known)
-            recorder.epoch(t, pairs)
-            counts = np.bincount(pairs * S + nexts, minlength=S * A * S).reshape(S, A, S).astype(float)
-            visits = counts.sum(axis=2).reshape(-1)
-            epochs.append(_epoch_record(len(epochs), t, pairs.size, plan, model))
-            agent.end_epoch(counts, recorder.rewards @ visits, recorder.costs @ visits, int(pairs.size))
-            t += pairs.size
-            if bar is not None:
-                bar.update(pairs.size)
-    finally:
+    while t <= steps:
+        plan = agent.begin_epoch(t)
+        thresholds, max_length = agent.limits(t)
+        cap = int(min(max_length, steps - t + 1))
+        limit = np.asarray(thresholds, dtype=float).reshape(-1).tolist()
+        pairs, nexts, state = step(state, _cumulative_rows(plan.policy), limit, cap, A)
+        pair_visits = np.bincount(pairs, minlength=S * A)
+        recorder.epoch(t, pairs, pair_visits)
+        counts = np.bincount(pairs * S + nexts, minlength=S * A * S).reshape(S, A, S).astype(float)
+        visits = pair_visits.astype(float)  # = counts.sum(axis=2): sums of integers, exact
+        epochs.append(_epoch_record(len(epochs), t, pairs.size, plan, evaluator))
+        agent.end_epoch(counts, recorder.rewards @ visits, recorder.costs @ visits, int(pairs.size))
+        t += pairs.size
         if bar is not None:
-            bar.close()
-    meta = {
-        "env": env_name or getattr(model, "name", type(unwrapped).__name__),
-        **agent.describe(),
-        "seed": seed,
-        "steps": steps,
-        "path": path,
-        "curlopt_version": __version__,
-    }
-    return Trace(meta, optimum, recorder.columns(), epochs, clock.perf_counter() - started)
+            bar.update(pairs.size)
+    return epochs
 
 
-def _epoch_record(index: int, start: int, length: int, plan, model: CMDP | None) -> EpochRecord:
+class _ExactEvaluator:
+    """The exact long-run performance of epoch policies on the true kernel, remembered by policy.
+
+    The evaluation (:func:`curlopt.model.stationary_occupancy` and the utilities) is a
+    deterministic function of the kernel and the policy's bits, and consecutive epochs
+    often play bit for bit the same policy (UCRL-CMDP on the queue: 60% of its epochs, a
+    vertex of the same program), so a remembered value is exactly the value computed again.
+    """
+
+    #: distinct policies remembered at once (S·A·8 bytes each); the memory is emptied when full
+    MEMORY = 256
+
+    def __init__(self, model: CMDP):
+        self.model = model
+        self._known: dict[tuple, tuple] = {}
+
+    def evaluate(self, policy) -> tuple[list[float], list[float], float, list[float]]:
+        """``(λ, ζ, f(λ), g(ζ))`` of ``policy``'s stationary occupancy, as fresh lists."""
+        array = np.asarray(policy)
+        key = (array.dtype.str, array.shape, array.tobytes())
+        known = self._known.get(key)
+        if known is None:
+            model = self.model
+            rho = stationary_occupancy(model.kernel, policy)
+            lam, zeta = model.average_rewards(rho), model.average_costs(rho)
+            known = (lam.tolist(), zeta.tolist(), float(model.objective.value(lam)),
+                     model.constraint_values(zeta).tolist())
+            if len(self._known) >= self.MEMORY:
+                self._known.clear()
+            self._known[key] = known
+        rewards, costs, objective, constraints = known
+        return list(rewards), list(costs), objective, list(constraints)
+
+
+def _epoch_record(index: int, start: int, length: int, plan, evaluator: _ExactEvaluator | None) -> EpochRecord:
     record = EpochRecord(
         index=index, start=start, length=length, epsilon=plan.epsilon, source=plan.source, status=plan.status,
         solve_time=plan.solve_time, iterations=plan.iterations, message=plan.message,
         unreached=getattr(plan, "unreached", None),
     )
-    if model is not None and model.kernel is not None:
-        rho = stationary_occupancy(model.kernel, plan.policy)
-        lam, zeta = model.average_rewards(rho), model.average_costs(rho)
-        record.exact_rewards = lam.tolist()
-        record.exact_costs = zeta.tolist()
-        record.exact_objective = float(model.objective.value(lam))
-        record.exact_constraints = model.constraint_values(zeta).tolist()
+    if evaluator is not None:
+        (record.exact_rewards, record.exact_costs, record.exact_objective,
+         record.exact_constraints) = evaluator.evaluate(plan.policy)
     return record
