@@ -1,4 +1,4 @@
-"""The tabular constrained MDP with concave utility (SPEC §1)."""
+"""The tabular constrained MDP with concave utility (docs/math.md §1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The known-model optimum ``f(λ*)`` (SPEC §2 with Q = P and ε = 0)."""
+"""The known-model optimum ``f(λ*)`` (docs/math.md §2 with Q = P and ε = 0)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The abstract ε-tight programs, as backend-neutral data (SPEC §2 and §3).
+"""The abstract ε-tight programs, as backend-neutral data (docs/math.md §2 and §3).
 
 A program is data, not solver calls. It holds
 
@@ -66,7 +66,7 @@ def _number(value: Any) -> float:
 
 
 def tightness(time: float, constant: float = 1.0, horizon_lower_bound: float | None = None) -> float:
-    """The tightness schedule ``ε = K_ε sqrt(ln τ / τ)``, ``τ = max(t, T_l)`` (SPEC §4).
+    """The tightness schedule ``ε = K_ε sqrt(ln τ / τ)``, ``τ = max(t, T_l)`` (docs/math.md §4).
 
     Parameters
     ----------
@@ -136,6 +136,21 @@ def l1_radius(visits: np.ndarray, time: float, n_states: int, n_actions: int, ki
     if kind == "experiment":
         return np.sqrt(n_states * math.log(n_actions * time) / np.maximum(1.0, visits))
     raise ProgramError(f"radius must be one of {', '.join(map(repr, RADII))}, got {kind!r}.")
+
+
+def check_kernel(model: CMDP, kernel: Any) -> np.ndarray:
+    """``kernel`` as a float array of shape (S, A, S) whose rows are distributions, else a ProgramError."""
+    S, A = model.n_states, model.n_actions
+    q = np.asarray(kernel, dtype=float)
+    if q.shape != (S, A, S):
+        raise ProgramError(f"kernel must have shape (S, A, S) = ({S}, {A}, {S}), got {q.shape}.")
+    if not np.all(np.isfinite(q)):
+        raise ProgramError("kernel contains NaN or infinite entries.")
+    try:
+        check_distribution(q, "kernel")
+    except ModelError as exc:
+        raise ProgramError(str(exc)) from None
+    return q
 
 
 @dataclass(frozen=True)
@@ -361,7 +376,7 @@ class Program:
 
 
 class OccupancyProgram(Program):
-    """The occupancy program of SPEC §2 for a given kernel ``Q`` and tightness ε.
+    """The occupancy program of docs/math.md §2 for a given kernel ``Q`` and tightness ε.
 
     maximise ``f(λ(ρ))`` over ρ >= 0 with ``Σ ρ = 1``, flow balance
     ``Σ_a ρ(s',a) = Σ_{s,a} Q(s'|s,a) ρ(s,a)`` and ``g_m(ζ(ρ)) <= -ε``.
@@ -406,15 +421,7 @@ class OccupancyProgram(Program):
         """
         S, A = self.model.n_states, self.model.n_actions
         if kernel is not None:
-            q = np.asarray(kernel, dtype=float)
-            if q.shape != (S, A, S):
-                raise ProgramError(f"kernel must have shape (S, A, S) = ({S}, {A}, {S}), got {q.shape}.")
-            if not np.all(np.isfinite(q)):
-                raise ProgramError("kernel contains NaN or infinite entries.")
-            try:
-                check_distribution(q, "kernel")
-            except ModelError as exc:
-                raise ProgramError(str(exc)) from None
+            q = check_kernel(self.model, kernel)
             self.kernel = q.copy()
             # coefficient of ρ(s,a) in row s': δ(s', s) - Q(s'|s,a)
             self.linear.param_values[:] = (self._diagonal - q.reshape(S * A, S).T[: S - 1]).ravel()
@@ -516,7 +523,7 @@ class JointProgram(Program):
 
 
 class OptimisticProgram(JointProgram):
-    """The optimistic ε-tight program of SPEC §3 over joint probabilities ``p(s,a,s')``.
+    """The optimistic ε-tight program of docs/math.md §3 over joint probabilities ``p(s,a,s')``.
 
     Variables ρ (S, A), p (S, A, S) and α (S, A, S), all >= 0. Rows: those of
     :class:`JointProgram`; ``|p(s,a,s') - P^(s'|s,a) ρ(s,a)| <= α(s,a,s')``;
@@ -589,13 +596,13 @@ class OptimisticProgram(JointProgram):
 
 
 def box_radius(visits: np.ndarray, horizon: float, n_states: int, n_actions: int) -> np.ndarray:
-    """The per-entry radius ``b(s,a) = min(1, sqrt(ln(2 S² A T²) / (2 max(1, N(s,a)))))`` (SPEC §10.1)."""
+    """The per-entry radius ``b(s,a) = min(1, sqrt(ln(2 S² A T²) / (2 max(1, N(s,a)))))`` (docs/math.md §9)."""
     log_term = math.log(2.0 * n_states**2 * n_actions * float(horizon) ** 2)
     return np.minimum(1.0, np.sqrt(log_term / (2.0 * np.maximum(1.0, visits))))
 
 
 class BoxOptimisticProgram(JointProgram):
-    """UCRL-CMDP's optimistic program (SPEC §10.1): per-entry boxes instead of an L1 ball.
+    """UCRL-CMDP's optimistic program (docs/math.md §9): per-entry boxes instead of an L1 ball.
 
     Variables ρ (S, A) and p (S, A, S), both >= 0 (no α). Rows: those of
     :class:`JointProgram`; the box ``|p(s,a,s') - P^(s'|s,a) ρ(s,a)| <= b(s,a) ρ(s,a)``
@@ -626,6 +633,18 @@ class BoxOptimisticProgram(JointProgram):
             raise ProgramError(f"the horizon T must be a finite number >= 1, got {horizon!r}.")
         self.horizon = float(horizon)
         super().__init__(model, [], counts, time, epsilon)
+        # Read once per solve (thousands per run): the blocks' slices, kept rather than rebuilt each time.
+        self._views = {name: (block.slice, block.shape) for name, block in self.blocks.items()}
+
+    def occupancy(self, x: np.ndarray) -> np.ndarray:
+        """ρ (S, A) from a solution vector."""
+        where, shape = self._views["occupancy"]
+        return np.asarray(x)[where].reshape(shape)
+
+    def joint(self, x: np.ndarray) -> np.ndarray:
+        """p (S, A, S) from a solution vector."""
+        where, shape = self._views["joint"]
+        return np.asarray(x)[where].reshape(shape)
 
     def _add_confidence_rows(self, rho, p):
         S = self.model.n_states
@@ -647,7 +666,33 @@ class BoxOptimisticProgram(JointProgram):
         return p_hat - b, p_hat + b
 
     def _set_confidence(self) -> None:
-        lower, upper = self.kernel_bounds()
-        values, groups = self.linear.param_values, self.linear.param_groups
-        values[groups["box_upper"]] = -upper.ravel()
-        values[groups["box_lower"]] = lower.ravel()
+        """Recompute the box coefficients of the pairs whose counts changed since the last call.
+
+        A pair's coefficients depend only on its own counts and on ``T`` (the epoch start is
+        recorded, not used), so an epoch that visited a few pairs rewrites only their ``2 S``
+        entries each. Every entry is computed by the same elementwise arithmetic as
+        :meth:`kernel_bounds`, so the values are bit-identical to a full recomputation.
+        """
+        S = self.model.n_states
+        flat = self.counts.reshape(-1, S)
+        previous = getattr(self, "_confidence_counts", None)
+        if previous is None:
+            pairs = np.arange(flat.shape[0])
+        else:
+            pairs = np.flatnonzero(np.any(flat != previous.reshape(-1, S), axis=1))
+        if pairs.size:
+            self._set_box_rows(pairs, flat[pairs])
+        self._confidence_counts = self.counts.copy()
+
+    def _set_box_rows(self, pairs: np.ndarray, counts: np.ndarray) -> None:
+        """Write ``-(P^ + b)`` and ``P^ - b`` for the flat pair indices ``pairs`` from their counts (k, S)."""
+        S = self.model.n_states
+        visits = counts.sum(axis=1)
+        p_hat = counts / np.maximum(1.0, visits)[:, None]
+        b = box_radius(visits, self.horizon, S, self.model.n_actions)[:, None]
+        entries = (pairs[:, None] * S + np.arange(S)).ravel()
+        groups = self.linear.param_groups
+        upper_values = self.linear.param_values[groups["box_upper"]]   # views into param_values
+        lower_values = self.linear.param_values[groups["box_lower"]]
+        upper_values[entries] = -(p_hat + b).ravel()
+        lower_values[entries] = (p_hat - b).ravel()

@@ -1,4 +1,4 @@
-"""The result every backend returns, and policy extraction (SPEC §2)."""
+"""The result every backend returns, and policy extraction (docs/math.md §2)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ class Status(str, Enum):
 
 
 class ProgramVariant(str, Enum):
-    """Which program produced a result: the ε-tight one, or the fallback without g rows (SPEC §4)."""
+    """Which program produced a result: the ε-tight one, or the fallback without g rows (docs/math.md §4)."""
 
     TIGHT = "tight"
     FALLBACK = "fallback"

@@ -23,7 +23,7 @@ Plugging your own utility
 -------------------------
 Subclass :class:`Utility`, set ``curvature`` and implement ``value``,
 ``gradient`` and ``hessian``; add ``cvxpy_expr`` to use the ``cvxpy`` backend,
-``pyomo_expr`` for the ``pyomo`` backend and ``affine_pieces`` for ``highs``.
+``pyomo_expr`` for the ``pyomo`` backend and ``affine_pieces`` for the LP backends (``highs``, ``scipy``).
 A backend refuses a utility lacking what it needs, naming a backend that can
 take it. See the README for a worked example.
 """

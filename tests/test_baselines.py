@@ -1,6 +1,6 @@
-"""The baselines of SPEC §10: UCRL-CMDP's box program and agent, the primal-dual agent.
+"""The baselines of docs/math.md §9: UCRL-CMDP's box program and agent, the primal-dual agent.
 
-Reference values are computed here from the SPEC formulas (numpy, a closed-form
+Reference values are computed here from the formulas of docs/math.md (numpy, a closed-form
 2-state Poisson solve, ``scipy.optimize.linprog``), never by the code under test.
 """
 
@@ -30,24 +30,24 @@ from conftest import backend_or_skip
 TOL = 1e-6
 
 
-# -- references written from the SPEC ----------------------------------------------
+# -- references written from docs/math.md ----------------------------------------------
 
 
 def spec_box_radius(counts, horizon):
-    """SPEC §10.1: b(s,a) = min(1, sqrt(ln(2 S² A T²) / (2 max(1, N(s,a)))))."""
+    """docs/math.md §9: b(s,a) = min(1, sqrt(ln(2 S² A T²) / (2 max(1, N(s,a)))))."""
     S, A, _ = counts.shape
     visits = counts.sum(axis=2)
     return np.minimum(1.0, np.sqrt(np.log(2 * S * S * A * horizon**2) / (2 * np.maximum(1.0, visits))))
 
 
 def spec_empirical_kernel(counts):
-    """SPEC §3: P^ = n / max(1, N), zeros for an unvisited pair."""
+    """docs/math.md §3: P^ = n / max(1, N), zeros for an unvisited pair."""
     return counts / np.maximum(1.0, counts.sum(axis=2))[:, :, None]
 
 
 def true_kernel_optimum(kernel, reward, costs, bounds):
-    """SPEC §2 with ε = 0 by linprog: max Σ ρ r  s.t.  Σ ρ = 1, all S flow rows, Σ ρ c_m <= b_m."""
-    poly = occupancy_polytope(kernel)  # the independent statement of SPEC §2 in tests/reference.py
+    """docs/math.md §2 with ε = 0 by linprog: max Σ ρ r  s.t.  Σ ρ = 1, all S flow rows, Σ ρ c_m <= b_m."""
+    poly = occupancy_polytope(kernel)  # the independent statement of docs/math.md §2 in tests/reference.py
     a_ub = np.array([c.ravel() for c in costs]) if len(costs) else None
     res = linprog(-reward.ravel(), A_ub=a_ub, b_ub=np.asarray(bounds) if len(costs) else None,
                   A_eq=poly.A_eq.toarray(), b_eq=poly.b_eq, bounds=(0, None), method="highs")

@@ -1,6 +1,6 @@
 """Environments (issue 5): the built-in models, the Gymnasium API, `curlopt.envs.make` and `curlopt optimum`.
 
-Reference numbers are computed by hand from SPEC §8 (the arithmetic is written out next to each
+Reference numbers are computed by hand from docs/math.md §8 (the arithmetic is written out next to each
 assertion) or by an independent computation in this file, never by the code under test.
 """
 

@@ -8,7 +8,11 @@ import pytest
 
 from curlopt import CMDP, Linear, LinearBound, OccupancyProgram, OptimisticProgram, build_model
 from curlopt.results import policy_from_occupancy
+from curlopt.testing.reference import model_optimum
 from conftest import backend_or_skip
+
+#: the queue's optimum, from the independent reference LP (not typed in)
+QUEUE_OPTIMUM = model_optimum(build_model("queue")).value
 
 
 def assert_policy_sane(result, n_states, n_actions):
@@ -31,9 +35,9 @@ def test_optimistic_program_with_extreme_counts_and_times(backend_name, scale, t
     program = OptimisticProgram(model, counts=queue_counts(scale), time=time, epsilon=0.0)
     result = backend_or_skip(backend_name, program).solve()
     assert_policy_sane(result, 6, 16)
-    # with 1e9 samples per pair P^ = P and β ~ 1e-3: the optimistic value is near the true optimum (4.4737...)
+    # with 1e9 samples per pair P^ = P and β ~ 1e-3: the optimistic value is near the true optimum
     if scale >= 1e9:
-        assert result.objective == pytest.approx(4.4737, abs=0.05)
+        assert result.objective == pytest.approx(QUEUE_OPTIMUM, abs=0.05)
 
 
 def test_unvisited_pairs_leave_the_kernel_free(backend_name):
@@ -53,7 +57,7 @@ def test_tiny_probabilities_in_the_kernel(backend_name):
     kernel /= kernel.sum(axis=2, keepdims=True)
     result = backend_or_skip(backend_name, OccupancyProgram(model, kernel=kernel)).solve()
     assert_policy_sane(result, 6, 16)
-    assert result.objective == pytest.approx(4.4737383, abs=1e-5)
+    assert result.objective == pytest.approx(QUEUE_OPTIMUM, abs=1e-5)
 
 
 def test_degenerate_program_with_ties(backend_name):
@@ -67,7 +71,7 @@ def test_degenerate_program_with_ties(backend_name):
 
 def test_an_absorbing_state_leaves_others_unvisited(backend_name):
     # State 2 is absorbing under every action: the optimum puts all mass there, states 0 and 1 get
-    # ρ = 0, and their policy must be uniform (SPEC §2), not NaN.
+    # ρ = 0, and their policy must be uniform (docs/math.md §2), not NaN.
     kernel = np.zeros((3, 2, 3))
     kernel[:, :, 2] = 1.0
     model = CMDP(np.ones((1, 3, 2)), objective=Linear([1.0]), kernel=kernel)

@@ -1,15 +1,15 @@
-"""Property and reference tests of the optimisation layer (SPEC §2–§4).
+"""Property and reference tests of the optimisation layer (docs/math.md §2–§4).
 
 Every test body runs on every installed backend that accepts the program (the
 ``backend_name`` fixture plus ``backend_or_skip``), so a new backend is covered by
 registering it. What is checked, and against what:
 
 * optimum — against the independent reference of ``tests/reference.py`` (scipy
-  ``linprog`` on LPs written from the SPEC; cutting planes for the log objective);
+  ``linprog`` on LPs written from docs/math.md; cutting planes for the log objective);
 * feasibility and the program variant — against the reference's proof of
   (in)feasibility;
 * every constraint of the returned solution — by the numpy checks in
-  :func:`check_solution`, written from the SPEC formulas (never via
+  :func:`check_solution`, written from the formulas of docs/math.md (never via
   ``program.residuals``);
 * backends against each other, update-then-resolve against a fresh compile, and a
   2-state model solved by hand.
@@ -134,7 +134,7 @@ def assert_objective_matches(result, ref, what: str = "") -> None:
 
 
 def check_solution(case: Case, kind: str, result, tight: bool) -> None:
-    """Every constraint of the solved program holds at the returned solution (SPEC formulas, numpy only).
+    """Every constraint of the solved program holds at the returned solution (formulas of docs/math.md, numpy only).
 
     ``tight`` asks for the g rows ``g_m(ζ) <= -ε`` too (the ε-tight program);
     a fallback result is checked without them.
@@ -413,7 +413,7 @@ def test_hand_solved_optimistic_program_without_data(backend_name, bound, epsilo
     assert result.program is variant, result.message
     assert result.objective == pytest.approx(1.0, abs=OBJECTIVE_ABS)
     np.testing.assert_allclose(result.occupancy[0], [0.0, 0.0], rtol=0, atol=1e-7)
-    # state 0 is never visited by the optimum (ρ*(0,·) = 0): SPEC §2 asks for the uniform policy there
+    # state 0 is never visited by the optimum (ρ*(0,·) = 0): docs/math.md §2 asks for the uniform policy there
     np.testing.assert_allclose(result.policy[0], [0.5, 0.5], rtol=0, atol=1e-6)
 
 

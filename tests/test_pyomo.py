@@ -1,9 +1,9 @@
 """The ``pyomo`` backend (Pyomo model, Ipopt through cyipopt): agreement with ``cvxpy``, constraints, faults.
 
-Constraint checks are an independent numpy transcription of SPEC §2 and §3 (flow
+Constraint checks are an independent numpy transcription of docs/math.md §2 and §3 (flow
 balance on every state, total mass, the L1 rows with β and P^ recomputed from the
 counts, the g rows), not the program's own residuals. Reference LPs for choosing
-feasible bounds use scipy's ``linprog`` on the SPEC formulas.
+feasible bounds use scipy's ``linprog`` on the formulas of docs/math.md.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ FEASIBLE = 1e-6
 
 
 # ----------------------------------------------------------------------------
-# Independent helpers (SPEC formulas in numpy/scipy)
+# Independent helpers (formulas of docs/math.md in numpy/scipy)
 # ----------------------------------------------------------------------------
 
 
@@ -66,8 +66,8 @@ def random_kernel(rng, S, A):
 
 
 def occupancy_lp(kernel, objective, sense=1.0):
-    """max (sense=1) or min (sense=-1) of ``Σ objective·ρ`` over stationary occupancies of ``kernel`` (SPEC §2)."""
-    poly = occupancy_polytope(kernel)  # the independent statement of SPEC §2 in tests/reference.py
+    """max (sense=1) or min (sense=-1) of ``Σ objective·ρ`` over stationary occupancies of ``kernel`` (docs/math.md §2)."""
+    poly = occupancy_polytope(kernel)  # the independent statement of docs/math.md §2 in tests/reference.py
     res = linprog(-sense * np.ravel(objective), A_eq=poly.A_eq.toarray(), b_eq=poly.b_eq, bounds=(0, None),
                   method="highs")
     assert res.status == 0
@@ -79,7 +79,7 @@ def radius(visits, time, S, A):
 
 
 def check_occupancy_solution(result, kernel, model, epsilon, with_constraints=True):
-    """Every row of SPEC §2 at the result's ρ, to FEASIBLE."""
+    """Every row of docs/math.md §2 at the result's ρ, to FEASIBLE."""
     rho = result.occupancy
     assert rho.min() >= -FEASIBLE
     assert abs(rho.sum() - 1.0) <= FEASIBLE
@@ -89,7 +89,7 @@ def check_occupancy_solution(result, kernel, model, epsilon, with_constraints=Tr
 
 
 def check_optimistic_solution(result, program, counts, time, epsilon, with_constraints=True):
-    """Every row of SPEC §3 (β and P^ recomputed from the counts), to FEASIBLE."""
+    """Every row of docs/math.md §3 (β and P^ recomputed from the counts), to FEASIBLE."""
     model = program.model
     S, A = model.n_states, model.n_actions
     x = result.x
@@ -173,7 +173,7 @@ def solve_both(program):
 
 
 # ----------------------------------------------------------------------------
-# Hypothesis: pyomo agrees with cvxpy; every SPEC row holds
+# Hypothesis: pyomo agrees with cvxpy; every row of docs/math.md holds
 # ----------------------------------------------------------------------------
 
 
@@ -208,7 +208,7 @@ def test_optimistic_program_agrees_with_cvxpy(seed, fair, steps, time):
 
 
 # ----------------------------------------------------------------------------
-# The fair scheduler (SPEC §8.2)
+# The fair scheduler (docs/math.md §8)
 # ----------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""Epoch triggers (SPEC §5) as small strategy objects.
+"""Epoch triggers (docs/math.md §5) as small strategy objects.
 
 A trigger is asked once, at the start of an epoch, for its limits: a per-pair
 threshold array and a maximum epoch length. The epoch ends after the first step

@@ -6,6 +6,7 @@ it compiles a program.
 
 from .base import Backend, CompiledProgram, RawSolution
 from .registry import (
+    auto_candidates,
     backend_names,
     backends_accepting,
     choose_backend,
@@ -19,6 +20,7 @@ __all__ = [
     "Backend",
     "CompiledProgram",
     "RawSolution",
+    "auto_candidates",
     "backend_names",
     "backends_accepting",
     "choose_backend",

@@ -13,7 +13,7 @@ from .base import Backend
 
 __all__ = [
     "register_backend", "get_backend", "backend_names", "installed_backends", "backends_accepting",
-    "choose_backend", "resolve_backend",
+    "choose_backend", "resolve_backend", "auto_candidates", "backend_class",
 ]
 
 # name -> "module:Class" (imported lazily so that naming a backend never imports its solver)
@@ -21,6 +21,8 @@ _BUILTIN = {
     "highs": "curlopt.backends.highs:HighsBackend",
     "cvxpy": "curlopt.backends.cvxpy:CvxpyBackend",
     "pyomo": "curlopt.backends.pyomo:PyomoBackend",
+    # the worked example of docs/extending.md; never the ``auto`` choice (see ``auto_choice``)
+    "scipy": "curlopt.backends.scipy:ScipyBackend",
 }
 _REGISTRY: dict[str, str | type[Backend] | Callable[..., Backend]] = dict(_BUILTIN)
 
@@ -115,9 +117,18 @@ def check_keywords(name: str, factory: Callable[..., Any], options: dict[str, An
         )
 
 
+def auto_candidates() -> list[str]:
+    """Installed backends ``auto`` may choose, in registry order.
+
+    A backend class that sets ``auto_choice = False`` (e.g. ``scipy``, which does what ``highs`` does
+    without its hot start) is left out: it is used only when named.
+    """
+    return [name for name in installed_backends() if getattr(backend_class(name), "auto_choice", True)]
+
+
 def choose_backend(utilities: Sequence[Utility]) -> str:
     """The ``auto`` choice: ``highs`` when every utility is LP-representable, else the first
-    installed backend (in registry order) that accepts them all.
+    installed backend (in registry order, see :func:`auto_candidates`) that accepts them all.
 
     Raises
     ------
@@ -127,7 +138,7 @@ def choose_backend(utilities: Sequence[Utility]) -> str:
     utilities = list(utilities)
     if all(u.is_lp_representable for u in utilities) and "highs" in installed_backends():
         return "highs"
-    for name in installed_backends():
+    for name in auto_candidates():
         if all(backend_class(name).accepts(u) for u in utilities):
             return name
     raise BackendError(

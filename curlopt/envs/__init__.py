@@ -1,4 +1,4 @@
-"""Gymnasium environments for the built-in models (SPEC §8).
+"""Gymnasium environments for the built-in models (docs/math.md §8).
 
 Importing this package imports Gymnasium and registers the ids
 ``curlopt/Queue-v0``, ``curlopt/Scheduler-v0``, ``curlopt/NonErgodic-v0``,

@@ -1,4 +1,4 @@
-"""Maximum-entropy exploration as a utility (SPEC §8.3)."""
+"""Maximum-entropy exploration as a utility (docs/math.md §8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A non-ergodic 3-state example (SPEC §8.3).
+"""A non-ergodic 3-state example (docs/math.md §8).
 
 Different deterministic policies have different recurrent classes here, so the
 stationary occupancy program can misstate what a policy achieves. The model

@@ -1,4 +1,4 @@
-"""Single-server queue with flow and service control (SPEC §8.1)."""
+"""Single-server queue with flow and service control (docs/math.md §8)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def queue_model(
     service: Sequence[float] = SERVICE_GRID,
     flow: Sequence[float] = FLOW_GRID,
 ) -> CMDP:
-    """The queue of SPEC §8.1 as a CMDP.
+    """The queue of docs/math.md §8 as a CMDP.
 
     States are the number of waiting customers ``x = 0..buffer``; actions are the
     pairs (service probability a, flow probability b), action index

@@ -1,4 +1,4 @@
-"""Random ergodic CMDPs from a seed (SPEC §8.3), for tests and benchmarks."""
+"""Random ergodic CMDPs from a seed (docs/math.md §8), for tests and benchmarks."""
 
 from __future__ import annotations
 

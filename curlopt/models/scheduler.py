@@ -1,4 +1,4 @@
-"""Fair scheduler with a service-level agreement (SPEC §8.2)."""
+"""Fair scheduler with a service-level agreement (docs/math.md §8)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ STAY_PROBABILITY = 0.625
 
 
 def scheduler_model(sla: float | None = 0.3) -> CMDP:
-    """Two clients sharing one resource, proportional fairness, optional SLA (SPEC §8.2).
+    """Two clients sharing one resource, proportional fairness, optional SLA (docs/math.md §8).
 
     Joint state ``s = 4 i_1 + i_2`` (client states ``i_1, i_2`` in 0..3; S = 16).
     Action 0 serves client 1, action 1 serves client 2 (A = 2). Each client stays

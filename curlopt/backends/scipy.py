@@ -1,0 +1,153 @@
+"""The ``scipy`` backend: ``scipy.optimize.linprog`` (HiGHS inside SciPy) for LP-representable programs.
+
+This backend is the worked example of docs/extending.md: a whole backend in one
+module, built on :class:`~curlopt.lp.LPForm` (which turns a program with
+LP-representable utilities into one LP) and on the shared ε-tight / fallback
+logic of :class:`~curlopt.backends.base.CompiledProgram`. It is deliberately
+simple: ``linprog`` has no model object to keep, so every solve rebuilds the
+matrix from the program's current parameter values (no hot start). The
+``highs`` backend, which keeps HiGHS's basis across re-solves, stays the
+preferred one for linear programs; ``auto`` never picks this backend.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import BackendOptionError
+from ..lp import LPForm
+from ..program import Program
+from ..results import Status
+from ..utilities import Utility
+from .base import Backend, CompiledProgram, RawSolution
+
+__all__ = ["ScipyBackend", "CompiledScipy", "STATUS_MAP"]
+
+#: ``linprog``'s integer status -> ours. 1 means "iteration or time limit"; :func:`_status` tells them apart.
+STATUS_MAP: dict[int, Status] = {
+    0: Status.OPTIMAL,
+    1: Status.ITERATION_LIMIT,
+    2: Status.INFEASIBLE,
+    3: Status.UNBOUNDED,
+    4: Status.NUMERICAL_ERROR,
+}
+
+#: tight enough that every row holds to ~1e-9, as the highs backend asks of HiGHS
+DEFAULT_OPTIONS: dict[str, Any] = {"primal_feasibility_tolerance": 1e-9, "dual_feasibility_tolerance": 1e-9}
+
+
+class ScipyBackend(Backend):
+    """``scipy.optimize.linprog(method="highs")`` for linear and LP-representable utilities.
+
+    Parameters
+    ----------
+    options : dict, optional
+        Options passed to ``linprog`` (e.g. ``{"time_limit": 10.0}``), merged over
+        :data:`DEFAULT_OPTIONS`. Unknown names are refused when the backend is built.
+    """
+
+    name: ClassVar[str] = "scipy"
+    requires: ClassVar[tuple[str, ...]] = ("scipy",)
+    extra: ClassVar[str] = ""  # scipy is a core dependency
+    takes: ClassVar[str] = "linear and LP-representable utilities (max-min, max of linear, 1- and inf-norms)"
+    #: read by the registry: ``auto`` never chooses this backend (highs does the same job, hot-started)
+    auto_choice: ClassVar[bool] = False
+    #: every status ``linprog`` returns, mapped (see :data:`STATUS_MAP`)
+    STATUS_MAP: ClassVar[dict[int, Status]] = STATUS_MAP
+
+    def __init__(self, options: dict[str, Any] | None = None):
+        if options is not None and not isinstance(options, dict):
+            raise BackendOptionError(f"the scipy backend's options must be a dict of linprog options, got {options!r}.")
+        self.options = {**DEFAULT_OPTIONS, **(options or {})}
+        _check_options(self.options)
+
+    @classmethod
+    def accepts(cls, utility: Utility) -> bool:
+        return utility.is_lp_representable
+
+    def _compile(self, program: Program) -> "CompiledScipy":
+        return CompiledScipy(self, program)
+
+
+def _linprog_options() -> list[str]:
+    """The option names ``linprog(method="highs")`` documents (its "Options" section)."""
+    import re
+
+    from scipy.optimize import show_options
+
+    text = show_options("linprog", "highs", disp=False)
+    section = text.split("Options\n-------\n", 1)[-1].split("\nReturns\n", 1)[0]
+    return [name for name in re.findall(r"^(\w+) :", section, flags=re.MULTILINE) if name != "unknown_options"]
+
+
+def _check_options(options: dict[str, Any]) -> None:
+    """Refuse what ``linprog`` would not use: an unknown name (it only warns, then ignores it) or a value it
+    rejects (tried once on a one-variable LP, so the mistake shows when the backend is built, not mid-run)."""
+    from scipy.optimize import linprog
+
+    known = _linprog_options()
+    unknown = [key for key in options if key not in known]
+    if unknown:
+        raise BackendOptionError(
+            f"the scipy backend was given linprog option(s) {', '.join(map(repr, unknown))} that"
+            f" linprog(method='highs') does not take; it takes {', '.join(map(repr, known))}.",
+            [str(key) for key in unknown],
+        )
+    try:
+        linprog([1.0], bounds=[(0.0, 1.0)], method="highs", options=options)
+    except (TypeError, ValueError) as exc:
+        reason = " ".join(str(exc).split())  # SciPy's message spans lines; keep the error to one
+        raise BackendOptionError(f"the scipy backend's linprog options {options!r} are refused: {reason[:300]}") from exc
+
+
+def _status(code: int, message: str) -> Status:
+    """Our status for ``linprog``'s ``code``; code 1 covers both limits, and only the message says which."""
+    if code == 1 and "time limit" in message.lower():
+        return Status.TIME_LIMIT
+    return STATUS_MAP.get(code, Status.UNKNOWN)
+
+
+class CompiledScipy(CompiledProgram):
+    """An LP form of one program; each solve reads the current parameters and ε and calls ``linprog``."""
+
+    def __init__(self, backend: ScipyBackend, program: Program):
+        super().__init__(backend, program)
+        self.form = form = LPForm(program)
+        # linprog minimises ``c·x`` over ``A_ub x <= b_ub``, ``A_eq x = b_eq``: split our two-sided rows once.
+        self._equal = np.flatnonzero(form.row_lower == form.row_upper)
+        self._upper = np.flatnonzero((form.row_lower != form.row_upper) & np.isfinite(form.row_upper))
+        self._lower = np.flatnonzero((form.row_lower != form.row_upper) & np.isfinite(form.row_lower))
+        self._bounds = list(zip(np.where(np.isfinite(form.col_lower), form.col_lower, None),
+                                np.where(np.isfinite(form.col_upper), form.col_upper, None)))
+
+    def parameter_values(self) -> np.ndarray:
+        """The program's current parameter entries (the kernel, ``P^``, the radius), read at every solve."""
+        return self.program.linear.param_values
+
+    def _solve(self, with_constraints: bool) -> RawSolution:
+        import scipy.sparse as sp
+        from scipy.optimize import linprog
+
+        form, program = self.form, self.program
+        matrix = form.matrix(self.parameter_values())
+        row_upper = form.row_upper.copy()
+        row_upper[form.constraint_rows] = form.constraint_upper(program.epsilon, with_constraints)
+        # the fallback's g rows have an infinite upper bound: leave them out
+        upper = self._upper[np.isfinite(row_upper[self._upper])]
+        a_ub = sp.vstack([matrix[upper], -matrix[self._lower]]).tocsr()
+        b_ub = np.concatenate([row_upper[upper], -form.row_lower[self._lower]])
+        started = time.perf_counter()
+        res = linprog(-form.cost, A_ub=a_ub if a_ub.shape[0] else None, b_ub=b_ub if b_ub.size else None,
+                      A_eq=matrix[self._equal] if self._equal.size else None,
+                      b_eq=form.row_upper[self._equal] if self._equal.size else None,
+                      bounds=self._bounds, method="highs", options=self.backend.options)
+        solver_time = time.perf_counter() - started  # linprog reports no run time of its own
+        status = _status(int(res.status), str(res.message))
+        x = np.asarray(res.x, dtype=float)[: program.n_vars] if status is Status.OPTIMAL else None
+        iterations = getattr(res, "nit", None)
+        message = "" if status is Status.OPTIMAL else f"linprog status {res.status}: {res.message}"
+        return RawSolution(status, x, None if iterations is None else int(iterations), "scipy linprog (HiGHS)",
+                           message, solver_time)
