@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ALL=(queue-radius-tightness scheduler-unreached primal-dual-scale primal-dual-scale-short linear-trigger-rules reproduce-queue reproduce-scheduler)
+ALL=(queue-radius-tightness scheduler-unreached primal-dual-scale primal-dual-scale-short linear-trigger-rules safe-mode-queue safe-mode-ablation safe-mode-random safe-mode-scheduler reproduce-queue reproduce-scheduler)
 NAMES=("${@:-${ALL[@]}}")
 
 publish() {  # publish NAME RESULTS_DIR
@@ -16,6 +16,8 @@ publish() {  # publish NAME RESULTS_DIR
     mkdir -p "$to"
     cp "$from"/summary.csv "$from"/summary.md "$from"/checkpoints.csv "$from"/study.json "$to"/
     rm -f "$to"/*.png
+    # a study over many models (safe-mode-random: 20) is quoted by its tables; its 40 figures stay in results/
+    [ "$(ls "$from"/figures/*-frontier.png 2>/dev/null | wc -l)" -gt 4 ] && { echo "published $name -> $to (tables only)"; return; }
     for figure in "$from"/figures/*-frontier.png "$from"/figures/*-overview.png; do
         [ -e "$figure" ] && cp "$figure" "$to"/
     done
@@ -34,6 +36,8 @@ for name in "${NAMES[@]}"; do
             publish "$name" results/scheduler ;;
         *)
             curlopt sweep "studies/$name.toml"
-            publish "$name" "results/studies/$name" ;;
+            publish "$name" "results/studies/$name"
+            # docs/safe-mode.md's frontier puts safe mode among the fixed-K_ε configurations of another study
+            if [ "$name" = safe-mode-queue ]; then python studies/safe_mode_figure.py; fi ;;
     esac
 done

@@ -1,15 +1,16 @@
-"""The tables of docs/reproduction.md, generated from the committed study summaries.
+"""The tables of docs/reproduction.md and docs/safe-mode.md, generated from the committed study summaries.
 
-docs/reproduction.md quotes the shipped studies through blocks between markers::
+Those pages quote the shipped studies through blocks between markers::
 
     <!-- table: NAME [time T1,T2,...] -->
     ... generated ...
     <!-- end table -->
 
 ``NAME`` is a folder under docs/studies/ (its summary.csv; with ``time``, also its checkpoints.csv for the mean
-regret and violation at the listed times). This script rewrites every block from those files::
+regret and violation at the listed times; with ``pooled``, one row per configuration over all the study's
+models). This script rewrites every block from those files::
 
-    python studies/tables.py            # rewrite the blocks in docs/reproduction.md
+    python studies/tables.py            # rewrite the blocks in the pages
     python studies/tables.py --check    # exit 1 if a block differs from what the files give (the test suite runs this)
 
 So every number in those tables comes from a committed output, and a stale table fails a test.
@@ -25,7 +26,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DOC = ROOT / "docs" / "reproduction.md"
+DOCS = (ROOT / "docs" / "reproduction.md", ROOT / "docs" / "safe-mode.md")
 STUDIES = ROOT / "docs" / "studies"
 BLOCK = re.compile(r"(<!-- table: (?P<spec>[^>]*?) -->\n)(?P<body>.*?)(<!-- end table -->)", re.S)
 
@@ -102,13 +103,39 @@ def time_table(name: str, times: list[int]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def pooled_table(name: str) -> str:
+    """Per configuration, over every model (setting) of the study: runs with C(T) = 0, mean R(T) and C(T) over
+    all runs, and the models on which every seed kept C(T) = 0."""
+    rows = _read(STUDIES / name / "summary.csv")
+    by_label: dict[str, list[dict[str, str]]] = {}
+    for row in rows:
+        by_label.setdefault(row["label"], []).append(row)
+    lines = ["| configuration | models | runs | T | runs with C(T) = 0 | models with C(T) = 0 on every seed |"
+             " mean R(T) | mean C(T) | violating epochs |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for label, members in by_label.items():
+        seeds = [int(r["seeds"]) for r in members]
+        runs = sum(seeds)
+        zero = sum(round(float(r["zero_violation_share"]) * n) for r, n in zip(members, seeds))
+        all_zero = sum(1 for r in members if float(r["zero_violation_share"]) == 1.0)
+        mean = lambda key: sum(float(r[key]) * n for r, n in zip(members, seeds)) / runs
+        lines.append(
+            f"| {label} | {len(members)} | {runs} | {int(members[0]['steps']):,} | {zero}/{runs} ({zero / runs:.0%}) |"
+            f" {all_zero}/{len(members)} | {_number(str(mean('regret_mean')))} | {_number(str(mean('violation_mean')))} |"
+            f" {mean('violating_epoch_share'):.1%} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def render(spec: str) -> str:
     words = spec.split()
     name = words[0]
     if len(words) == 3 and words[1] == "time":
         return time_table(name, [int(t) for t in words[2].split(",")])
+    if len(words) == 2 and words[1] == "pooled":
+        return pooled_table(name)
     if len(words) != 1:
-        raise SystemExit(f"docs/reproduction.md: cannot read table spec {spec!r}")
+        raise SystemExit(f"cannot read table spec {spec!r}")
     return summary_table(name)
 
 
@@ -120,17 +147,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if a table is stale; change nothing")
     args = parser.parse_args(argv)
-    text = DOC.read_text(encoding="utf-8")
-    new = rewrite(text)
-    if args.check:
-        if new != text:
-            print("docs/reproduction.md: a table differs from docs/studies/*: run python studies/tables.py",
-                  file=sys.stderr)
-            return 1
-        return 0
-    DOC.write_text(new, encoding="utf-8")
-    print(f"rewrote {len(BLOCK.findall(text))} tables in {DOC.relative_to(ROOT)}")
-    return 0
+    stale = 0
+    for doc in DOCS:
+        text = doc.read_text(encoding="utf-8")
+        new = rewrite(text)
+        if args.check:
+            if new != text:
+                print(f"{doc.relative_to(ROOT)}: a table differs from docs/studies/*: run python studies/tables.py",
+                      file=sys.stderr)
+                stale += 1
+            continue
+        doc.write_text(new, encoding="utf-8")
+        print(f"rewrote {len(BLOCK.findall(text))} tables in {doc.relative_to(ROOT)}")
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""docs/reproduction.md quotes the committed study outputs: its tables must be what those files give."""
+"""docs/reproduction.md and docs/safe-mode.md quote the committed study outputs: their tables must be what those
+files give."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
-DOC = ROOT / "docs" / "reproduction.md"
+DOCS = (ROOT / "docs" / "reproduction.md", ROOT / "docs" / "safe-mode.md")
 
 
 def test_reproduction_tables_match_the_committed_summaries():
@@ -17,10 +20,11 @@ def test_reproduction_tables_match_the_committed_summaries():
     assert completed.returncode == 0, completed.stderr
 
 
-def test_every_quoted_study_is_committed_with_its_command():
-    text = DOC.read_text(encoding="utf-8")
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_every_quoted_study_is_committed_with_its_command(doc):
+    text = doc.read_text(encoding="utf-8")
     names = {spec.split()[0] for spec in re.findall(r"<!-- table: ([^>]*?) -->", text)}
-    assert names, "docs/reproduction.md quotes no study"
+    assert names, f"{doc.name} quotes no study"
     publish = (ROOT / "studies" / "publish.sh").read_text(encoding="utf-8")
     for name in names:
         folder = ROOT / "docs" / "studies" / name

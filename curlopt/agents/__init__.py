@@ -13,6 +13,7 @@ from ..model import CMDP
 from .base import Agent, EpochPlan, PlanSource
 from .baselines import PrimalDual, UcrlCmdp, UnsupportedModelError
 from .curl import PsCurl, UcCurl
+from .safe import SafeCurl
 from .triggers import (
     TRIGGERS,
     DoublingTrigger,
@@ -26,13 +27,13 @@ from .triggers import (
 )
 
 __all__ = [
-    "AGENTS", "Agent", "EpochPlan", "PlanSource", "UcCurl", "PsCurl", "UcrlCmdp", "PrimalDual", "UnsupportedModelError",
+    "AGENTS", "Agent", "EpochPlan", "PlanSource", "UcCurl", "PsCurl", "SafeCurl", "UcrlCmdp", "PrimalDual", "UnsupportedModelError",
     "make_agent", "register_agent",
     "EpochTrigger", "DoublingTrigger", "LinearTrigger", "GlobalLinearTrigger", "PerPairLinearTrigger",
     "FixedLengthTrigger", "TRIGGERS", "make_trigger", "trigger_rule",
 ]
 
-AGENTS: dict[str, type[Agent]] = {"uc-curl": UcCurl, "ps-curl": PsCurl, "ucrl-cmdp": UcrlCmdp, "primal-dual": PrimalDual}
+AGENTS: dict[str, type[Agent]] = {"uc-curl": UcCurl, "ps-curl": PsCurl, "safe-curl": SafeCurl, "ucrl-cmdp": UcrlCmdp, "primal-dual": PrimalDual}
 
 
 def register_agent(name: str, cls: type[Agent]) -> None:

@@ -27,6 +27,7 @@ class PlanSource:
 
     TIGHT = "tight"                #: the ε-tight program
     FALLBACK = "fallback"          #: the program without g rows, because the ε-tight one was infeasible
+    LEAST_VIOLATION = "least-violation"  #: safe mode: the least-violation program, because the safe one was infeasible
     KEPT = "kept-previous"         #: the solver failed; the previous epoch's policy is kept
     UNIFORM = "uniform-initial"    #: the solver failed in the first epoch; no previous policy exists
     RULE = "update-rule"           #: an agent that solves no program (primal-dual)

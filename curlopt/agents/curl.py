@@ -15,7 +15,7 @@ from ..results import SolveResult, check_unreached, extract_policy
 from .base import Agent, EpochPlan, PlanSource
 from .triggers import EpochTrigger
 
-__all__ = ["UcCurl", "PsCurl", "MAX_PRIOR"]
+__all__ = ["UcCurl", "PsCurl", "MAX_PRIOR", "sample_posterior_kernel"]
 
 #: the largest Dirichlet prior α0 PS-CURL takes
 MAX_PRIOR = 1e6
@@ -92,6 +92,11 @@ class _ProgramAgent(Agent):
         self._update_program(time, eps)
         result = self.compiled.solve()
         self.last_result = result
+        return self._plan_from(result, eps)
+
+    def _plan_from(self, result: SolveResult, eps: float) -> EpochPlan:
+        """The epoch's plan from a solve result: its policy, or after a solver failure the previous
+        epoch's policy (uniform in the first epoch), labelled."""
         common = dict(epsilon=eps, status=result.status.value, solve_time=result.solve_time,
                       iterations=result.iterations, message=result.message)
         if result.ok:
@@ -110,6 +115,25 @@ class _ProgramAgent(Agent):
     def describe(self):
         return {**super().describe(), "backend": self.backend.name, "tightness": self.tightness_constant,
                 "horizon_lower_bound": self.horizon_lower_bound, "unreached": self.unreached}
+
+
+def sample_posterior_kernel(rng: np.random.Generator, concentration: np.ndarray) -> np.ndarray:
+    """One draw ``P~(·|s,a) ~ Dirichlet(concentration[s,a,·])`` for every pair (normalised Gamma draws).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    concentration : ndarray, shape (S, A, S)
+        The posterior's parameters, ``prior + n(s,a,s')`` (all > 0).
+    """
+    draws = rng.standard_gamma(concentration)
+    totals = draws.sum(axis=2, keepdims=True)
+    # A row of all-zero Gamma draws has probability ~0 for prior >= 1e-3; guard anyway.
+    empty = totals[..., 0] <= 0
+    if np.any(empty):
+        draws[empty] = 1.0
+        totals = draws.sum(axis=2, keepdims=True)
+    return draws / totals
 
 
 def _join(first: str, second: str) -> str:
@@ -216,15 +240,8 @@ class PsCurl(_ProgramAgent):
                          **backend_options)
 
     def sample_kernel(self) -> np.ndarray:
-        """One posterior draw of the whole kernel (vectorised: normalised Gamma draws)."""
-        draws = self.rng.standard_gamma(self.prior + self.counts)
-        totals = draws.sum(axis=2, keepdims=True)
-        # A row of all-zero Gamma draws has probability ~0 for prior >= 1e-3; guard anyway.
-        empty = totals[..., 0] <= 0
-        if np.any(empty):
-            draws[empty] = 1.0
-            totals = draws.sum(axis=2, keepdims=True)
-        return draws / totals
+        """One posterior draw of the whole kernel (see :func:`sample_posterior_kernel`)."""
+        return sample_posterior_kernel(self.rng, self.prior + self.counts)
 
     def _build_program(self) -> Program:
         S, A = self.model.n_states, self.model.n_actions

@@ -4,7 +4,7 @@ A backend is declared the way CVXPY declares a solver interface: a name, the
 Python packages it needs (and the extra that installs them), and a test of what
 utilities it can express. ``compile(program)`` builds the solver's model once;
 the returned :class:`CompiledProgram` re-reads the program's changed data before
-each ``solve()``. The ε-tight / fallback logic (SPEC §4) lives here, once, so no
+each ``solve()``. The ε-tight / fallback logic (docs/math.md §4) lives here, once, so no
 backend can get it wrong.
 """
 
@@ -275,8 +275,14 @@ class CompiledProgram(ABC):
     def _solve(self, with_constraints: bool) -> RawSolution:
         """One attempt: the ε-tight program (``with_constraints``) or the one without g rows."""
 
-    def solve(self) -> SolveResult:
+    def solve(self, fallback: bool = True) -> SolveResult:
         """Solve the ε-tight program; if it is infeasible, solve the fallback and label it.
+
+        Parameters
+        ----------
+        fallback : bool, default True
+            False returns the infeasible ε-tight result as it is (status ``infeasible``), for a caller
+            with a fallback of its own (safe mode's least-violation program).
 
         Returns
         -------
@@ -288,17 +294,17 @@ class CompiledProgram(ABC):
         tight = self._guarded_solve(True)
         raw, variant, message = tight, ProgramVariant.TIGHT, tight.message
         iterations = tight.iterations
-        if tight.status is Status.INFEASIBLE and program.constraints:
-            fallback = self._guarded_solve(False)
-            raw, variant = fallback, ProgramVariant.FALLBACK
+        if fallback and tight.status is Status.INFEASIBLE and program.constraints:
+            dropped = self._guarded_solve(False)
+            raw, variant = dropped, ProgramVariant.FALLBACK
             message = (
                 f"the ε-tight program (ε={program.epsilon:.6g}) is infeasible"
                 + (f" ({tight.message})" if tight.message else "")
-                + f"; solved the program without constraint rows instead (status {fallback.status.value})"
-                + (f": {fallback.message}" if fallback.message else "")
+                + f"; solved the program without constraint rows instead (status {dropped.status.value})"
+                + (f": {dropped.message}" if dropped.message else "")
             )
-            if tight.iterations is not None or fallback.iterations is not None:
-                iterations = (tight.iterations or 0) + (fallback.iterations or 0)
+            if tight.iterations is not None or dropped.iterations is not None:
+                iterations = (tight.iterations or 0) + (dropped.iterations or 0)
         elapsed = time.perf_counter() - started
         result = SolveResult(
             status=raw.status,

@@ -6,7 +6,7 @@ random policy is played, and the counts are taken at ``epochs`` log-spaced times
 ``optimum``
     the occupancy program on the true kernel with ε = 0 (one instance);
 ``optimistic``
-    the optimistic program (SPEC §3) on each snapshot of the counts, with ``ε = tightness(t)``;
+    the optimistic program (docs/math.md §3) on each snapshot of the counts, with ``ε = tightness(t)``;
 ``sampled``
     the occupancy program on one Dirichlet posterior sample per snapshot, as PS-CURL solves it.
 
@@ -147,8 +147,9 @@ def program_instances(model: CMDP, program: str, epochs: int, seed: int = 0) -> 
 
 
 def _dirichlet(rng: np.random.Generator, counts: np.ndarray) -> np.ndarray:
-    draws = rng.standard_gamma(1.0 + counts)
-    return draws / draws.sum(axis=2, keepdims=True)
+    from ..agents.curl import sample_posterior_kernel  # the agents' own sampler, so the instances are PS-CURL's
+
+    return sample_posterior_kernel(rng, 1.0 + counts)
 
 
 def check_tolerance(tolerance: Any, name: str = "tolerance") -> float:

@@ -54,8 +54,8 @@ REPORT_NAME = "report.html"
 #: fallback and failed epochs listed per configuration (the rest are counted)
 MAX_LISTED_EPOCHS = 50
 #: policy sources, in table order (others follow alphabetically)
-SOURCES = ("tight", "fallback", "kept-previous", "uniform-initial", "update-rule")
-_FAILED = ("fallback", "kept-previous", "uniform-initial")
+SOURCES = ("tight", "fallback", "least-violation", "kept-previous", "uniform-initial", "update-rule")
+_FAILED = ("fallback", "least-violation", "kept-previous", "uniform-initial")
 
 
 # -- reading a study output -------------------------------------------------------------------------------------------
@@ -366,6 +366,7 @@ def _epoch_rows(groups: Sequence["ConfigurationRuns"]) -> tuple[list[str], list[
 def _epochs_section(output: StudyOutput, figures: Sequence["ReportFigure"]) -> str:
     parts = ['<h2 id="epochs">Epochs: solver time, policy source and status</h2><p class="muted">Counts over every'
              " epoch of every seed. Sources: tight (the ε-tight program), fallback (it was infeasible),"
+             " least-violation (safe mode: it was infeasible and the least-violating policy was played),"
              " kept-previous and uniform-initial (the solver failed), update-rule (agents without a program).</p>"]
     grouped = _by_setting(figures, output.settings)
     for setting in output.settings:
@@ -389,7 +390,7 @@ def _failure_rows(group: "ConfigurationRuns") -> tuple[list[list[Any]], int]:
 
 def _failures_section(output: StudyOutput) -> str:
     parts = ['<h2 id="failures">Fallback and failed epochs</h2><p class="muted">Epochs whose policy did not come'
-             " from an optimal ε-tight solve (fallback, kept-previous, uniform-initial) or whose solver status was"
+             " from an optimal ε-tight solve (fallback, least-violation, kept-previous, uniform-initial) or whose solver status was"
              f" not optimal; at most {MAX_LISTED_EPOCHS} per configuration.</p>"]
     header = ["seed", "epoch", "start t", "source", "status", "message"]
     for group in output.groups:

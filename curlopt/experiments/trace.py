@@ -76,7 +76,7 @@ class EpochRecord:
     epsilon : float or None
         The tightness ε_e (None for agents without a program).
     source : str
-        Where the policy came from: ``tight``, ``fallback``, ``kept-previous``,
+        Where the policy came from: ``tight``, ``fallback``, ``least-violation``, ``kept-previous``,
         ``uniform-initial`` or ``update-rule`` (see :class:`curlopt.agents.PlanSource`).
     status : str
         The solver's status (empty for agents without a program).
@@ -127,7 +127,8 @@ class Trace:
     # -- summary --------------------------------------------------------------
     @property
     def fallback_epochs(self) -> int:
-        return sum(1 for e in self.epochs if e.source == "fallback")
+        """Epochs whose ε-tight program was infeasible (``fallback``, or safe mode's ``least-violation``)."""
+        return sum(1 for e in self.epochs if e.source in ("fallback", "least-violation"))
 
     @property
     def failed_epochs(self) -> int:

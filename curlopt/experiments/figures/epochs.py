@@ -24,11 +24,12 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["epochs_figure", "source_shares", "SOURCES"]
 
 #: where an epoch's policy came from, in the order of the stacked bars (others follow alphabetically)
-SOURCES = ("tight", "fallback", "kept-previous", "uniform-initial", "update-rule")
+SOURCES = ("tight", "fallback", "least-violation", "kept-previous", "uniform-initial", "update-rule")
 _SOURCE_TEXT = {"tight": "tight program", "fallback": "fallback (tight program infeasible)",
+                "least-violation": "least-violation policy (safe program infeasible)",
                 "kept-previous": "solver failed: previous policy kept", "uniform-initial": "solver failed: uniform policy",
                 "update-rule": "update rule (no program)"}
-_SOURCE_COLOURS = {"tight": "#4c9a2a", "fallback": "#f0a030", "kept-previous": "#d62728", "uniform-initial": "#9467bd",
+_SOURCE_COLOURS = {"tight": "#4c9a2a", "fallback": "#f0a030", "least-violation": "#c9b037", "kept-previous": "#d62728", "uniform-initial": "#9467bd",
                    "update-rule": "#5b8db8"}
 
 
