@@ -10,9 +10,11 @@ Items (``--only`` takes a comma-separated list):
 ``end-to-end``   ``curlopt reproduce queue --full --jobs 2`` wall time and peak memory per worker (~10 min)
 ``profile``      full-scale queue runs under cProfile: top entries and where the time goes
 ``study``        the shipped queue radius × K_ε study: one seed of each configuration, extrapolated (bench_study.py)
+``large``        random CMDPs at (100,10) and (200,5): compile, first solve, re-solve, peak memory per backend, and a
+                 UC-CURL run with HiGHS extrapolated to 10^6 steps (bench_large.py; ~20 min)
 
 Without ``--only`` the default items run (resolve, pyomo, simulation); ``--full`` adds end-to-end and
-profile. ``--quick`` shortens every item (fewer epochs and steps). Nothing is asserted: the last table
+profile, study and large. ``--quick`` shortens every item (fewer epochs and steps). Nothing is asserted: the last table
 lists each target of the issue with PASS/MISS. The whole output is also written to
 ``benchmarks/results-<date>.txt`` (``--save PATH`` to choose, ``--no-save`` to skip).
 
@@ -34,7 +36,7 @@ if str(HERE) not in sys.path:
 from _report import Tee, Targets, header_lines, load_average  # noqa: E402
 
 DEFAULT_ITEMS = ("resolve", "pyomo", "simulation")
-ALL_ITEMS = DEFAULT_ITEMS + ("end-to-end", "profile", "study")
+ALL_ITEMS = DEFAULT_ITEMS + ("end-to-end", "profile", "study", "large")
 
 
 def item_resolve(say, targets, args) -> None:
@@ -98,6 +100,12 @@ def item_study(say, targets, args) -> None:
     bench_study.run_item(say, targets, jobs=args.jobs, full=args.full_study)
 
 
+def item_large(say, targets, args) -> None:
+    import bench_large
+
+    bench_large.run_item(say, targets, quick=args.quick, backends=args.backends)
+
+
 ITEMS = {
     "resolve": ("1. Re-solve per epoch: compiled vs naive CVXPY rebuild", item_resolve),
     "pyomo": ("1b. Pyomo: warm start vs fresh build and cold start (bench_pyomo_warmstart)", item_pyomo),
@@ -105,6 +113,7 @@ ITEMS = {
     "end-to-end": ("3. End to end: curlopt reproduce queue --full, wall time and memory per worker", item_end_to_end),
     "profile": ("3b. Profile of full-scale queue runs (cProfile)", item_profile),
     "study": ("4. The shipped queue radius × K_ε study: wall time", item_study),
+    "large": ("6. Larger models: random CMDPs at (100,10) and (200,5), and a UC-CURL run (issue 17)", item_large),
 }
 
 
@@ -113,9 +122,9 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer epochs and steps everywhere")
     parser.add_argument("--only", help=f"comma-separated items: {', '.join(ALL_ITEMS)}")
-    parser.add_argument("--full", action="store_true", help="also the end-to-end sweep (~10 min) and the profile")
+    parser.add_argument("--full", action="store_true", help="also end-to-end (~10 min), profile, study and large (~20 min)")
     parser.add_argument("--sizes", help="resolve: sizes to run, e.g. '6,16;60,10' (default all four)")
-    parser.add_argument("--backends", help="resolve: backends, e.g. highs,cvxpy (default highs,cvxpy,pyomo)")
+    parser.add_argument("--backends", help="resolve, large: backends, e.g. highs,cvxpy (default highs,cvxpy,pyomo; large: +scipy)")
     parser.add_argument("--jobs", type=int, default=2, help="end-to-end: worker processes (default 2)")
     parser.add_argument("--full-study", action="store_true", help="study: run all seeds, not one (~1 h)")
     parser.add_argument("--keep", action="store_true", help="end-to-end: keep the temporary output folder")

@@ -155,3 +155,11 @@ def test_max_episode_steps_truncates():
     for bad in (0, -1, 2.5, True):
         with pytest.raises(EnvError, match="max_episode_steps"):
             make("queue", max_episode_steps=bad)
+
+
+def test_options_take_the_study_file_spelling_of_booleans():
+    """`-o scale=true` (as a study file writes it) is the boolean, not the string 'true'."""
+    from curlopt.cli.common import parse_params
+
+    assert parse_params(["scale=true", "a=False", "b=null", "c=1e-3", "d=word"], "--option") == \
+        {"scale": True, "a": False, "b": None, "c": 1e-3, "d": "word"}

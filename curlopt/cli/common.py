@@ -12,12 +12,16 @@ from ..errors import CurloptError
 from ..model import CMDP
 
 
+#: words read as Python constants in key=value options
+_WORDS = {"true": True, "false": False, "null": None, "none": None}
 #: an example per flag, for messages
 _EXAMPLES = {"--param": "buffer=8", "--option": "prior=2"}
 
 
 def parse_params(items: list[str] | None, flag: str = "--param") -> dict[str, Any]:
     """Parse ``key=value`` strings; values are Python literals (``8``, ``0.5``, ``None``, ``[0.2,0.4]``) or strings.
+
+    ``true``/``false``/``null`` (any case, as in a study file) are read as ``True``/``False``/``None`` too.
 
     ``flag`` names the option in messages (``--param``, ``--option``).
     """
@@ -27,10 +31,14 @@ def parse_params(items: list[str] | None, flag: str = "--param") -> dict[str, An
         key = key.strip()
         if not sep or not key.isidentifier():
             raise CurloptError(f"{flag} takes key=value (e.g. {flag} {_EXAMPLES.get(flag, 'key=1')}), got {item!r}.")
+        text = raw.strip()
+        if text.lower() in _WORDS:  # the TOML spelling a study file uses: the same option, the same value
+            params[key] = _WORDS[text.lower()]
+            continue
         try:
-            value = ast.literal_eval(raw.strip())
+            value = ast.literal_eval(text)
         except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):  # not a literal: a string
-            value = raw.strip()
+            value = text
         params[key] = value
     return params
 

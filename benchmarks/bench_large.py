@@ -1,0 +1,407 @@
+"""Issue 17, item 6: larger models — random ergodic CMDPs at (S, A) = (100, 10) and (200, 5).
+
+Per backend and program (the optimistic program, 2·S²·A + S·A variables, and the occupancy program, S·A
+variables with S²·A kernel coefficients), in a fresh subprocess each:
+
+compile, first solve, re-solve
+    The program is built as an agent builds it (no data; the optimistic one with the experiment radius, as the
+    UC-CURL run below uses), compiled once (*compile*) and solved on epoch 0's data (*first solve*, cold); then
+    ``program.update`` + ``compiled.solve()`` on a few later epochs (*re-solve*, wall clock, and the solver's
+    own reported time). The epoch data follow bench_resolve's convention: a uniform policy played on the true
+    kernel with the doubling trigger for ``T = 200,000`` steps (the loop's own fast stepping code); the counts
+    at epoch starts evenly spaced in epoch index, ε = tightness(t_e), and for the occupancy program one
+    posterior sample ``Dirichlet(1 + n(s,a,·))`` per epoch. Evenly spaced epochs change much more data between
+    two solves than consecutive epochs of a run do (the whole UC-CURL run below measures those).
+peak memory and where a backend stops
+    The subprocess runs under an address-space limit (:data:`MEMORY_LIMIT`) and a time limit per probe; after
+    every stage it prints its VmHWM (the kernel's peak resident set, as bench_resolve's memory probe reads
+    it). A probe that runs out of either is reported with the stage it reached: that is where the backend stops.
+    A backend that stopped at (100, 10) is not tried at (200, 5), whose program is twice as large.
+
+The whole UC-CURL run
+    ``make_agent("uc-curl", model, backend="highs", radius="experiment", trigger="linear")`` run by
+    ``curlopt.experiments.loop.run`` at (100, 10), seed 0, in a fresh subprocess. The target is 10^6 steps in at
+    most 10 minutes; a run of 10^6 steps is far beyond that (a re-solve costs ~0.1 s and the linear trigger makes
+    tens of thousands of epochs), so the item runs :data:`RUN_STEPS` steps and *extrapolates*: the epoch count at
+    10^6 steps from (a) the linear trigger simulated without solves under the run's last policy, scaled by the
+    measured / simulated count at the measured horizon, and (b) a power law ``epochs ∝ t^b`` fitted to the
+    run's own epoch starts over its second half; the time per epoch from the run's last half of epochs.
+
+Nothing is asserted; the rows go to the targets table (INFO, and PASS/MISS for the 10-minute target).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from _report import ms, table
+
+HERE = Path(__file__).resolve().parent
+SIZES = ((100, 10), (200, 5))
+BACKENDS = ("highs", "scipy", "cvxpy", "pyomo")
+PROGRAMS = ("optimistic", "occupancy")
+#: address-space limit of each probe (RLIMIT_AS; 23 GiB machine shared with other jobs)
+MEMORY_LIMIT = 8 * 2**30
+#: epoch data: a uniform-policy run of this many steps with the doubling trigger
+DATA_HORIZON = 200_000
+#: the UC-CURL run: steps actually run (then extrapolated), and the horizon of the target
+RUN_STEPS = 100_000
+TARGET_STEPS = 1_000_000
+TARGET_MINUTES = 10.0
+
+
+def probe_limits(kind: str, backend: str, quick: bool) -> tuple[int, float]:
+    """(re-solves, time limit in s) of one probe: few re-solves where a solve is an LP/IPM from scratch."""
+    if kind == "occupancy":
+        return (5, 120.0) if quick else (20, 180.0)
+    if backend == "highs":
+        return (3, 240.0) if quick else (8, 300.0)
+    return (1, 90.0) if quick else (2, 150.0)
+
+
+# -- epoch data -------------------------------------------------------------------------------------------------------
+
+
+def epoch_data(model, count: int, horizon: int = DATA_HORIZON, seed: int = 0):
+    """``count`` epochs evenly spaced in index of a uniform-policy doubling-trigger run (bench_resolve's data).
+
+    One pass keeps the visited pairs and next states of every step (a few MB) and the epoch start times;
+    the counts at the chosen epochs are rebuilt from prefixes, so no (S, A, S) array is stored per epoch.
+    """
+    import bench_resolve
+    from curlopt import tightness
+    from curlopt.experiments.loop import _cumulative_rows, _fast_epoch
+    from curlopt.experiments.streams import UniformStream
+
+    S, A = model.n_states, model.n_actions
+    seq_a, seq_s, seq_k = np.random.SeedSequence(seed).spawn(3)
+    actions = UniformStream(np.random.default_rng(seq_a))
+    transitions = UniformStream(np.random.default_rng(seq_s))
+    kernel_rows = _cumulative_rows(model.kernel)
+    policy_rows = _cumulative_rows(np.full((S, A), 1.0 / A))
+    visits = np.zeros(S * A)
+    state, t, starts, chunks = 0, 1, [], []
+    while t <= horizon:
+        starts.append(t)
+        pairs, nexts, state = _fast_epoch(state, policy_rows, kernel_rows, np.maximum(1.0, visits).tolist(),
+                                          horizon - t + 1, actions, transitions, A)
+        visits += np.bincount(pairs, minlength=S * A)
+        chunks.append(pairs * S + nexts)
+        t += pairs.size
+    triples = np.concatenate(chunks)
+    chosen = np.unique(np.linspace(0, len(starts) - 1, count).round().astype(int))
+    rng = np.random.default_rng(seq_k)
+    times, counts, epsilons, kernels = [], [], [], []
+    for index in chosen:
+        t_e = starts[index]
+        n = np.bincount(triples[: t_e - 1], minlength=S * A * S).reshape(S, A, S).astype(float)
+        draws = rng.standard_gamma(1.0 + n)
+        times.append(t_e)
+        counts.append(n)
+        epsilons.append(tightness(t_e))
+        kernels.append(draws / draws.sum(axis=2, keepdims=True))
+    return bench_resolve.EpochData(model.name, times, counts, epsilons, kernels, len(starts), horizon)
+
+
+# -- the probe (runs in a fresh subprocess) ---------------------------------------------------------------------------
+
+
+def _peak() -> int:
+    """This process's peak resident set (VmHWM), bytes."""
+    with open("/proc/self/status") as handle:
+        return int(next(line.split()[1] for line in handle if line.startswith("VmHWM:"))) * 1024
+
+
+def _emit(**fields: Any) -> None:
+    print(json.dumps({**fields, "peak": _peak()}), flush=True)
+
+
+def probe(kind: str, S: int, A: int, backend: str, resolves: int, budget: float) -> None:
+    """Build, compile, solve once and re-solve; one JSON line per stage on stdout (read by :func:`run_probe`).
+
+    Re-solves stop early once ``budget`` seconds of them have passed (a slow backend still reports one).
+    """
+    import bench_resolve
+    from curlopt import OccupancyProgram, OptimisticProgram, get_backend
+    from curlopt.models import random_model
+
+    model = random_model(S, A, seed=0)
+    data = epoch_data(model, resolves + 1)
+    _emit(stage="data", epochs=data.total_epochs, times=data.times)
+    started = time.perf_counter()
+    if kind == "optimistic":
+        program = OptimisticProgram(model, radius="experiment")
+    else:
+        program = OccupancyProgram(model, kernel=np.full((S, A, S), 1.0 / S))
+    _emit(stage="program", seconds=time.perf_counter() - started, n_vars=program.n_vars,
+          n_rows=program.linear.n_rows, n_params=program.linear.n_params)
+    started = time.perf_counter()
+    compiled = get_backend(backend).compile(program)
+    _emit(stage="compile", seconds=time.perf_counter() - started)
+    own = [0.0]
+    inner = compiled._solve
+
+    def timed(with_constraints):  # the solver's own time, summed over attempts (tight, then fallback)
+        raw = inner(with_constraints)
+        own[0] += float(raw.solver_time or 0.0)
+        return raw
+
+    compiled._solve = timed
+    resolving = None
+    for e in range(len(data)):
+        own[0] = 0.0
+        started = time.perf_counter()
+        bench_resolve.update_program(kind, program, data, e)
+        result = compiled.solve()
+        wall = time.perf_counter() - started
+        _emit(stage="first" if e == 0 else "resolve", seconds=wall, own=own[0], iterations=result.iterations,
+              status=result.status.value, variant=result.program.value, objective=float(result.objective))
+        resolving = resolving or time.perf_counter()
+        if e > 0 and time.perf_counter() - resolving > budget:
+            break
+    _emit(stage="done")
+
+
+# -- the parent side --------------------------------------------------------------------------------------------------
+
+
+_CHILD = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
+sys.path.insert(0, {here!r})
+import bench_large
+bench_large.{call}
+"""
+
+
+def _child(call: str, timeout: float) -> tuple[list[dict], str, float]:
+    """Run ``bench_large.<call>`` in a fresh, memory-limited interpreter: its JSON lines, why it stopped, wall."""
+    code = _CHILD.format(limit=MEMORY_LIMIT, here=str(HERE), call=call)
+    started = time.perf_counter()
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
+        out, err, why = done.stdout, done.stderr, "" if done.returncode == 0 else f"exit code {done.returncode}"
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        err, why = "", f"time limit ({timeout:.0f} s)"
+    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    if why.startswith("exit"):
+        tail = (err.strip().splitlines() or ["no output"])[-1]
+        memory = "MemoryError" in err or "bad_alloc" in err or "Cannot allocate" in err
+        why = (f"out of memory under the {MEMORY_LIMIT / 2**30:.0f} GiB address-space limit" if memory
+               else why) + f" ({tail[:120]})"
+    return lines, why, time.perf_counter() - started
+
+
+def run_probe(kind: str, S: int, A: int, backend: str, quick: bool) -> dict:
+    """One probe's figures, and where it stopped (empty when it finished)."""
+    resolves, limit = probe_limits(kind, backend, quick)
+    budget = min(60.0, limit / 3)
+    lines, why, wall = _child(f"probe({kind!r}, {S}, {A}, {backend!r}, {resolves}, {budget})", limit)
+    stages = {}
+    for line in lines:
+        stages.setdefault(line["stage"], []).append(line)
+    reached = lines[-1]["stage"] if lines else "start"
+    row = {"kind": kind, "S": S, "A": A, "backend": backend, "wall": wall, "reached": reached,
+           "peak": max((line["peak"] for line in lines), default=math.nan), "stopped": ""}
+    if "program" in stages:
+        row.update({k: stages["program"][0][k] for k in ("n_vars", "n_rows", "n_params")})
+    row["compile"] = stages["compile"][0]["seconds"] if "compile" in stages else math.nan
+    row["first"] = stages["first"][0]["seconds"] if "first" in stages else math.nan
+    row["first_own"] = stages["first"][0]["own"] if "first" in stages else math.nan
+    again = stages.get("resolve", [])
+    row["resolves"] = len(again)
+    row["resolve"] = float(np.mean([r["seconds"] for r in again])) if again else math.nan
+    row["resolve_own"] = float(np.mean([r["own"] for r in again])) if again else math.nan
+    row["iterations"] = [r["iterations"] for r in stages.get("first", []) + again]
+    row["statuses"] = sorted({r["status"] for r in stages.get("first", []) + again})
+    if why:
+        following = {"start": "building the model and data", "data": "building the program", "program": "compile",
+                     "compile": "the first solve", "first": "re-solve", "resolve": "re-solve"}
+        row["stopped"] = f"{why} during {following.get(reached, reached)}"
+    return row
+
+
+# -- the whole UC-CURL run --------------------------------------------------------------------------------------------
+
+
+def trigger_epochs(model, policy: np.ndarray, horizons: list[int], seed: int = 1) -> list[int]:
+    """Epochs the linear trigger makes by each of ``horizons`` when ``policy`` is played throughout (no solves).
+
+    Why: the epoch count at 10^6 steps sets the run's time (one solve per epoch), and simulating the trigger
+    alone costs seconds where the run would cost hours.
+    """
+    from curlopt.agents.triggers import LinearTrigger
+    from curlopt.experiments.loop import _cumulative_rows, _fast_epoch
+    from curlopt.experiments.streams import UniformStream
+
+    S, A = model.n_states, model.n_actions
+    seq_a, seq_s = np.random.SeedSequence(seed).spawn(2)
+    actions = UniformStream(np.random.default_rng(seq_a))
+    transitions = UniformStream(np.random.default_rng(seq_s))
+    kernel_rows, policy_rows = _cumulative_rows(model.kernel), _cumulative_rows(policy)
+    trigger = LinearTrigger()
+    visits, previous = np.zeros((S, A)), np.zeros((S, A))
+    state, t, epochs, out = 0, 1, 0, []
+    for horizon in sorted(horizons):
+        while t <= horizon:
+            thresholds, _ = trigger.limits(visits, previous, t)
+            pairs, _, state = _fast_epoch(state, policy_rows, kernel_rows, thresholds.ravel().tolist(),
+                                          horizon - t + 1, actions, transitions, A)
+            previous = np.bincount(pairs, minlength=S * A).reshape(S, A).astype(float)
+            visits += previous
+            t += pairs.size
+            epochs += 1
+        out.append(epochs)
+    return out
+
+
+def uc_run(S: int, A: int, steps: int) -> None:
+    """The UC-CURL run of the issue for ``steps`` steps; one JSON line on stdout (read by :func:`run_uc`)."""
+    from curlopt.agents import make_agent
+    from curlopt.envs.tabular import TabularCMDPEnv
+    from curlopt.experiments.loop import run
+    from curlopt.models import random_model
+
+    model = random_model(S, A, seed=0)
+    started = time.perf_counter()
+    agent = make_agent("uc-curl", model, backend="highs", radius="experiment", trigger="linear")
+    build = time.perf_counter() - started
+    trace = run(agent, TabularCMDPEnv(model), steps, seed=0, progress=False, model=model)
+    simulated = trigger_epochs(model, np.asarray(agent.policy), [steps, TARGET_STEPS])
+    _emit(stage="done", build=build, wall=trace.wall_time, steps=steps, starts=[e.start for e in trace.epochs],
+          solve=[e.solve_time for e in trace.epochs], iterations=[e.iterations or 0 for e in trace.epochs],
+          sources=[e.source for e in trace.epochs], simulated=simulated)
+
+
+def extrapolate(line: dict) -> dict:
+    """The run's figures and their extrapolation to :data:`TARGET_STEPS` (see the module doc)."""
+    starts, solve = np.asarray(line["starts"], float), np.asarray(line["solve"], float)
+    epochs, steps = len(starts), line["steps"]
+    half = slice(epochs // 2, None)
+    # (a) the trigger under the last policy, scaled by how far the run's own count is from it at `steps`
+    sim_here, sim_target = line["simulated"]
+    by_trigger = sim_target * epochs / max(sim_here, 1)
+    # (b) epochs ∝ t^b over the run's second half
+    index = np.arange(1, epochs + 1, dtype=float)
+    b, a = np.polyfit(np.log(starts[half]), np.log(index[half]), 1)
+    by_fit = math.exp(a) * TARGET_STEPS**b
+    per_epoch_plan = float(np.mean(solve[1:][epochs // 2:])) if epochs > 2 else math.nan
+    other = (line["wall"] - float(solve.sum())) / epochs  # stepping, records, exact evaluation per epoch
+    per_epoch = per_epoch_plan + other
+    low, high = sorted((by_trigger, by_fit))
+    fixed = line["build"] + float(solve[0])
+    return {"epochs": epochs, "steps": steps, "wall": line["wall"], "build": line["build"], "first": float(solve[0]),
+            "plan_mean": per_epoch_plan, "other": other, "iterations": float(np.mean(line["iterations"][1:])),
+            "sim_here": sim_here, "sim_target": sim_target, "by_trigger": by_trigger, "by_fit": by_fit,
+            "exponent": b, "bound": 1 + math.sqrt(2 * 100 * 10 * TARGET_STEPS),
+            "low_min": (fixed + low * per_epoch) / 60, "high_min": (fixed + high * per_epoch) / 60,
+            "fallbacks": sum(s != "tight" for s in line["sources"]), "peak": line["peak"]}
+
+
+def run_uc(quick: bool) -> dict:
+    """The UC-CURL run in a fresh subprocess, extrapolated; ``{"stopped": why}`` when it did not finish."""
+    steps = RUN_STEPS // 5 if quick else RUN_STEPS
+    lines, why, wall = _child(f"uc_run(100, 10, {steps})", 900.0)
+    if why or not lines:
+        return {"stopped": why or "no output", "steps": steps, "process": wall}
+    return {**extrapolate(lines[-1]), "process": wall, "stopped": ""}
+
+
+# -- the item ---------------------------------------------------------------------------------------------------------
+
+
+def _size_rows(say, quick: bool, backends: list[str]) -> list[dict]:
+    """Every probe, in order; a backend + program that stopped at (100, 10) is not tried at (200, 5)."""
+    rows, stopped = [], {}
+    for S, A in SIZES:
+        for kind in PROGRAMS:
+            for backend in backends:
+                if (kind, backend) in stopped:
+                    rows.append({"kind": kind, "S": S, "A": A, "backend": backend, "skipped":
+                                 f"not tried: stopped at {stopped[kind, backend]}"})
+                    continue
+                row = run_probe(kind, S, A, backend, quick)
+                rows.append(row)
+                say(f"  {kind:<10} ({S},{A}) {backend:<6} compile {ms(row['compile'])} ms, first {ms(row['first'])} ms,"
+                    f" re-solve {ms(row['resolve'])} ms ({row['resolves']}), peak {row['peak'] / 2**20:,.0f} MiB,"
+                    f" {row['wall']:.0f} s" + (f"; STOPPED: {row['stopped']}" if row["stopped"] else ""))
+                if row["stopped"]:
+                    stopped[kind, backend] = f"({S},{A})"
+    return rows
+
+
+def render(rows: list[dict]) -> str:
+    out = []
+    for r in rows:
+        if "skipped" in r:
+            out.append([r["kind"], f"({r['S']},{r['A']})", r["backend"]] + ["-"] * 8 + [r["skipped"]])
+            continue
+        size = f"{r.get('n_vars', 0):,} / {r.get('n_rows', 0):,} / {r.get('n_params', 0):,}" if "n_vars" in r else "-"
+        its = r["iterations"]
+        out.append([r["kind"], f"({r['S']},{r['A']})", r["backend"], size, ms(r["compile"]), ms(r["first"]),
+                    ms(r["resolve"]), ms(r["resolve_own"]), r["resolves"], f"{r['peak'] / 2**20:,.0f}",
+                    "/".join(str(i) for i in its[:4]) if its else "-", r["stopped"] or ",".join(r["statuses"])])
+    return table(["program", "(S,A)", "backend", "vars / rows / param entries", "compile ms", "1st solve ms",
+                  "re-solve ms", "solver own ms", "n", "peak MiB", "iterations (1st/...)", "stopped / status"],
+                 out, "lllrrrrrrrll")
+
+
+def run_item(say: Callable[[str], None], targets, quick: bool = False, backends: list[str] | None = None) -> None:
+    from curlopt.backends.registry import backend_class
+
+    backends = [b for b in (backends or BACKENDS) if backend_class(b).is_installed()]
+    say(f"random_model(S, A, seed=0); epoch data: uniform policy, doubling trigger, T = {DATA_HORIZON:,}, epochs"
+        f" evenly spaced in index; each probe a fresh process under a {MEMORY_LIMIT / 2**30:.0f} GiB address-space"
+        " limit and a time limit; times in ms; peak = VmHWM.")
+    rows = _size_rows(say, quick, backends)
+    say("")
+    say(render(rows))
+    for r in rows:
+        if "skipped" in r:
+            continue
+        what = f"{r['backend']} {r['kind']} ({r['S']},{r['A']})"
+        figure = (f"compile {ms(r['compile'])}, 1st {ms(r['first'])}, re-solve {ms(r['resolve'])} ms,"
+                  f" {r['peak'] / 2**20:,.0f} MiB")
+        targets.add("large", what, figure, "-", "-", "report", None, r["stopped"])
+    say("")
+    u = run_uc(quick)
+    if u["stopped"]:
+        say(f"UC-CURL run stopped: {u['stopped']}")
+        targets.add("large", "UC-CURL highs (100,10), 10^6 steps", "-", "-", "-", f"<= {TARGET_MINUTES:g} min",
+                    False, u["stopped"])
+        return
+    say(render_run(u))
+    minutes = (u["low_min"], u["high_min"])
+    targets.add("large", f"UC-CURL highs linear (100,10), 10^6 steps (EXTRAPOLATED from {u['steps']:,})",
+                f"{minutes[0]:.0f}-{minutes[1]:.0f} min", f"{u['wall']:.0f} s for {u['steps']:,} steps", "-",
+                f"<= {TARGET_MINUTES:g} min", minutes[0] <= TARGET_MINUTES,
+                f"{minutes[0] / TARGET_MINUTES:.1f}-{minutes[1] / TARGET_MINUTES:.1f}x the target")
+
+
+def render_run(u: dict) -> str:
+    """The UC-CURL run's measured figures, then the extrapolation, labelled as such."""
+    return "\n".join([
+        f"UC-CURL, highs, radius experiment, linear trigger, (100,10), seed 0: {u['steps']:,} steps measured",
+        f"  agent build (compile) {u['build']:.1f} s; run wall {u['wall']:.1f} s (process {u['process']:.0f} s);"
+        f" {u['epochs']} epochs; first solve {u['first']:.1f} s (zero counts, cold);"
+        f" planning per epoch over the last half {1e3 * u['plan_mean']:.0f} ms"
+        f" (mean simplex iterations {u['iterations']:.0f}); rest per epoch {1e3 * u['other']:.1f} ms;"
+        f" fallback epochs {u['fallbacks']}; peak {u['peak'] / 2**20:,.0f} MiB",
+        f"  EXTRAPOLATION to {TARGET_STEPS:,} steps (not measured):",
+        f"    epochs (a) linear trigger under the run's last policy, no solves: {u['sim_here']:,} at {u['steps']:,},"
+        f" {u['sim_target']:,} at {TARGET_STEPS:,}; scaled by the run's {u['epochs']}/{u['sim_here']}:"
+        f" {u['by_trigger']:,.0f}",
+        f"    epochs (b) power law fitted to the run's second half, epochs ∝ t^{u['exponent']:.2f}: {u['by_fit']:,.0f}"
+        f"  (the paper's bound 1 + sqrt(2 S A T) = {u['bound']:,.0f})",
+        f"    wall = build + first solve + epochs × {1e3 * (u['plan_mean'] + u['other']):.0f} ms:"
+        f" {u['low_min']:.0f}-{u['high_min']:.0f} min (target {TARGET_MINUTES:g} min)",
+    ])
