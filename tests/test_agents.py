@@ -230,7 +230,7 @@ def test_agent_options_are_validated():
         make_agent("ps", model)
     with pytest.raises(CurloptError, match="tightness_constant"):
         make_agent("uc-curl", model, tightness_constant=-1.0)
-    with pytest.raises(CurloptError, match="Dirichlet prior must be a number in \(0, 1e\+06\]"):
+    with pytest.raises(CurloptError, match=r"Dirichlet prior must be a number in \(0, 1e\+06\]"):
         make_agent("ps-curl", model, prior=0.0)
     with pytest.raises(CurloptError, match="unknown epoch trigger"):
         make_agent("ps-curl", model, trigger="quadratic")
