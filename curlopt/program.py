@@ -186,7 +186,9 @@ class LinearRows:
     param_rows, param_cols : ndarray of int
         Position of each parameter entry.
     param_values : ndarray of float
-        Current value of each parameter entry (updated in place by the program).
+        Current value of each parameter entry, **read-only**: a program changes its data through its
+        ``update()`` method (which writes through :meth:`writable_values`), so that every backend sees the
+        same data — a write that one backend would read and another ignore cannot happen.
     lower, upper : ndarray
         Row bounds (``±inf`` where absent; equal for equality rows).
     groups : dict of str to slice
@@ -238,7 +240,9 @@ class LinearRows:
         self.fixed.sum_duplicates()
         self.param_rows = np.concatenate(self._param_rows) if self._param_rows else np.zeros(0, np.int64)
         self.param_cols = np.concatenate(self._param_cols) if self._param_cols else np.zeros(0, np.int64)
-        self.param_values = np.zeros(self.param_rows.size)
+        self._values = np.zeros(self.param_rows.size)
+        self._readonly = self._values.view()
+        self._readonly.flags.writeable = False
         self.lower = np.concatenate(self._lower)
         self.upper = np.concatenate(self._upper)
         overlap = self.fixed[self.param_rows, self.param_cols]
@@ -251,6 +255,15 @@ class LinearRows:
         del self._lower, self._upper
 
     # -- use ------------------------------------------------------------------
+    @property
+    def param_values(self) -> np.ndarray:
+        """The current parameter values, as a read-only view (see the class docstring)."""
+        return self._readonly
+
+    def writable_values(self) -> np.ndarray:
+        """The parameter values, writable: for the owning program's ``update()`` only."""
+        return self._values
+
     def matrix(self) -> sp.csr_matrix:
         """The full current matrix (constant plus parameter entries)."""
         params = sp.csr_matrix(
@@ -424,7 +437,7 @@ class OccupancyProgram(Program):
             q = check_kernel(self.model, kernel)
             self.kernel = q.copy()
             # coefficient of ρ(s,a) in row s': δ(s', s) - Q(s'|s,a)
-            self.linear.param_values[:] = (self._diagonal - q.reshape(S * A, S).T[: S - 1]).ravel()
+            self.linear.writable_values()[:] = (self._diagonal - q.reshape(S * A, S).T[: S - 1]).ravel()
         if epsilon is not None:
             self._set_epsilon(epsilon)
         self.version += 1
@@ -589,7 +602,7 @@ class OptimisticProgram(JointProgram):
 
     def _set_confidence(self) -> None:
         p_hat = self.empirical_kernel.ravel()
-        values, groups = self.linear.param_values, self.linear.param_groups
+        values, groups = self.linear.writable_values(), self.linear.param_groups
         values[groups["deviation_upper"]] = -p_hat
         values[groups["deviation_lower"]] = p_hat
         values[groups["radius"]] = -self.radius.ravel()
@@ -692,7 +705,7 @@ class BoxOptimisticProgram(JointProgram):
         b = box_radius(visits, self.horizon, S, self.model.n_actions)[:, None]
         entries = (pairs[:, None] * S + np.arange(S)).ravel()
         groups = self.linear.param_groups
-        upper_values = self.linear.param_values[groups["box_upper"]]   # views into param_values
-        lower_values = self.linear.param_values[groups["box_lower"]]
+        upper_values = self.linear.writable_values()[groups["box_upper"]]   # views into the values
+        lower_values = self.linear.writable_values()[groups["box_lower"]]
         upper_values[entries] = -(p_hat + b).ravel()
         lower_values[entries] = (p_hat - b).ravel()

@@ -101,10 +101,10 @@ class _PenalisedOccupancy(Program):
         S, A = self.model.n_states, self.model.n_actions
         q = check_kernel(self.model, kernel)
         self.kernel = q.copy()
-        self.linear.param_values[self.linear.param_groups["flow"]] = (self._diagonal - q.reshape(S * A, S).T[: S - 1]).ravel()
+        self.linear.writable_values()[self.linear.param_groups["flow"]] = (self._diagonal - q.reshape(S * A, S).T[: S - 1]).ravel()
 
     def _set_weights(self, name: str, weights: np.ndarray) -> None:
-        self.linear.param_values[self.linear.param_groups[name]] = -weights.ravel()
+        self.linear.writable_values()[self.linear.param_groups[name]] = -weights.ravel()
 
     def _set_penalty(self, penalty: Any) -> None:
         """Check and store the penalty weights ``q_m`` (M, S, A) and push them into their rows."""

@@ -440,3 +440,16 @@ def test_hand_model_reference_agrees_with_closed_form():
             LinearObjective(np.array([1.0])), pieces, epsilon, with_constraints=feasible,
         )
         assert opt.value == pytest.approx(1.0, abs=1e-9)
+
+
+def test_parameter_values_are_read_only_outside_update():
+    """Writing a program's parameter array directly is refused (one backend would read it, another ignore it);
+    ``update()`` is the way in, and it still writes."""
+    from curlopt.models import random_model
+
+    program = OptimisticProgram(random_model(3, 2, seed=0), counts=np.ones((3, 2, 3)), time=10.0)
+    with pytest.raises(ValueError, match="read-only"):
+        program.linear.param_values[0] = 1.0
+    before = program.linear.param_values.copy()
+    program.update(counts=np.full((3, 2, 3), 5.0), time=100.0)
+    assert not np.array_equal(before, program.linear.param_values)
