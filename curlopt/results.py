@@ -178,6 +178,9 @@ class SolveResult:
         The tightness used by the ε-tight program.
     solve_time : float
         Wall seconds for the whole call (both attempts after a fallback).
+    solver_time : float or None
+        The solver's own reported run time, summed over attempts (None when the solver reports none), so the
+        overhead of a backend is ``solve_time - solver_time`` without instrumenting it.
     iterations : int or None
         Solver iterations when reported (summed over attempts).
     backend, solver : str
@@ -199,6 +202,7 @@ class SolveResult:
     constraint_values: np.ndarray | None = None
     epsilon: float = 0.0
     solve_time: float = 0.0
+    solver_time: float | None = None
     iterations: int | None = None
     backend: str = ""
     solver: str = ""

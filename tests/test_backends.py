@@ -152,3 +152,14 @@ def test_occupancy_program_needs_a_kernel():
     model = CMDP(np.ones((1, 2, 2)), objective=Linear([1.0]))
     with pytest.raises(ProgramError, match="needs a kernel"):
         OccupancyProgram(model)
+
+
+def test_a_result_carries_the_solvers_own_time(backend_name):
+    """Every built-in backend's result says how long the solver itself ran, never more than the whole call."""
+    from curlopt import get_backend
+    from curlopt.models import random_model
+
+    model = random_model(3, 2, seed=1)
+    result = get_backend(backend_name).solve(OccupancyProgram(model))
+    assert result.ok and result.solver_time is not None
+    assert 0.0 <= result.solver_time <= result.solve_time

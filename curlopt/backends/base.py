@@ -306,12 +306,14 @@ class CompiledProgram(ABC):
             if tight.iterations is not None or dropped.iterations is not None:
                 iterations = (tight.iterations or 0) + (dropped.iterations or 0)
         elapsed = time.perf_counter() - started
+        own = [a.solver_time for a in (tight, raw if raw is not tight else None) if a is not None and a.solver_time is not None]
         result = SolveResult(
             status=raw.status,
             program=variant,
             tight_status=tight.status,
             epsilon=program.epsilon,
             solve_time=elapsed,
+            solver_time=float(sum(own)) if own else None,
             iterations=iterations,
             backend=self.backend.name,
             solver=raw.solver,
