@@ -297,12 +297,13 @@ def extrapolate(line: dict) -> dict:
     per_epoch_plan = float(np.mean(solve[1:][epochs // 2:])) if epochs > 2 else math.nan
     other = (line["wall"] - float(solve.sum())) / epochs  # stepping, records, exact evaluation per epoch
     per_epoch = per_epoch_plan + other
+    quarters = [float(np.mean(q)) for q in np.array_split(solve[1:], 4)] if epochs > 8 else []
     low, high = sorted((by_trigger, by_fit))
     fixed = line["build"] + float(solve[0])
     return {"epochs": epochs, "steps": steps, "wall": line["wall"], "build": line["build"], "first": float(solve[0]),
             "plan_mean": per_epoch_plan, "other": other, "iterations": float(np.mean(line["iterations"][1:])),
             "sim_here": sim_here, "sim_target": sim_target, "by_trigger": by_trigger, "by_fit": by_fit,
-            "exponent": b, "bound": 1 + math.sqrt(2 * 100 * 10 * TARGET_STEPS),
+            "exponent": b, "quarters": quarters, "bound": 1 + math.sqrt(2 * 100 * 10 * TARGET_STEPS),
             "low_min": (fixed + low * per_epoch) / 60, "high_min": (fixed + high * per_epoch) / 60,
             "fallbacks": sum(s != "tight" for s in line["sources"]), "peak": line["peak"]}
 
@@ -396,6 +397,9 @@ def render_run(u: dict) -> str:
         f" planning per epoch over the last half {1e3 * u['plan_mean']:.0f} ms"
         f" (mean simplex iterations {u['iterations']:.0f}); rest per epoch {1e3 * u['other']:.1f} ms;"
         f" fallback epochs {u['fallbacks']}; peak {u['peak'] / 2**20:,.0f} MiB",
+        "  planning per epoch by quarter of the run's epochs (first solve excluded): "
+        + ", ".join(f"{1e3 * q:.0f}" for q in u["quarters"]) + " ms (it grows with the counts: the extrapolation,"
+        " at the last half's mean, is low)",
         f"  EXTRAPOLATION to {TARGET_STEPS:,} steps (not measured):",
         f"    epochs (a) linear trigger under the run's last policy, no solves: {u['sim_here']:,} at {u['steps']:,},"
         f" {u['sim_target']:,} at {TARGET_STEPS:,}; scaled by the run's {u['epochs']}/{u['sim_here']}:"
