@@ -35,12 +35,12 @@ class ToySetting:
     """Stands in for a study's SettingSpec (no model is built)."""
 
     name: str = "toy"
-    label: str = "a toy model (SPEC §8.9)"
+    label: str = "a toy model (docs/math.md §8)"
     cost_names: tuple[str, ...] = ("service cost", "flow cost")
     n_constraints: int = 2
 
     def constraint_names(self) -> list[str]:
-        return [f"ζ_{m + 1} - 0.5 ≤ 0 (SPEC §{m})" for m in range(self.n_constraints)]
+        return [f"ζ_{m + 1} - 0.5 ≤ 0 (docs/math.md §{m})" for m in range(self.n_constraints)]
 
 
 def checkpoint_times(steps: int = T) -> np.ndarray:
@@ -226,7 +226,7 @@ def test_only_time_columns_differ_between_writes(tmp_path):
 def test_markdown_tables_digits_plurals_and_legend(written):
     _, _, md_path, _ = written
     text = md_path.read_text(encoding="utf-8")
-    assert "SPEC" not in text and text.startswith("# toy study: summary over seeds")
+    assert "docs/math.md" not in text and text.startswith("# toy study: summary over seeds")
     assert "## toy: a toy model" in text and "- one note" in text
     assert "1–4 seeds per configuration" in text
     line = next(line for line in text.splitlines() if line.startswith("| UC-CURL (K_ε=1)"))
@@ -487,16 +487,16 @@ def test_plot_study_writes_every_figure(tmp_path):
 
 
 @needs_matplotlib
-def test_no_spec_references_in_any_figure():
+def test_no_section_references_in_any_figure():
     groups = study_groups()
     for g in groups:
         for trace in g.traces:
             trace.epochs = [epoch(0, 1, T, [-0.1, -0.1])]
     for name, figure in P.setting_figures(groups):
         texts = all_text(figure)
-        assert texts and not any("SPEC" in text or "§" in text for text in texts), name
+        assert texts and not any("docs/math.md" in text or "§" in text for text in texts), name
         titles = [ax.get_title() for ax in figure.axes] + [ax.get_ylabel() for ax in figure.axes]
-        assert not any("SPEC" in text for text in titles), name
+        assert not any("docs/" in text for text in titles), name
 
 
 def test_missing_matplotlib_raises_a_curlopt_error(monkeypatch, tmp_path):

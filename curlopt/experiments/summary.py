@@ -407,14 +407,19 @@ def plural(count: int, word: str) -> str:
     return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
 
 
-def clean_label(text: str) -> str:
-    """Display text without references to sections of the project's external specification.
+#: a section reference: to a page of docs/ ("docs/math.md §8") or, in labels of older trace files, to the
+#: specification the project once kept outside the repository
+_SOURCE = r"(?:SPEC|docs/[\w./-]+)"
 
-    Older setting labels carried such references in parentheses; tables and
-    figures describe settings in their own words.
+
+def clean_label(text: str) -> str:
+    """Display text without section references (``(docs/math.md §8)``, or the older external ones).
+
+    Model labels and docstrings point readers to sections of the documentation; tables and figures
+    describe settings in their own words.
     """
-    text = re.sub(r"\s*\((?:see\s+)?SPEC\b[^)]*\)", "", text or "")
-    text = re.sub(r"\s*\bSPEC\s*§\s*[\d.]+", "", text)
+    text = re.sub(rf"\s*\((?:see\s+)?{_SOURCE}[^)]*§[^)]*\)", "", text or "")
+    text = re.sub(rf"\s*\b{_SOURCE}\s*§\s*[\d.]+", "", text)
     return text.strip()
 
 
