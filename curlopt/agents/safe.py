@@ -16,6 +16,7 @@ infeasible it plays the least-violation policy instead of dropping the constrain
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ import numpy as np
 from ..backends import Backend
 from ..errors import AgentError
 from ..program import Program, check_radius
-from ..results import Status, extract_policy
+from ..results import Status
 from ..safe_program import LeastViolationProgram, SafeProgram
 from ..safe_sizing import (bias_spans, lipschitz_bounds, mixing_factor, plug_in_kernel, posterior_uncertainty,
                            radius_uncertainty)
@@ -126,6 +127,7 @@ class SafeCurl(_ProgramAgent):
         self.cost_lipschitz = cost_lipschitz
         # Raises now, naming cost_lipschitz, for a constraint the toolkit cannot bound.
         self.lipschitz = lipschitz_bounds(model.constraints, model.costs, cost_lipschitz)
+        self._model_constants(model)
         super().__init__(model, backend, trigger, tightness_constant, horizon_lower_bound, seed, unreached,
                          **backend_options)
         self.least_violation = LeastViolationProgram(model) if model.constraints else None
@@ -151,37 +153,38 @@ class SafeCurl(_ProgramAgent):
     def sensitivities(self, kernel: np.ndarray) -> tuple[float, np.ndarray]:
         """``(S_f, S_m)``: how much f and each g_m can move per unit of ``Σ ρ u``.
 
-        A signal's reach is half its bias span under the last policy on ``kernel``
-        (``sizing="bias-span"``) or its range (``sizing="range"``); ``S_m = Σ_i L_{m,i} reach(c_i)``
-        and ``S_f = Σ_k |∂f/∂λ_k| reach(r_k)`` with the slope of f at the middle of the reward box.
+        A signal's reach is its range times half the mixing factor of ``kernel`` (``sizing="mixing"``),
+        half its discounted bias span under the last policy on ``kernel`` (``"bias-span"``) or its range
+        (``"range"``); ``S_m = Σ_i L_{m,i} reach(c_i)`` and ``S_f = Σ_k |∂f/∂λ_k| reach(r_k)``, with the slope
+        of f at the middle of the reward box.
         """
-        model = self.model
-        S, A = model.n_states, model.n_actions
-        policy = self.policy if self.policy is not None else np.full((S, A), 1.0 / A)
-        signals = np.concatenate([model.rewards, model.costs])
-        flat = signals.reshape(signals.shape[0], -1)
-        spread = flat.max(axis=1) - flat.min(axis=1)
         if self.sizing == "mixing":
-            reach = spread * mixing_factor(kernel) / 2.0
+            reach = self._spread * mixing_factor(kernel) / 2.0
         elif self.sizing == "bias-span":
-            reach = bias_spans(kernel, policy, signals) / 2.0
+            S, A = self.model.n_states, self.model.n_actions
+            policy = self.policy if self.policy is not None else np.full((S, A), 1.0 / A)
+            reach = bias_spans(kernel, policy, self._signals) / 2.0
         else:
-            reach = spread
-        reward_reach, cost_reach = reach[: model.n_rewards], reach[model.n_rewards:]
-        return float(self.objective_slope @ reward_reach), self.lipschitz @ cost_reach
+            reach = self._spread
+        K = self.model.n_rewards
+        return float(self.objective_slope @ reach[:K]), self.lipschitz @ reach[K:]
 
-    @property
-    def objective_slope(self) -> np.ndarray:
-        """``|∂f/∂λ_k|`` at the middle of the reward box (the model's reward ranges); 0 where f has no finite slope.
+    def _model_constants(self, model) -> None:
+        """What sizing needs of the model alone, computed once: the signals, their ranges and f's slope.
 
-        The middle, not the last plan's rewards: a concave f such as a log is steep near 0, and a plan that
-        almost never serves one signal would make the bonus explode (measured on the scheduler: 10^9).
+        The slope of f is taken at the middle of the reward box, not at the last plan's rewards: a concave f
+        such as a log is steep near 0, and a plan that almost never serves one signal would make the bonus
+        explode (measured on the scheduler: 10^9). Where f has no finite slope there, it counts as 0.
         """
-        flat = self.model.rewards.reshape(self.model.n_rewards, -1)
+        self._signals = np.concatenate([model.rewards, model.costs])             # (K + d, S, A)
+        flat = self._signals.reshape(self._signals.shape[0], -1)
+        self._spread = flat.max(axis=1) - flat.min(axis=1)
+        rewards = flat[: model.n_rewards]
         with np.errstate(divide="ignore", invalid="ignore"):
-            slope = np.abs(np.asarray(self.model.objective.gradient((flat.min(axis=1) + flat.max(axis=1)) / 2.0),
+            slope = np.abs(np.asarray(model.objective.gradient((rewards.min(axis=1) + rewards.max(axis=1)) / 2.0),
                                       dtype=float))
-        return np.nan_to_num(slope, nan=0.0, posinf=0.0)
+        #: ``|∂f/∂λ_k|`` at the middle of the reward box
+        self.objective_slope = np.nan_to_num(slope, nan=0.0, posinf=0.0)
 
     def _update_program(self, time: int, epsilon: float) -> None:
         kernel = self.estimated_kernel()
@@ -204,17 +207,14 @@ class SafeCurl(_ProgramAgent):
         self.least_violation.update(kernel=self.program.kernel, penalty=self.weights[1])
         lv = self.compiled_least_violation.solve()
         self.last_result = lv
+        plan = self._plan_from(lv, eps)
         if not lv.ok:
-            return self._plan_from(lv, eps)  # a failed solve: kept / uniform, as for any agent
-        level = self.least_violation.level(lv.x)
-        policy, mask = extract_policy(lv.occupancy, self.model, self.unreached, costs=lv.costs,
-                                      uniform_policy=lv.policy)
+            return plan  # a failed solve: kept / uniform, as for any agent
         message = (f"the safe program (ε={eps:.6g}) is infeasible; played the least-violation policy"
-                   f" (largest penalised constraint value {level:.6g})")
-        return EpochPlan(policy, PlanSource.LEAST_VIOLATION, epsilon=eps, status=lv.status.value,
-                         solve_time=result.solve_time + lv.solve_time,
-                         iterations=(result.iterations or 0) + (lv.iterations or 0), message=message,
-                         unreached=int(mask.sum()))
+                   f" (largest penalised constraint value {self.least_violation.level(lv.x):.6g})")
+        return replace(plan, source=PlanSource.LEAST_VIOLATION, message=message,
+                       solve_time=result.solve_time + lv.solve_time,
+                       iterations=(result.iterations or 0) + (lv.iterations or 0))
 
     def describe(self):
         out = {**super().describe(), "kernel": self.kernel_source, "bonus": self.bonus, "penalty": self.penalty,

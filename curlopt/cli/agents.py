@@ -20,16 +20,13 @@ from . import app
 __all__ = ["agent_options", "agent_summary", "docstring_parameters"]
 
 _ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")  # :class:`~curlopt.agents.UcCurl` -> curlopt.agents.UcCurl
-# references to sections of the project's external specification are left out of the listing
-_SPEC = re.compile(r"(,\s*|\s+as specified in\s+|\s*\(\s*)?\bSPEC\b\s*§\s*\d+(\.\d+)*(\s*,\s*§\s*\d+(\.\d+)*)*\)?")
 
 
 def _plain(text: str) -> str:
-    """Docstring text as plain words: Sphinx roles and literals unwrapped, spaces collapsed, external references out."""
+    """Docstring text as plain words: Sphinx roles and literals unwrapped, spaces collapsed."""
     text = _ROLE.sub(lambda m: m.group(1).rsplit(".", 1)[-1] if m.group(0).startswith(":class:") else m.group(1), text)
     text = text.replace("``", "")
     text = " ".join(text.split())
-    text = _SPEC.sub("", text).replace(" .", ".").replace("(, ", "(")
     return text.strip()
 
 
