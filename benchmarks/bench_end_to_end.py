@@ -265,36 +265,34 @@ def _top(stats: pstats.Stats, key: str, count: int) -> str:
 
 
 class _solver_clock:
-    """Within the block, add HiGHS's own run time of every solve (``CompiledHighs._run``'s seconds) to ``total[0]``."""
+    """Within the block, add the solver's own run time of every solve to ``total[0]``.
+
+    Read from each result (``SolveResult.solver_time``, which every backend fills); the public
+    ``CompiledProgram.solve`` is wrapped for the block only, to see the results an agent gets.
+    """
 
     def __init__(self, total: list[float]):
         self.total = total
         self.inner = None
 
     def __enter__(self):
-        try:
-            from curlopt.backends.highs import CompiledHighs
-        except ImportError:
-            return self
-        self.inner = inner = getattr(CompiledHighs, "_run", None)
-        if inner is None:
-            return self
+        from curlopt.backends.base import CompiledProgram
+
+        self.inner = inner = CompiledProgram.solve
         total = self.total
 
         def timed(compiled, *args, **kwargs):
-            out = inner(compiled, *args, **kwargs)
-            if isinstance(out, tuple) and out and isinstance(out[-1], float):
-                total[0] += out[-1]
-            return out
+            result = inner(compiled, *args, **kwargs)
+            total[0] += float(result.solver_time or 0.0)
+            return result
 
-        CompiledHighs._run = timed
+        CompiledProgram.solve = timed
         return self
 
     def __exit__(self, *exc):
-        if self.inner is not None:
-            from curlopt.backends.highs import CompiledHighs
+        from curlopt.backends.base import CompiledProgram
 
-            CompiledHighs._run = self.inner
+        CompiledProgram.solve = self.inner
         return False
 
 
@@ -325,7 +323,7 @@ def run_profile(say: Callable[[str], None], targets, algorithms: list[str], step
                   [[label, f"{t:.2f}", f"{t / total:.0%}", n] for label, t, n in parts], "lrrr"))
         if solver[0] > 0:
             # A bit-identical trace needs the same calls into HiGHS, so its own run time is a floor of the run.
-            say(f"HiGHS's own run time in the run without the profiler: {solver[0]:.2f} s of {plain:.2f} s"
+            say(f"the solver's own run time in the run without the profiler: {solver[0]:.2f} s of {plain:.2f} s"
                 f" ({solver[0] / plain:.0%}); with identical solver calls the run cannot be more than"
                 f" {plain / solver[0]:.2f}x faster")
         say("\ntop 15 by cumulative time:")

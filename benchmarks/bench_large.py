@@ -19,13 +19,20 @@ peak memory and where a backend stops
     A backend that stopped at (100, 10) is not tried at (200, 5), whose program is twice as large.
 
 The whole UC-CURL run
-    ``make_agent("uc-curl", model, backend="highs", radius="experiment", trigger="linear")`` run by
-    ``curlopt.experiments.loop.run`` at (100, 10), seed 0, in a fresh subprocess. The target is 10^6 steps in at
-    most 10 minutes; a run of 10^6 steps is far beyond that (a re-solve costs ~0.1 s and the linear trigger makes
-    tens of thousands of epochs), so the item runs :data:`RUN_STEPS` steps and *extrapolates*: the epoch count at
-    10^6 steps from (a) the linear trigger simulated without solves under the run's last policy, scaled by the
-    measured / simulated count at the measured horizon, and (b) a power law ``epochs ∝ t^b`` fitted to the
-    run's own epoch starts over its second half; the time per epoch from the run's last half of epochs.
+    ``make_agent("uc-curl", model, backend=<backend>, radius="experiment", trigger="linear")`` run by
+    ``curlopt.experiments.loop.run`` at (100, 10), seed 0, in a fresh subprocess, once per backend of
+    :data:`RUN_BACKENDS` that is asked for: ``highs`` (the whole optimistic LP, hot-started) and ``highs-columns``
+    (the same program by column generation, curlopt/backends/columns.py: same optimal value, possibly another
+    optimal vertex, so its trajectory differs). The target is 10^6 steps in at most 10 minutes. Each backend
+    runs :data:`RUN_STEPS` steps and *extrapolates*: the epoch count at 10^6 steps from (a) the linear trigger
+    simulated without solves under the run's last policy, scaled by the measured / simulated count at the
+    measured horizon, and (b) a power law ``epochs ∝ t^b`` fitted to the run's own epoch starts over its second
+    half; the time per epoch from the run's last half of epochs. A backend whose extrapolation is within
+    :data:`REAL_RUN_FACTOR` times the target then runs the 10^6 steps for real (not with ``--quick``).
+
+Optimistic re-solves, highs against highs-columns
+    The probe above for both backends on the optimistic program at :data:`COMPARE_SIZES` ((100,10) is shared
+    with the table), side by side with their ratio.
 
 Nothing is asserted; the rows go to the targets table (INFO, and PASS/MISS for the 10-minute target).
 """
@@ -46,7 +53,13 @@ from _report import ms, table
 
 HERE = Path(__file__).resolve().parent
 SIZES = ((100, 10), (200, 5))
-BACKENDS = ("highs", "scipy", "cvxpy", "pyomo")
+BACKENDS = ("highs", "highs-columns", "scipy", "cvxpy", "pyomo")
+#: the backends of the UC-CURL run (each that is in the run's backend list)
+RUN_BACKENDS = ("highs", "highs-columns")
+#: a run whose extrapolated 10^6-step time is within this factor of the target is run for real
+REAL_RUN_FACTOR = 2.0
+#: sizes at which highs and highs-columns re-solve the optimistic program side by side
+COMPARE_SIZES = ((100, 10), (60, 10))
 PROGRAMS = ("optimistic", "occupancy")
 #: address-space limit of each probe (RLIMIT_AS; 23 GiB machine shared with other jobs)
 MEMORY_LIMIT = 8 * 2**30
@@ -62,7 +75,7 @@ def probe_limits(kind: str, backend: str, quick: bool) -> tuple[int, float]:
     """(re-solves, time limit in s) of one probe: few re-solves where a solve is an LP/IPM from scratch."""
     if kind == "occupancy":
         return (5, 120.0) if quick else (20, 180.0)
-    if backend == "highs":
+    if backend in ("highs", "highs-columns"):  # the same epochs for both, so that their values can be compared
         return (3, 240.0) if quick else (8, 300.0)
     return (1, 90.0) if quick else (2, 150.0)
 
@@ -78,21 +91,18 @@ def epoch_data(model, count: int, horizon: int = DATA_HORIZON, seed: int = 0):
     """
     import bench_resolve
     from curlopt import tightness
-    from curlopt.experiments.loop import _cumulative_rows, _fast_epoch
-    from curlopt.experiments.streams import UniformStream
+    from curlopt.agents.curl import sample_posterior_kernel
+    from curlopt.experiments.loop import ChainSimulator
 
     S, A = model.n_states, model.n_actions
     seq_a, seq_s, seq_k = np.random.SeedSequence(seed).spawn(3)
-    actions = UniformStream(np.random.default_rng(seq_a))
-    transitions = UniformStream(np.random.default_rng(seq_s))
-    kernel_rows = _cumulative_rows(model.kernel)
-    policy_rows = _cumulative_rows(np.full((S, A), 1.0 / A))
+    chain = ChainSimulator(model.kernel, np.random.default_rng(seq_a), np.random.default_rng(seq_s))
+    uniform = np.full((S, A), 1.0 / A)
     visits = np.zeros(S * A)
-    state, t, starts, chunks = 0, 1, [], []
+    t, starts, chunks = 1, [], []
     while t <= horizon:
         starts.append(t)
-        pairs, nexts, state = _fast_epoch(state, policy_rows, kernel_rows, np.maximum(1.0, visits).tolist(),
-                                          horizon - t + 1, actions, transitions, A)
+        pairs, nexts = chain.play(uniform, horizon - t + 1, np.maximum(1.0, visits))
         visits += np.bincount(pairs, minlength=S * A)
         chunks.append(pairs * S + nexts)
         t += pairs.size
@@ -103,11 +113,10 @@ def epoch_data(model, count: int, horizon: int = DATA_HORIZON, seed: int = 0):
     for index in chosen:
         t_e = starts[index]
         n = np.bincount(triples[: t_e - 1], minlength=S * A * S).reshape(S, A, S).astype(float)
-        draws = rng.standard_gamma(1.0 + n)
         times.append(t_e)
         counts.append(n)
         epsilons.append(tightness(t_e))
-        kernels.append(draws / draws.sum(axis=2, keepdims=True))
+        kernels.append(sample_posterior_kernel(rng, 1.0 + n))
     return bench_resolve.EpochData(model.name, times, counts, epsilons, kernels, len(starts), horizon)
 
 
@@ -163,7 +172,8 @@ def probe(kind: str, S: int, A: int, backend: str, resolves: int, budget: float)
         result = compiled.solve()
         wall = time.perf_counter() - started
         _emit(stage="first" if e == 0 else "resolve", seconds=wall, own=own[0], iterations=result.iterations,
-              status=result.status.value, variant=result.program.value, objective=float(result.objective))
+              status=result.status.value, variant=result.program.value, objective=float(result.objective),
+              rounds=getattr(compiled, "last_rounds", None), blocks=getattr(compiled, "last_blocks", None))
         resolving = resolving or time.perf_counter()
         if e > 0 and time.perf_counter() - resolving > budget:
             break
@@ -223,6 +233,7 @@ def run_probe(kind: str, S: int, A: int, backend: str, quick: bool) -> dict:
     row["resolve_own"] = float(np.mean([r["own"] for r in again])) if again else math.nan
     row["iterations"] = [r["iterations"] for r in stages.get("first", []) + again]
     row["statuses"] = sorted({r["status"] for r in stages.get("first", []) + again})
+    row["objectives"] = [r["objective"] for r in stages.get("first", []) + again]
     if why:
         following = {"start": "building the model and data", "data": "building the program", "program": "compile",
                      "compile": "the first solve", "first": "re-solve", "resolve": "re-solve"}
@@ -240,22 +251,18 @@ def trigger_epochs(model, policy: np.ndarray, horizons: list[int], seed: int = 1
     alone costs seconds where the run would cost hours.
     """
     from curlopt.agents.triggers import LinearTrigger
-    from curlopt.experiments.loop import _cumulative_rows, _fast_epoch
-    from curlopt.experiments.streams import UniformStream
+    from curlopt.experiments.loop import ChainSimulator
 
     S, A = model.n_states, model.n_actions
     seq_a, seq_s = np.random.SeedSequence(seed).spawn(2)
-    actions = UniformStream(np.random.default_rng(seq_a))
-    transitions = UniformStream(np.random.default_rng(seq_s))
-    kernel_rows, policy_rows = _cumulative_rows(model.kernel), _cumulative_rows(policy)
+    chain = ChainSimulator(model.kernel, np.random.default_rng(seq_a), np.random.default_rng(seq_s))
     trigger = LinearTrigger()
     visits, previous = np.zeros((S, A)), np.zeros((S, A))
-    state, t, epochs, out = 0, 1, 0, []
+    t, epochs, out = 1, 0, []
     for horizon in sorted(horizons):
         while t <= horizon:
             thresholds, _ = trigger.limits(visits, previous, t)
-            pairs, _, state = _fast_epoch(state, policy_rows, kernel_rows, thresholds.ravel().tolist(),
-                                          horizon - t + 1, actions, transitions, A)
+            pairs, _ = chain.play(policy, horizon - t + 1, thresholds)
             previous = np.bincount(pairs, minlength=S * A).reshape(S, A).astype(float)
             visits += previous
             t += pairs.size
@@ -264,7 +271,7 @@ def trigger_epochs(model, policy: np.ndarray, horizons: list[int], seed: int = 1
     return out
 
 
-def uc_run(S: int, A: int, steps: int) -> None:
+def uc_run(S: int, A: int, steps: int, backend: str = "highs") -> None:
     """The UC-CURL run of the issue for ``steps`` steps; one JSON line on stdout (read by :func:`run_uc`)."""
     from curlopt.agents import make_agent
     from curlopt.envs.tabular import TabularCMDPEnv
@@ -273,11 +280,13 @@ def uc_run(S: int, A: int, steps: int) -> None:
 
     model = random_model(S, A, seed=0)
     started = time.perf_counter()
-    agent = make_agent("uc-curl", model, backend="highs", radius="experiment", trigger="linear")
+    agent = make_agent("uc-curl", model, backend=backend, radius="experiment", trigger="linear")
     build = time.perf_counter() - started
     trace = run(agent, TabularCMDPEnv(model), steps, seed=0, progress=False, model=model)
-    simulated = trigger_epochs(model, np.asarray(agent.policy), [steps, TARGET_STEPS])
-    _emit(stage="done", build=build, wall=trace.wall_time, steps=steps, starts=[e.start for e in trace.epochs],
+    # the epoch count at the target by simulation (a run of the target's length needs none)
+    simulated = trigger_epochs(model, np.asarray(agent.policy), [steps, TARGET_STEPS]) if steps < TARGET_STEPS else [0, 0]
+    _emit(stage="done", backend=backend, build=build, wall=trace.wall_time, steps=steps,
+          starts=[e.start for e in trace.epochs],
           solve=[e.solve_time for e in trace.epochs], iterations=[e.iterations or 0 for e in trace.epochs],
           sources=[e.source for e in trace.epochs], simulated=simulated)
 
@@ -305,15 +314,17 @@ def extrapolate(line: dict) -> dict:
             "sim_here": sim_here, "sim_target": sim_target, "by_trigger": by_trigger, "by_fit": by_fit,
             "exponent": b, "quarters": quarters, "bound": 1 + math.sqrt(2 * 100 * 10 * TARGET_STEPS),
             "low_min": (fixed + low * per_epoch) / 60, "high_min": (fixed + high * per_epoch) / 60,
-            "fallbacks": sum(s != "tight" for s in line["sources"]), "peak": line["peak"]}
+            "fallbacks": sum(s != "tight" for s in line["sources"]), "peak": line["peak"],
+            "backend": line.get("backend", "highs"), "failures": sum(s in ("kept-previous", "uniform")
+                                                                     for s in line["sources"])}
 
 
-def run_uc(quick: bool) -> dict:
+def run_uc(quick: bool, backend: str = "highs", steps: int | None = None, timeout: float = 900.0) -> dict:
     """The UC-CURL run in a fresh subprocess, extrapolated; ``{"stopped": why}`` when it did not finish."""
-    steps = RUN_STEPS // 5 if quick else RUN_STEPS
-    lines, why, wall = _child(f"uc_run(100, 10, {steps})", 900.0)
+    steps = steps or (RUN_STEPS // 5 if quick else RUN_STEPS)
+    lines, why, wall = _child(f"uc_run(100, 10, {steps}, {backend!r})", timeout)
     if why or not lines:
-        return {"stopped": why or "no output", "steps": steps, "process": wall}
+        return {"stopped": why or "no output", "steps": steps, "process": wall, "backend": backend}
     return {**extrapolate(lines[-1]), "process": wall, "stopped": ""}
 
 
@@ -326,18 +337,55 @@ def _size_rows(say, quick: bool, backends: list[str]) -> list[dict]:
     for S, A in SIZES:
         for kind in PROGRAMS:
             for backend in backends:
+                if backend == "highs-columns" and kind != "optimistic":
+                    rows.append({"kind": kind, "S": S, "A": A, "backend": backend, "skipped":
+                                 "the highs path itself (highs-columns hands this program to it)"})
+                    continue
                 if (kind, backend) in stopped:
                     rows.append({"kind": kind, "S": S, "A": A, "backend": backend, "skipped":
                                  f"not tried: stopped at {stopped[kind, backend]}"})
                     continue
                 row = run_probe(kind, S, A, backend, quick)
                 rows.append(row)
-                say(f"  {kind:<10} ({S},{A}) {backend:<6} compile {ms(row['compile'])} ms, first {ms(row['first'])} ms,"
-                    f" re-solve {ms(row['resolve'])} ms ({row['resolves']}), peak {row['peak'] / 2**20:,.0f} MiB,"
-                    f" {row['wall']:.0f} s" + (f"; STOPPED: {row['stopped']}" if row["stopped"] else ""))
+                _say_probe(say, row)
                 if row["stopped"]:
                     stopped[kind, backend] = f"({S},{A})"
     return rows
+
+
+def _say_probe(say, row: dict) -> None:
+    say(f"  {row['kind']:<10} ({row['S']},{row['A']}) {row['backend']:<6} compile {ms(row['compile'])} ms, first"
+        f" {ms(row['first'])} ms, re-solve {ms(row['resolve'])} ms ({row['resolves']}), peak"
+        f" {row['peak'] / 2**20:,.0f} MiB, {row['wall']:.0f} s" + (f"; STOPPED: {row['stopped']}" if row["stopped"] else ""))
+
+
+def compare_rows(say, quick: bool, rows: list[dict]) -> list[dict]:
+    """highs and highs-columns on the optimistic program at :data:`COMPARE_SIZES`, reusing the probes already run."""
+    done = {(r["S"], r["A"], r["backend"]): r for r in rows if "skipped" not in r and r["kind"] == "optimistic"}
+    out = []
+    for S, A in COMPARE_SIZES:
+        pair = {}
+        for backend in ("highs", "highs-columns"):
+            row = done.get((S, A, backend))
+            if row is None:
+                row = run_probe("optimistic", S, A, backend, quick)
+                _say_probe(say, row)
+            pair[backend] = row
+        out.append({"S": S, "A": A, **pair})
+    return out
+
+
+def render_compare(pairs: list[dict]) -> str:
+    out = []
+    for p in pairs:
+        h, c = p["highs"], p["highs-columns"]
+        ratio = h["resolve"] / c["resolve"] if c["resolve"] and math.isfinite(c["resolve"]) else math.nan
+        same = [abs(a - b) <= 1e-7 * max(1.0, abs(a)) for a, b in zip(h.get("objectives", []), c.get("objectives", []))]
+        out.append([f"({p['S']},{p['A']})", ms(h["first"]), ms(c["first"]), ms(h["resolve"]), ms(c["resolve"]),
+                    f"{ratio:.1f}x", f"{h['resolves']}/{c['resolves']}",
+                    f"{sum(same)}/{len(same)}" if same else "-", c["stopped"] or h["stopped"] or ""])
+    return table(["(S,A)", "highs 1st ms", "columns 1st ms", "highs re-solve ms", "columns re-solve ms",
+                  "speed-up", "n (highs/columns)", "same value (1e-7)", "stopped"], out, "lrrrrrrrl")
 
 
 def render(rows: list[dict]) -> str:
@@ -373,39 +421,69 @@ def run_item(say: Callable[[str], None], targets, quick: bool = False, backends:
         figure = (f"compile {ms(r['compile'])}, 1st {ms(r['first'])}, re-solve {ms(r['resolve'])} ms,"
                   f" {r['peak'] / 2**20:,.0f} MiB")
         targets.add("large", what, figure, "-", "-", "report", None, r["stopped"])
-    say("")
-    u = run_uc(quick)
-    if u["stopped"]:
-        say(f"UC-CURL run stopped: {u['stopped']}")
-        targets.add("large", "UC-CURL highs (100,10), 10^6 steps", "-", "-", "-", f"<= {TARGET_MINUTES:g} min",
-                    False, u["stopped"])
-        return
-    say(render_run(u))
-    minutes = (u["low_min"], u["high_min"])
-    targets.add("large", f"UC-CURL highs linear (100,10), 10^6 steps (EXTRAPOLATED from {u['steps']:,})",
-                f"{minutes[0]:.0f}-{minutes[1]:.0f} min", f"{u['wall']:.0f} s for {u['steps']:,} steps", "-",
-                f"<= {TARGET_MINUTES:g} min", minutes[0] <= TARGET_MINUTES,
-                f"{minutes[0] / TARGET_MINUTES:.1f}-{minutes[1] / TARGET_MINUTES:.1f}x the target")
+    if {"highs", "highs-columns"} <= set(backends):
+        say("")
+        say("Optimistic program, the same epoch data: highs (the whole LP) against highs-columns (column generation)")
+        pairs = compare_rows(say, quick, rows)
+        say(render_compare(pairs))
+        for p in pairs:
+            h, c = p["highs"], p["highs-columns"]
+            targets.add("large", f"optimistic re-solve ({p['S']},{p['A']}): highs-columns", f"{ms(c['resolve'])} ms",
+                        f"highs {ms(h['resolve'])} ms", f"{h['resolve'] / c['resolve']:.1f}x faster"
+                        if c["resolve"] else "-", "report", None, c["stopped"] or h["stopped"])
+    for backend in [b for b in RUN_BACKENDS if b in backends]:
+        say("")
+        u = run_uc(quick, backend)
+        if u["stopped"]:
+            say(f"UC-CURL run ({backend}) stopped: {u['stopped']}")
+            targets.add("large", f"UC-CURL {backend} (100,10), 10^6 steps", "-", "-", "-",
+                        f"<= {TARGET_MINUTES:g} min", False, u["stopped"])
+            continue
+        say(render_run(u))
+        minutes = (u["low_min"], u["high_min"])
+        targets.add("large", f"UC-CURL {backend} linear (100,10), 10^6 steps (EXTRAPOLATED from {u['steps']:,})",
+                    f"{minutes[0]:.1f}-{minutes[1]:.1f} min", f"{u['wall']:.0f} s for {u['steps']:,} steps", "-",
+                    f"<= {TARGET_MINUTES:g} min", minutes[1] <= TARGET_MINUTES,
+                    f"{minutes[0] / TARGET_MINUTES:.2f}-{minutes[1] / TARGET_MINUTES:.2f}x the target")
+        if quick or minutes[0] > REAL_RUN_FACTOR * TARGET_MINUTES:
+            continue
+        say(f"UC-CURL {backend}: the extrapolation is within {REAL_RUN_FACTOR:g}x the target, so {TARGET_STEPS:,} steps"
+            " are run for real")
+        real = run_uc(quick, backend, steps=TARGET_STEPS, timeout=3 * 60 * TARGET_MINUTES * REAL_RUN_FACTOR)
+        if real["stopped"]:
+            say(f"UC-CURL run ({backend}, {TARGET_STEPS:,} steps) stopped: {real['stopped']}")
+            targets.add("large", f"UC-CURL {backend} (100,10), 10^6 steps MEASURED", "-", "-", "-",
+                        f"<= {TARGET_MINUTES:g} min", False, real["stopped"])
+            continue
+        say(render_run(real, extrapolated=False))
+        whole = (real["build"] + real["wall"]) / 60  # agent build + the run (not the process's start)
+        targets.add("large", f"UC-CURL {backend} linear (100,10), 10^6 steps MEASURED",
+                    f"{whole:.1f} min", f"{real['epochs']:,} epochs, process {real['process']:.0f} s", "-",
+                    f"<= {TARGET_MINUTES:g} min", whole <= TARGET_MINUTES, f"{whole / TARGET_MINUTES:.2f}x the target")
 
 
-def render_run(u: dict) -> str:
-    """The UC-CURL run's measured figures, then the extrapolation, labelled as such."""
-    return "\n".join([
-        f"UC-CURL, highs, radius experiment, linear trigger, (100,10), seed 0: {u['steps']:,} steps measured",
+def render_run(u: dict, extrapolated: bool = True) -> str:
+    """The UC-CURL run's measured figures, then (unless it ran the target's steps) the extrapolation, labelled."""
+    lines = [
+        f"UC-CURL, {u['backend']}, radius experiment, linear trigger, (100,10), seed 0: {u['steps']:,} steps measured",
         f"  agent build (compile) {u['build']:.1f} s; run wall {u['wall']:.1f} s (process {u['process']:.0f} s);"
-        f" {u['epochs']} epochs; first solve {u['first']:.1f} s (zero counts, cold);"
-        f" planning per epoch over the last half {1e3 * u['plan_mean']:.0f} ms"
+        f" {u['epochs']} epochs; first solve {u['first']:.2f} s (zero counts, cold);"
+        f" planning per epoch over the last half {1e3 * u['plan_mean']:.1f} ms"
         f" (mean simplex iterations {u['iterations']:.0f}); rest per epoch {1e3 * u['other']:.1f} ms;"
-        f" fallback epochs {u['fallbacks']}; peak {u['peak'] / 2**20:,.0f} MiB",
+        f" fallback epochs {u['fallbacks']}; solver failures {u['failures']}; peak {u['peak'] / 2**20:,.0f} MiB",
         "  planning per epoch by quarter of the run's epochs (first solve excluded): "
-        + ", ".join(f"{1e3 * q:.0f}" for q in u["quarters"]) + " ms (it grows with the counts: the extrapolation,"
-        " at the last half's mean, is low)",
+        + ", ".join(f"{1e3 * q:.1f}" for q in u["quarters"]) + " ms",
+    ]
+    if not extrapolated:
+        return "\n".join(lines)
+    return "\n".join(lines + [
         f"  EXTRAPOLATION to {TARGET_STEPS:,} steps (not measured):",
         f"    epochs (a) linear trigger under the run's last policy, no solves: {u['sim_here']:,} at {u['steps']:,},"
         f" {u['sim_target']:,} at {TARGET_STEPS:,}; scaled by the run's {u['epochs']}/{u['sim_here']}:"
         f" {u['by_trigger']:,.0f}",
         f"    epochs (b) power law fitted to the run's second half, epochs ∝ t^{u['exponent']:.2f}: {u['by_fit']:,.0f}"
         f"  (the paper's bound 1 + sqrt(2 S A T) = {u['bound']:,.0f})",
-        f"    wall = build + first solve + epochs × {1e3 * (u['plan_mean'] + u['other']):.0f} ms:"
-        f" {u['low_min']:.0f}-{u['high_min']:.0f} min (target {TARGET_MINUTES:g} min)",
+        f"    wall = build + first solve + epochs × {1e3 * (u['plan_mean'] + u['other']):.1f} ms:"
+        f" {u['low_min']:.1f}-{u['high_min']:.1f} min (target {TARGET_MINUTES:g} min; planning per epoch grows"
+        " with the counts, so this is low)",
     ])

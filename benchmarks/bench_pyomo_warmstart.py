@@ -26,29 +26,17 @@ import time
 import numpy as np
 
 from curlopt import OptimisticProgram, get_backend, tightness
+from curlopt.experiments.loop import ChainSimulator
 from curlopt.models import queue_model, scheduler_model
 from curlopt.results import ProgramVariant
 
 
-def simulate_epoch(rng, kernel, policy, state, visits_before, max_steps):
-    """Play ``policy`` from ``state`` until the doubling trigger fires; return counts, last state, steps."""
+def simulate_epoch(chain, policy, visits_before, max_steps):
+    """Play ``policy`` on ``chain`` until the doubling trigger fires; return the epoch's counts and its steps."""
     S, A = policy.shape
-    counts = np.zeros((S, A, S))
-    within = np.zeros((S, A))
-    cum_policy = np.cumsum(policy, axis=1)
-    cum_kernel = np.cumsum(kernel, axis=2)
-    steps = 0
-    while steps < max_steps:
-        a = min(int(np.searchsorted(cum_policy[state], rng.random(), side="right")), A - 1)
-        nxt = min(int(np.searchsorted(cum_kernel[state, a], rng.random(), side="right")), S - 1)
-        counts[state, a, nxt] += 1
-        within[state, a] += 1
-        steps += 1
-        trigger = within[state, a] >= max(1.0, visits_before[state, a])
-        state = nxt
-        if trigger:
-            break
-    return counts, state, steps
+    pairs, nexts = chain.play(policy, max_steps, np.maximum(1.0, visits_before))
+    counts = np.bincount(pairs * S + nexts, minlength=S * A * S).reshape(S, A, S).astype(float)
+    return counts, int(pairs.size)
 
 
 def run(model, horizon, compare, seed):
@@ -59,7 +47,7 @@ def run(model, horizon, compare, seed):
     t = 1.0
     program = OptimisticProgram(model, counts=counts, time=t, epsilon=tightness(t))
     compiled = get_backend("pyomo").compile(program)
-    state = int(rng.integers(S))
+    chain = ChainSimulator(model.kernel, *rng.spawn(2), state=int(rng.integers(S)))
     rows, epoch = [], 0
     totals = dict(epochs=0, warm_it=0, warm_s=0.0, retries=0, fallback=0, failures=0)
     # compare at t in a geometric grid (epochs are short early and long late)
@@ -90,7 +78,7 @@ def run(model, horizon, compare, seed):
                 retried=compiled.cold_retries > retries,
             ))
         policy = warm.policy if warm.ok else np.full((S, A), 1.0 / A)
-        new, state, steps = simulate_epoch(rng, model.kernel, policy, state, counts.sum(axis=2), horizon)
+        new, steps = simulate_epoch(chain, policy, counts.sum(axis=2), horizon)
         counts = counts + new
         t += steps
         epoch += 1

@@ -2,14 +2,14 @@
 
 Epoch data (the same for every backend and for the naive reference)
     A fixed stochastic policy (uniform over actions) is played on the model's true kernel with the
-    doubling trigger (docs/math.md §5) for ``T`` steps, by the learning loop's own fast stepping code
-    (``curlopt.experiments.loop._fast_epoch``). The counts ``n(s,a,s')`` and the time ``t_e`` are
+    doubling trigger (docs/math.md §5) for ``T`` steps, by the learning loop's own simulator
+    (``curlopt.experiments.loop.ChainSimulator``). The counts ``n(s,a,s')`` and the time ``t_e`` are
     recorded at every epoch start; 200 of the run's epochs, evenly spaced in epoch index (so they span
     the whole run, from the first sparse counts to the last), are the sequence. For the optimistic
     program an epoch's data is ``(counts, t_e, ε = tightness(t_e))``; for the occupancy program it is a
-    posterior sample ``P~(·|s,a) ~ Dirichlet(1 + n(s,a,·))`` (drawn once, from a seeded generator) and
-    the same ε. A uniform policy rather than an agent: every pair gets data, and the sequence does not
-    depend on a backend.
+    posterior sample ``P~(·|s,a) ~ Dirichlet(1 + n(s,a,·))`` (drawn once, from a seeded generator, by the
+    agents' own sampler) and the same ε. A uniform policy rather than an agent: every pair gets data, and
+    the sequence does not depend on a backend.
 
 Compiled (what the agents do)
     The program is built with no data and compiled once (reported as *compile*); then every epoch runs
@@ -64,23 +64,19 @@ class EpochData:
 def simulate_epochs(model, horizon: int, count: int, seed: int = 0) -> EpochData:
     """Counts at the epoch starts of a uniform-policy run with the doubling trigger (see the module doc)."""
     from curlopt import tightness
-    from curlopt.experiments.loop import _cumulative_rows, _fast_epoch
-    from curlopt.experiments.streams import UniformStream
+    from curlopt.agents.curl import sample_posterior_kernel
+    from curlopt.experiments.loop import ChainSimulator
 
     S, A = model.n_states, model.n_actions
     seq_a, seq_s, seq_k = np.random.SeedSequence(seed).spawn(3)
-    actions = UniformStream(np.random.default_rng(seq_a))
-    transitions = UniformStream(np.random.default_rng(seq_s))
-    kernel_rows = _cumulative_rows(model.kernel)
-    policy_rows = _cumulative_rows(np.full((S, A), 1.0 / A))
+    chain = ChainSimulator(model.kernel, np.random.default_rng(seq_a), np.random.default_rng(seq_s))
+    uniform = np.full((S, A), 1.0 / A)
     counts = np.zeros((S, A, S))
-    state, t = 0, 1
+    t = 1
     starts: list[tuple[int, np.ndarray]] = []
     while t <= horizon:
         starts.append((t, counts.copy()))
-        thresholds = np.maximum(1.0, counts.sum(axis=2)).ravel().tolist()
-        pairs, nexts, state = _fast_epoch(state, policy_rows, kernel_rows, thresholds, horizon - t + 1,
-                                          actions, transitions, A)
+        pairs, nexts = chain.play(uniform, horizon - t + 1, np.maximum(1.0, counts.sum(axis=2)))
         counts += np.bincount(pairs * S + nexts, minlength=S * A * S).reshape(S, A, S)
         t += pairs.size
     chosen = np.unique(np.linspace(0, len(starts) - 1, min(count, len(starts))).round().astype(int))
@@ -91,8 +87,7 @@ def simulate_epochs(model, horizon: int, count: int, seed: int = 0) -> EpochData
         times.append(t_e)
         snapshots.append(n)
         epsilons.append(tightness(t_e))
-        draws = rng.standard_gamma(1.0 + n)
-        kernels.append(draws / draws.sum(axis=2, keepdims=True))
+        kernels.append(sample_posterior_kernel(rng, 1.0 + n))
     return EpochData(model.name, times, snapshots, epsilons, kernels, len(starts), horizon)
 
 
@@ -162,6 +157,8 @@ def naive_problem(kind: str, model, data: EpochData, e: int, with_constraints: b
     """A fresh CVXPY problem from numpy arrays: plain Variables, constants, no Parameters."""
     import cvxpy as cp
 
+    from curlopt.backends.cvxpy import cvxpy_expression  # the library's expression of each utility, as the backend builds it
+
     S, A = model.n_states, model.n_actions
     n = S * A
     rho = cp.Variable(n, nonneg=True)
@@ -187,8 +184,8 @@ def naive_problem(kind: str, model, data: EpochData, e: int, with_constraints: b
     rewards = model.rewards.reshape(model.n_rewards, n) @ rho
     if with_constraints and model.constraints:
         costs = model.costs.reshape(model.n_costs, n) @ rho
-        constraints += [g.cvxpy_expr(costs) <= -data.epsilons[e] for g in model.constraints]
-    return cp.Problem(cp.Maximize(model.objective.cvxpy_expr(rewards)), constraints), rho
+        constraints += [cvxpy_expression(g, costs) <= -data.epsilons[e] for g in model.constraints]
+    return cp.Problem(cp.Maximize(cvxpy_expression(model.objective, rewards)), constraints), rho
 
 
 NAIVE_SOLVER = {
@@ -287,17 +284,9 @@ def run_compiled(kind: str, model, data: EpochData, backend: str, epochs: int | 
     out = CompiledRun(compile=time.perf_counter() - started, first=math.nan)
     out.epochs = list(range(epochs)) if isinstance(epochs, int) else list(epochs)
 
-    # Instrument this instance only (the library is untouched): the solver's own time per attempt,
-    # and for highs the time spent pushing changed data into HiGHS.
-    attempt = {"own": 0.0, "sync": 0.0, "update": None}
-    inner_solve = compiled._solve
-
-    def timed_solve(with_constraints):
-        raw = inner_solve(with_constraints)
-        attempt["own"] += float(raw.solver_time or 0.0)
-        return raw
-
-    compiled._solve = timed_solve
+    # The solver's own time comes with each result (SolveResult.solver_time, summed over both attempts). For highs,
+    # this instance only (the library is untouched) is instrumented to split out the time spent pushing changed data.
+    attempt = {"sync": 0.0, "update": None}
     if hasattr(compiled, "_sync"):
         inner_sync = compiled._sync
 
@@ -313,7 +302,7 @@ def run_compiled(kind: str, model, data: EpochData, backend: str, epochs: int | 
         compiled._sync = timed_sync
 
     for position, e in enumerate(out.epochs):
-        attempt["own"] = attempt["sync"] = 0.0
+        attempt["sync"] = 0.0
         attempt["update"] = None
         t0 = time.perf_counter()
         update_program(kind, program, data, e)
@@ -323,7 +312,7 @@ def run_compiled(kind: str, model, data: EpochData, backend: str, epochs: int | 
         out.wall.append(t2 - t0)
         out.update.append(t1 - t0)
         out.sync.append(attempt["sync"])
-        out.own.append(attempt["own"])
+        out.own.append(float(result.solver_time or 0.0))
         out.iterations.append(int(result.iterations or 0))
         out.objective.append(float(result.objective))
         out.status.append(result.status.value)

@@ -9,6 +9,7 @@ subpackages imported only when asked for.
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
 
 __version__ = "0.1.0"
@@ -65,14 +66,22 @@ _API = {
 __all__ = sorted(_API) + ["__version__"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _API.get(name)
-    if module is None:
-        raise AttributeError(f"module 'curlopt' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+def _lazy_api(package: str, api: dict[str, str], names: list[str]) -> tuple[Any, Any]:
+    """``__getattr__`` and ``__dir__`` for ``package``: each name of ``api`` is imported from its module on
+    first use and then kept in the package (also used by :mod:`curlopt.testing`, which imports nothing else)."""
+
+    def __getattr__(name: str) -> Any:
+        module = api.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        setattr(sys.modules[package], name, value)
+        return value
+
+    def __dir__() -> list[str]:
+        return names
+
+    return __getattr__, __dir__
 
 
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = _lazy_api(__name__, _API, __all__)

@@ -4,17 +4,19 @@ Safe mode (docs/safe-mode.md) adds an exploration bonus to the objective and an
 uncertainty penalty to each constraint row. Both are linear in the occupancy, so
 the safe programs carry them as a few extra scalar variables ``z`` (defined by
 linear rows) and wrap each utility ``u`` of the model as ``u(y) + k·z``. Adding an
-affine term keeps the curvature, the LP pieces and the smoothness of ``u``, so
-every backend that takes ``u`` takes the wrapped utility too, with no backend
+affine term keeps the curvature, the LP pieces and the smoothness of ``u``; the
+wrapped utility's form is :class:`~curlopt.utility_forms.HeadPlusLinear` of ``u``,
+so every backend that takes ``u`` takes the wrapped utility too, with no backend
 code of its own.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
+from . import utility_forms as forms
 from .errors import UtilityError
 from .utilities import Utility
 
@@ -73,30 +75,9 @@ class AugmentedUtility(Utility):
         return bool(self.inner.smooth)
 
     # -- what backends need ---------------------------------------------------
-    def affine_pieces(self):
-        pieces = self.inner.affine_pieces()
-        if pieces is None:
-            return None
-        w, c = pieces
-        # every piece gets the same linear term: min_j / max_j (W_j y + c_j) + k·z
-        return np.hstack([w, np.tile(self.coefficients, (w.shape[0], 1))]), c
-
-    def cvxpy_expr(self, y):
-        head = self.inner.cvxpy_expr(y[: self.inner.dim])
-        return head + self.coefficients @ y[self.inner.dim:]
-
-    def pyomo_expr(self, y: Sequence[Any]):
-        y = list(y)
-        head = self.inner.pyomo_expr(y[: self.inner.dim])
-        return head + sum(float(k) * z for k, z in zip(self.coefficients, y[self.inner.dim:]) if k)
-
-    @property
-    def has_cvxpy(self) -> bool:
-        return self.inner.has_cvxpy
-
-    @property
-    def has_pyomo(self) -> bool:
-        return self.inner.has_pyomo
+    def describe(self) -> forms.HeadPlusLinear:
+        """``inner(y[:n]) + k·y[n:]``, the inner utility compiled as it is on its own."""
+        return forms.HeadPlusLinear(forms.Of(self.inner), self.coefficients)
 
     def __repr__(self) -> str:
         if self._name:

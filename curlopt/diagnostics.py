@@ -44,8 +44,8 @@ The **Slater margin** ``δ = max_π ( -max_m g_m(ζ(π)) )`` is the optimum of a
 auxiliary occupancy program (same kernel) whose reward signals are the model's
 costs and whose concave objective is ``min_m (-g_m(ζ))`` — a
 :class:`~curlopt.utilities.MinOfLinear` when every ``g_m`` is LP-representable,
-otherwise a :class:`~curlopt.utilities.CustomUtility` with a CVXPY (and, for one
-smooth constraint, a Pyomo) expression — solved through the backend registry
+otherwise a :class:`~curlopt.utilities.CustomUtility` whose form is that minimum
+(:mod:`curlopt.utility_forms`) — solved through the backend registry
 with :func:`curlopt.solve_optimum`. The constrained problem is feasible iff
 ``δ >= 0`` and strictly feasible (Slater's condition) iff ``δ > 0``.
 """
@@ -59,6 +59,7 @@ from typing import Any, Sequence
 import numpy as np
 from .errors import ModelError, UnsupportedUtilityError
 from .model import CMDP, policy_kernel
+from . import utility_forms as forms
 from .utilities import CustomUtility, MinOfLinear, Utility
 
 __all__ = [
@@ -394,24 +395,16 @@ def _worst_slack_utility(constraints: Sequence[Utility]) -> Utility:
         matrix = np.vstack([-w for w, _ in pieces])
         offset = np.concatenate([-c for _, c in pieces])
         return MinOfLinear(matrix, offset)
-    dim = constraints[0].dim
     single = constraints[0] if len(constraints) == 1 else None
-    cvxpy_expr = None
-    if all(g.has_cvxpy for g in constraints):
-        def cvxpy_expr(y):
-            import cvxpy as cp
-
-            terms = [-g.cvxpy_expr(y) for g in constraints]
-            return terms[0] if len(terms) == 1 else cp.min(cp.hstack(terms))
+    slacks = [forms.Negated(forms.Of(g)) for g in constraints]
     # With one constraint, -g is smooth when g is: give the derivative-based backends what they need.
     return CustomUtility(
-        dim,
+        constraints[0].dim,
         "concave",
         value=lambda y: -max(g.value(y) for g in constraints),
         gradient=(lambda y: -single.gradient(y)) if single is not None else None,
         hessian=(lambda y: -single.hessian(y)) if single is not None else None,
-        cvxpy=cvxpy_expr,
-        pyomo=(lambda y: -single.pyomo_expr(y)) if single is not None and single.has_pyomo else None,
+        form=slacks[0] if single is not None else forms.Minimum(slacks),
         smooth=single is not None and bool(single.smooth),
         name="worst constraint slack",
     )

@@ -18,6 +18,8 @@ __all__ = [
     "BackendNotInstalledError",
     "BackendOptionError",
     "EnvError",
+    "AgentError",
+    "UnsupportedModelError",
 ]
 
 

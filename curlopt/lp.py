@@ -19,8 +19,36 @@ import scipy.sparse as sp
 
 from .errors import UnsupportedUtilityError
 from .program import Program
+from .utilities import Utility
 
-__all__ = ["LPForm"]
+__all__ = ["LPForm", "piece_rows"]
+
+
+def piece_rows(utility: Utility, aggregate_map: sp.spmatrix, role: str) -> tuple[sp.csr_matrix, np.ndarray]:
+    """``(W M, c)``: the affine pieces ``(W, c)`` of ``utility`` as rows over the program's columns.
+
+    The epigraph of a concave objective ``min_j (W_j λ + c_j)`` is ``t - (W R)_j x <= c_j`` with ``t``
+    maximised; a convex constraint ``max_j (W_j ζ + c_j) <= -ε`` is the rows ``(W C)_j x <= -c_j - ε``.
+    :class:`LPForm` and the pyomo backend (for its utilities with kinks) build their rows from this.
+
+    Parameters
+    ----------
+    utility : Utility
+    aggregate_map : scipy.sparse matrix, shape (K or d, n_vars)
+        ``M``, mapping the program's columns to the utility's aggregate (``λ = R x`` or ``ζ = C x``).
+    role : str
+        How the utility is named in the error ("the objective", "constraint 0").
+
+    Raises
+    ------
+    UnsupportedUtilityError
+        When the utility has no affine pieces.
+    """
+    pieces = utility.affine_pieces()
+    if pieces is None:
+        raise UnsupportedUtilityError(f"{role} {utility!r} is not LP-representable.")
+    w, c = pieces
+    return sp.csr_matrix(w) @ aggregate_map, c
 
 
 class LPForm:
@@ -43,12 +71,8 @@ class LPForm:
     def __init__(self, program: Program):
         self.program = program
         n = program.n_vars
-        pieces = program.objective.affine_pieces()
-        if pieces is None:
-            raise UnsupportedUtilityError(f"the objective {program.objective!r} is not LP-representable.")
-        w_obj, c_obj = pieces
-        obj_map = sp.csr_matrix(w_obj) @ program.reward_map  # (J, n)
-        epigraph = w_obj.shape[0] > 1
+        obj_map, c_obj = piece_rows(program.objective, program.reward_map, "the objective")  # (J, n)
+        epigraph = obj_map.shape[0] > 1
         self.n_cols = n + (1 if epigraph else 0)
         col_lower, col_upper = program.column_bounds()
         lin = program.linear
@@ -74,11 +98,7 @@ class LPForm:
         first_g = sum(b.shape[0] for b in blocks)
         g_base = []
         for m, g in enumerate(program.constraints):
-            pieces = g.affine_pieces()
-            if pieces is None:
-                raise UnsupportedUtilityError(f"constraint {m} {g!r} is not LP-representable.")
-            w, c = pieces
-            rows = sp.csr_matrix(w) @ program.cost_map
+            rows, c = piece_rows(g, program.cost_map, f"constraint {m}")
             blocks.append(sp.hstack([rows, sp.csr_matrix((rows.shape[0], self.n_cols - n))]))
             row_lower.append(np.full(rows.shape[0], -np.inf))
             g_base.append(-c)

@@ -226,14 +226,6 @@ class CMDP:
         """``g_m(ζ)`` for each constraint, shape (M,)."""
         return np.array([g.value(costs) for g in self.constraints], dtype=float)
 
-    def with_kernel(self, kernel: Any) -> "CMDP":
-        """A copy of the model with another transition kernel (validated)."""
-        return CMDP(self.rewards, self.costs, self.objective, self.constraints, kernel, self.initial, self.name, self.labels)
-
-    def without_constraints(self) -> "CMDP":
-        """A copy of the model with no constraint functions."""
-        return CMDP(self.rewards, self.costs, self.objective, (), self.kernel, self.initial, self.name, self.labels)
-
     def __repr__(self) -> str:
         return (
             f"CMDP(name={self.name!r}, S={self.n_states}, A={self.n_actions}, K={self.n_rewards}, d={self.n_costs},"

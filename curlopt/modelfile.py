@@ -13,26 +13,28 @@ Format (``save_model`` writes it, ``load_model`` reads and validates it)::
       "constraints": [{"type": "LinearBound", "weights": [-1.0, 0.0], "bound": 0.0}]
     }
 
-A utility is ``{"type": <class name>, <constructor arguments>}`` for the built-in
-utilities (Linear, SumOfLogs, AlphaFairness, MinOfLinear, Entropy, LinearBound,
-MaxOfLinear, ConvexQuadratic, Norm). Custom utilities cannot be written to a file:
-build such models in Python. Every problem is a :class:`ModelError` naming the key
-(and nothing else escapes ``load_model``: deeply nested JSON, huge integers,
-wrong types). A file larger than :data:`curlopt.fileio.MAX_READ_BYTES` (64 MiB),
-or an endless one such as a link to ``/dev/zero``, is refused after reading that
-much. ``save_model`` writes atomically through :mod:`curlopt.fileio`.
+A utility is ``{"type": <class name>, <constructor arguments>}``, written by its
+``to_spec()`` and read by its class's ``from_spec()``, for the utility types in
+:data:`curlopt.utilities.UTILITY_TYPES` (the built-in Linear, SumOfLogs,
+AlphaFairness, MinOfLinear, Entropy, LinearBound, MaxOfLinear, ConvexQuadratic,
+Norm, and any type registered with :func:`curlopt.utilities.register_utility`).
+Custom utilities cannot be written to a file: build such models in Python.
+Every problem is a :class:`ModelError` naming the key (and nothing else escapes
+``load_model``: deeply nested JSON, huge integers, wrong types). A file larger
+than :data:`curlopt.fileio.MAX_READ_BYTES` (64 MiB), or an endless one such as a
+link to ``/dev/zero``, is refused after reading that much. ``save_model`` writes
+atomically through :mod:`curlopt.fileio`.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 from pathlib import Path
 from typing import Any
 
 from . import utilities as U
-from .errors import CurloptError, ModelError
+from .errors import CurloptError, ModelError, UtilityError
 from .fileio import MAX_READ_BYTES, atomic_write_text, read_bytes_limited
 from .model import CMDP
 
@@ -43,34 +45,19 @@ _VERSION = 1
 
 
 def utility_to_spec(utility: U.Utility) -> dict[str, Any]:
-    """The JSON description of a built-in utility."""
-    t = type(utility).__name__
-    if isinstance(utility, U.Linear):
-        return {"type": t, "weights": utility.weights.tolist(), "offset": float(utility.offset[0])}
-    if isinstance(utility, U.LinearBound):
-        return {"type": t, "weights": utility.weights.tolist(), "bound": utility.bound}
-    if isinstance(utility, U.SumOfLogs):
-        return {"type": t, "weights": utility.weights.tolist(), "shift": utility.shift}
-    if isinstance(utility, U.AlphaFairness):
-        return {"type": t, "alpha": utility.alpha, "weights": utility.weights.tolist(), "shift": utility.shift}
-    if isinstance(utility, U.MinOfLinear):
-        return {"type": t, "matrix": utility.matrix.tolist(), "offset": utility.offset.tolist()}
-    if isinstance(utility, U.MaxOfLinear):
-        return {"type": t, "matrix": utility.matrix.tolist(), "bounds": (-utility.offset).tolist()}
-    if isinstance(utility, U.Entropy):
-        return {"type": t, "dim": utility.dim, "shift": utility.shift}
-    if isinstance(utility, U.ConvexQuadratic):
-        return {"type": t, "matrix": utility.matrix.tolist(), "linear": utility.linear.tolist(),
-                "constant": utility.constant}
-    if isinstance(utility, U.Norm):
-        return {"type": t, "center": utility.center.tolist(), "radius": utility.radius,
-                "ord": "inf" if utility.ord == math.inf else utility.ord}
-    raise ModelError(f"{utility!r} is not a built-in utility and cannot be written to a model file; build the model in Python.")
+    """The JSON description of a utility of a registered type (:data:`curlopt.utilities.UTILITY_TYPES`).
 
-
-_BUILDERS = {name: getattr(U, name) for name in (
-    "Linear", "LinearBound", "SumOfLogs", "AlphaFairness", "MinOfLinear", "MaxOfLinear", "Entropy",
-    "ConvexQuadratic", "Norm")}
+    Raises
+    ------
+    ModelError
+        For a utility of another type (e.g. a :class:`~curlopt.utilities.CustomUtility`).
+    """
+    try:
+        return utility.to_spec()
+    except UtilityError:
+        raise ModelError(
+            f"{utility!r} is not a built-in utility and cannot be written to a model file; build the model in Python."
+        ) from None
 
 
 def utility_from_spec(spec: Any, where: str) -> U.Utility:
@@ -78,14 +65,11 @@ def utility_from_spec(spec: Any, where: str) -> U.Utility:
     if not isinstance(spec, dict) or "type" not in spec:
         raise ModelError(f"{where} must be an object with a 'type' key, got {spec!r}.")
     kind = spec["type"]
-    builder = _BUILDERS.get(kind) if isinstance(kind, str) else None
+    builder = U.UTILITY_TYPES.get(kind) if isinstance(kind, str) else None
     if builder is None:
-        raise ModelError(f"{where}: unknown utility type {kind!r}; known: {', '.join(sorted(_BUILDERS))}.")
-    arguments = {k: v for k, v in spec.items() if k != "type"}
-    if kind == "Norm" and arguments.get("ord") == "inf":
-        arguments["ord"] = math.inf
+        raise ModelError(f"{where}: unknown utility type {kind!r}; known: {', '.join(sorted(U.UTILITY_TYPES))}.")
     try:
-        return builder(**arguments)
+        return builder.from_spec(spec)
     except TypeError as exc:
         raise ModelError(f"{where} ({kind}): {exc}") from None
     except CurloptError as exc:

@@ -65,6 +65,17 @@ def _number(value: Any) -> float:
     return float(value)
 
 
+def _finite_at_least(value: Any, name: str, lower: float) -> float:
+    """``float(value)`` when it is a finite number >= ``lower``, else a ProgramError naming ``name``."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ProgramError(f"{name} must be a number >= {lower:g}, got {value!r}.") from None
+    if not math.isfinite(number) or number < lower:
+        raise ProgramError(f"{name} must be a finite number >= {lower:g}, got {value!r}.")
+    return number
+
+
 def tightness(time: float, constant: float = 1.0, horizon_lower_bound: float | None = None) -> float:
     """The tightness schedule ``ε = K_ε sqrt(ln τ / τ)``, ``τ = max(t, T_l)`` (docs/math.md §4).
 
@@ -353,12 +364,7 @@ class Program:
 
     def _set_epsilon(self, epsilon: Any) -> None:
         """Set ε after checking ``0 <= ε <= EPSILON_MAX`` (before any backend sees it)."""
-        try:
-            value = float(epsilon)
-        except (TypeError, ValueError):
-            raise ProgramError(f"epsilon must be a number >= 0, got {epsilon!r}.") from None
-        if not math.isfinite(value) or value < 0:
-            raise ProgramError(f"epsilon must be a finite number >= 0, got {epsilon!r}.")
+        value = _finite_at_least(epsilon, "epsilon", 0.0)
         if value > EPSILON_MAX:
             raise ProgramError(
                 f"epsilon must be at most {EPSILON_MAX:g} (the largest tightness every backend represents"
@@ -521,13 +527,7 @@ class JointProgram(Program):
                 raise ProgramError("counts must be finite and non-negative.")
             self.counts = n.copy()
         if time is not None:
-            try:
-                t = float(time)
-            except (TypeError, ValueError):
-                raise ProgramError(f"time must be a number >= 1, got {time!r}.") from None
-            if not math.isfinite(t) or t < 1:
-                raise ProgramError(f"time must be a finite number >= 1, got {time!r}.")
-            self.time = t
+            self.time = _finite_at_least(time, "time", 1.0)
         if counts is not None or time is not None:
             self._set_confidence()
         if epsilon is not None:

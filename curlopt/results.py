@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["Status", "ProgramVariant", "SolveResult", "policy_from_occupancy", "extract_policy", "unreached_states",
-           "UNREACHED_FILLS", "VISIT_TOLERANCE"]
+           "UNREACHED_FILLS", "VISIT_TOLERANCE", "ALMOST_OPTIMAL_TOLERANCE"]
 
 #: A state whose total occupancy is at most this (per action) is treated as unvisited: uniform policy there.
 #: It sits just above the feasibility tolerance of the solvers (~1e-9): interior-point solvers leave
@@ -18,11 +18,29 @@ __all__ = ["Status", "ProgramVariant", "SolveResult", "policy_from_occupancy", "
 #: round-off would differ between backends for a state the optimum never visits.
 VISIT_TOLERANCE = 1e-8
 
+#: Largest residual (rows, bounds, ε-tight constraints: see ``Program.residuals``) at which a point solved to
+#: reduced accuracy (``Status.ALMOST_OPTIMAL``) is still used. Occupancies and joint probabilities are masses in
+#: [0, 1], so an absolute tolerance is meaningful; 1e-6 is a hundred times the feasibility tolerances the
+#: solvers are given and far below any effect on a policy.
+ALMOST_OPTIMAL_TOLERANCE = 1e-6
+
 
 class Status(str, Enum):
-    """How a solve ended (after Pyomo's ``contrib.solver`` termination conditions)."""
+    """How a solve ended (after Pyomo's ``contrib.solver`` termination conditions and MOI's statuses).
+
+    ``OPTIMAL`` and ``ALMOST_OPTIMAL`` carry a solution; every other status does not.
+
+    ``ALMOST_OPTIMAL`` is the one meaning, across backends, of "solved to reduced accuracy" (CVXPY's
+    ``optimal_inaccurate``, Ipopt's ``Solved_To_Acceptable_Level``; MOI calls it ``ALMOST_OPTIMAL``). The
+    rule is applied once, in :meth:`curlopt.backends.base.CompiledProgram.solve`, for every backend: such a
+    point is kept only when the program's rows, bounds and ε-tight constraints hold at it to
+    :data:`ALMOST_OPTIMAL_TOLERANCE`; it is then used as an optimal one is (agents plan with it, and the
+    result's message says the accuracy was reduced). Otherwise it is discarded and the result says
+    ``NUMERICAL_ERROR`` with the residual that failed, so agents treat it as any failed solve.
+    """
 
     OPTIMAL = "optimal"
+    ALMOST_OPTIMAL = "almost_optimal"
     INFEASIBLE = "infeasible"
     UNBOUNDED = "unbounded"
     ITERATION_LIMIT = "iteration_limit"
@@ -33,7 +51,8 @@ class Status(str, Enum):
 
     @property
     def has_solution(self) -> bool:
-        return self is Status.OPTIMAL
+        """True for ``OPTIMAL`` and ``ALMOST_OPTIMAL``: a point comes with the status."""
+        return self is Status.OPTIMAL or self is Status.ALMOST_OPTIMAL
 
 
 class ProgramVariant(str, Enum):
@@ -157,7 +176,8 @@ class SolveResult:
     Attributes
     ----------
     status : Status
-        Final status; ``OPTIMAL`` means the arrays below hold a solution.
+        Final status; ``OPTIMAL`` or ``ALMOST_OPTIMAL`` (see :class:`Status`) means the arrays below hold a
+        solution.
     program : ProgramVariant
         ``TIGHT`` when the ε-tight program was solved, ``FALLBACK`` when it was
         infeasible and the program without g rows was solved instead.

@@ -3,29 +3,33 @@
 A utility is a function of a low-dimensional aggregate: ``f`` acts on the average
 rewards ``λ`` (length K), each ``g_m`` on the average costs ``ζ`` (length d). The
 toolkit only ever evaluates a utility on such an aggregate, so derivatives are
-cheap and every backend can express the function its own way.
+cheap.
 
-A utility tells a backend everything it may need:
+A utility tells the backends what it is, once:
 
 * ``value``, ``gradient``, ``hessian`` (numpy) — for the Pyomo/Ipopt bridge and
   for metrics;
-* ``affine_pieces()`` — when the function is linear or LP-representable, the
-  affine pieces ``(W, c)`` with ``f(y) = min_j (W_j·y + c_j)`` for a concave
-  function and ``g(y) = max_j (W_j·y + c_j)`` for a convex one (one piece: the
-  function is affine). LP backends turn the pieces into epigraph rows;
-* ``cvxpy_expr(y)`` — a DCP expression of a CVXPY expression ``y``;
-* ``pyomo_expr(y)`` — a Pyomo expression of a sequence of Pyomo expressions.
+* ``describe()`` — a backend-neutral form (:mod:`curlopt.utility_forms`: affine
+  pieces, logarithms, powers, entropy, quadratics, norms and their sums, minima,
+  ...). The ``cvxpy`` backend compiles it to a CVXPY expression, the ``pyomo``
+  backend to a Pyomo expression, and the LP backends (``highs``, ``scipy``) read
+  its affine pieces (:meth:`Utility.affine_pieces`);
+* ``to_spec()`` / ``from_spec()`` — the JSON object of a model file, for the types
+  in :data:`UTILITY_TYPES`.
 
-None of the solver packages is imported by this module: the CVXPY and Pyomo
-methods import their package when they are called.
+None of the solver packages is imported by this module.
 
 Plugging your own utility
 -------------------------
 Subclass :class:`Utility`, set ``curvature`` and implement ``value``,
-``gradient`` and ``hessian``; add ``cvxpy_expr`` to use the ``cvxpy`` backend,
-``pyomo_expr`` for the ``pyomo`` backend and ``affine_pieces`` for the LP backends (``highs``, ``scipy``).
-A backend refuses a utility lacking what it needs, naming a backend that can
-take it. See the README for a worked example.
+``gradient`` and ``hessian``; return a form from ``describe()`` to use every
+backend that can compile it. A function no form describes can still give the
+backends *optional expressions* of its own: ``cvxpy_expr`` for the ``cvxpy``
+backend, ``pyomo_expr`` for ``pyomo`` and ``affine_pieces`` for the LP backends
+(a backend uses them before any form); :class:`CustomUtility` takes the same as
+callables. A backend refuses a utility lacking what it needs, naming a backend
+that can take it. :func:`register_utility` makes a type loadable from model
+files. See docs/extending.md for worked examples.
 """
 
 from __future__ import annotations
@@ -36,10 +40,13 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
+from . import utility_forms as forms
 from .errors import UtilityError
 
 __all__ = [
     "Utility",
+    "UTILITY_TYPES",
+    "register_utility",
     "Linear",
     "SumOfLogs",
     "AlphaFairness",
@@ -116,14 +123,32 @@ def _dimension(dim: Any, weights: Any, name: str) -> tuple[int, np.ndarray]:
     return w.size, w
 
 
+#: registered utility types, by name: the ``"type"`` of a utility in a model file (see :func:`register_utility`)
+UTILITY_TYPES: dict[str, type["Utility"]] = {}
+
+
+def register_utility(cls: type["Utility"]) -> type["Utility"]:
+    """Register ``cls`` under its class name, so model files can hold it (a class decorator).
+
+    The class must implement :meth:`Utility.to_spec` (and :meth:`Utility.from_spec` when its
+    constructor does not take the spec's keys as they are).
+    """
+    if not (isinstance(cls, type) and issubclass(cls, Utility)):
+        raise UtilityError(f"register_utility takes a Utility subclass, got {cls!r}.")
+    UTILITY_TYPES[cls.__name__] = cls
+    return cls
+
+
 class Utility(ABC):
     """A function of an aggregate vector ``y`` (λ or ζ) of length ``dim``.
 
     Subclasses set the class attribute ``curvature`` to ``"affine"``,
-    ``"concave"`` (objectives) or ``"convex"`` (constraints), and implement
-    :meth:`value`, :meth:`gradient` and :meth:`hessian`. The optional methods
-    :meth:`affine_pieces`, :meth:`cvxpy_expr` and :meth:`pyomo_expr` enable the
-    ``highs``, ``cvxpy`` and ``pyomo`` backends respectively.
+    ``"concave"`` (objectives) or ``"convex"`` (constraints), implement
+    :meth:`value`, :meth:`gradient` and :meth:`hessian`, and return their form
+    from :meth:`describe` for the backends to compile. A utility without a form
+    may give optional expressions instead: :meth:`affine_pieces`,
+    :meth:`cvxpy_expr` and :meth:`pyomo_expr` enable the LP backends, ``cvxpy``
+    and ``pyomo`` respectively.
 
     Parameters
     ----------
@@ -162,21 +187,55 @@ class Utility(ABC):
         return np.full(self.dim, -np.inf)
 
     # -- what backends need ---------------------------------------------------
+    def describe(self) -> forms.Form | None:
+        """The backend-neutral form of the function (:mod:`curlopt.utility_forms`), or None."""
+        return None
+
     def affine_pieces(self) -> tuple[np.ndarray, np.ndarray] | None:
         """Affine pieces ``(W, c)`` (W of shape (J, dim)) or ``None`` if not LP-representable.
 
         A concave function equals ``min_j (W_j·y + c_j)``, a convex one
         ``max_j (W_j·y + c_j)``; a single piece means the function is affine.
+        By default read from :meth:`describe`; override it to give pieces a form does not.
         """
-        return None
+        return forms.affine_pieces(self.describe())
 
     def cvxpy_expr(self, y: Any) -> Any:
-        """A DCP CVXPY expression of the CVXPY expression ``y`` (shape ``(dim,)``)."""
+        """Optional: a DCP CVXPY expression of the CVXPY expression ``y`` (shape ``(dim,)``).
+
+        For a function :meth:`describe` cannot describe; the ``cvxpy`` backend uses it before any form.
+        """
         raise NotImplementedError
 
     def pyomo_expr(self, y: Sequence[Any]) -> Any:
-        """A Pyomo expression of the sequence ``y`` of ``dim`` Pyomo expressions."""
+        """Optional: a Pyomo expression of the sequence ``y`` of ``dim`` Pyomo expressions.
+
+        For a function :meth:`describe` cannot describe; the ``pyomo`` backend uses it before any form.
+        """
         raise NotImplementedError
+
+    # -- model files ----------------------------------------------------------
+    def to_spec(self) -> dict[str, Any]:
+        """The utility as a JSON object ``{"type": <name>, <constructor arguments>}`` (see :data:`UTILITY_TYPES`).
+
+        Raises
+        ------
+        UtilityError
+            For a utility of a type that is not registered (e.g. a :class:`CustomUtility`).
+        """
+        raise UtilityError(f"{self!r} is not of a registered utility type ({', '.join(sorted(UTILITY_TYPES))}).")
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any]) -> "Utility":
+        """The utility of the JSON object ``spec`` (its ``"type"`` key is ignored): ``cls(**arguments)``."""
+        return cls(**{key: value for key, value in spec.items() if key != "type"})
+
+    def _spec(self, **arguments: Any) -> dict[str, Any]:
+        """``{"type": <class name>, **arguments}``, for a registered class only (not a subclass of one)."""
+        name = type(self).__name__
+        if UTILITY_TYPES.get(name) is not type(self):
+            return Utility.to_spec(self)
+        return {"type": name, **arguments}
 
     # -- derived facts --------------------------------------------------------
     @property
@@ -192,12 +251,12 @@ class Utility(ABC):
 
     @property
     def has_cvxpy(self) -> bool:
-        """True when the subclass provides :meth:`cvxpy_expr`."""
+        """True when the utility gives its own :meth:`cvxpy_expr` (an optional expression)."""
         return type(self).cvxpy_expr is not Utility.cvxpy_expr
 
     @property
     def has_pyomo(self) -> bool:
-        """True when the subclass provides :meth:`pyomo_expr`."""
+        """True when the utility gives its own :meth:`pyomo_expr` (an optional expression)."""
         return type(self).pyomo_expr is not Utility.pyomo_expr
 
     def check_input(self, y: Any) -> np.ndarray:
@@ -238,8 +297,9 @@ class _PiecewiseAffine(Utility):
     def hessian(self, y):
         return np.zeros((self.dim, self.dim))
 
-    def affine_pieces(self):
-        return self.matrix.copy(), self.offset.copy()
+    def describe(self):
+        combine = {"affine": "affine", "concave": "min", "convex": "max"}[self.curvature]
+        return forms.AffinePieces(self.matrix, self.offset, combine)
 
 
 # ----------------------------------------------------------------------------
@@ -247,6 +307,7 @@ class _PiecewiseAffine(Utility):
 # ----------------------------------------------------------------------------
 
 
+@register_utility
 class Linear(_PiecewiseAffine):
     """Linear objective ``f(y) = w·y + offset``.
 
@@ -266,16 +327,14 @@ class Linear(_PiecewiseAffine):
         super().__init__(w.reshape(1, -1), _vector(offset, "Linear offset", 1))
         self.weights = w
 
-    def cvxpy_expr(self, y):
-        return self.weights @ y + float(self.offset[0])
-
-    def pyomo_expr(self, y):
-        return sum(float(w) * yk for w, yk in zip(self.weights, y)) + float(self.offset[0])
+    def to_spec(self):
+        return self._spec(weights=self.weights.tolist(), offset=float(self.offset[0]))
 
     def __repr__(self):
         return f"Linear(weights={self.weights.tolist()}, offset={float(self.offset[0])})"
 
 
+@register_utility
 class SumOfLogs(Utility):
     """Proportional fairness ``f(y) = Σ_k w_k ln(y_k + shift)``.
 
@@ -316,20 +375,17 @@ class SumOfLogs(Utility):
         z = self.check_input(y) + self.shift
         return np.diag(-self.weights / z**2)
 
-    def cvxpy_expr(self, y):
-        import cvxpy as cp
+    def describe(self):
+        return forms.Logs(self.weights, self.shift)
 
-        return self.weights @ cp.log(y + self.shift)
-
-    def pyomo_expr(self, y):
-        from pyomo.environ import log
-
-        return sum(float(w) * log(yk + self.shift) for w, yk in zip(self.weights, y))
+    def to_spec(self):
+        return self._spec(weights=self.weights.tolist(), shift=self.shift)
 
     def __repr__(self):
         return f"SumOfLogs(weights={self.weights.tolist()}, shift={self.shift})"
 
 
+@register_utility
 class AlphaFairness(Utility):
     """α-fairness ``f(y) = Σ_k w_k (y_k + shift)^(1-α) / (1-α)``; ``α = 1`` is the sum of logs.
 
@@ -373,26 +429,19 @@ class AlphaFairness(Utility):
         z = self.check_input(y) + self.shift
         return np.diag(-self.alpha * self.weights * z ** (-self.alpha - 1))
 
-    def cvxpy_expr(self, y):
-        import cvxpy as cp
-
-        z = y + self.shift
+    def describe(self):
         if self.alpha == 1.0:
-            return self.weights @ cp.log(z)
-        return self.weights @ cp.power(z, 1 - self.alpha) / (1 - self.alpha)
+            return forms.Logs(self.weights, self.shift)
+        return forms.Powers(self.weights, 1 - self.alpha, self.shift)
 
-    def pyomo_expr(self, y):
-        from pyomo.environ import log
-
-        if self.alpha == 1.0:
-            return sum(float(w) * log(yk + self.shift) for w, yk in zip(self.weights, y))
-        e = 1 - self.alpha
-        return sum(float(w) * (yk + self.shift) ** e / e for w, yk in zip(self.weights, y))
+    def to_spec(self):
+        return self._spec(alpha=self.alpha, weights=self.weights.tolist(), shift=self.shift)
 
     def __repr__(self):
         return f"AlphaFairness(alpha={self.alpha}, weights={self.weights.tolist()}, shift={self.shift})"
 
 
+@register_utility
 class MinOfLinear(_PiecewiseAffine):
     """Max-min objective ``f(y) = min_j (M_j·y + c_j)``; LP-representable, not smooth.
 
@@ -418,15 +467,14 @@ class MinOfLinear(_PiecewiseAffine):
         """Max-min fairness ``min_k y_k`` over ``dim`` signals."""
         return cls(np.eye(dim))
 
-    def cvxpy_expr(self, y):
-        import cvxpy as cp
-
-        return cp.min(self.matrix @ y + self.offset)
+    def to_spec(self):
+        return self._spec(matrix=self.matrix.tolist(), offset=self.offset.tolist())
 
     def __repr__(self):
         return f"MinOfLinear(terms={self.matrix.shape[0]}, dim={self.dim})"
 
 
+@register_utility
 class Entropy(Utility):
     """Entropy objective ``f(y) = -Σ_k y_k ln(y_k + η)`` (maximum-entropy exploration).
 
@@ -468,19 +516,11 @@ class Entropy(Utility):
         with np.errstate(divide="ignore"):
             return np.diag(-1.0 / z - self.shift / z**2)
 
-    def cvxpy_expr(self, y):
-        import cvxpy as cp
+    def describe(self):
+        return forms.Entropy(self.dim, self.shift)
 
-        if self.shift == 0:
-            return cp.sum(cp.entr(y))
-        # -y ln(y+η) = entr(y+η) + η ln(y+η): both terms concave, so DCP.
-        z = y + self.shift
-        return cp.sum(cp.entr(z)) + self.shift * cp.sum(cp.log(z))
-
-    def pyomo_expr(self, y):
-        from pyomo.environ import log
-
-        return -sum(yk * log(yk + self.shift) for yk in y)
+    def to_spec(self):
+        return self._spec(dim=self.dim, shift=self.shift)
 
     def __repr__(self):
         return f"Entropy(dim={self.dim}, shift={self.shift})"
@@ -491,6 +531,7 @@ class Entropy(Utility):
 # ----------------------------------------------------------------------------
 
 
+@register_utility
 class LinearBound(_PiecewiseAffine):
     """Linear constraint ``g(y) = w·y - bound`` (feasible when ``w·y <= bound``).
 
@@ -511,16 +552,14 @@ class LinearBound(_PiecewiseAffine):
         super().__init__(w.reshape(1, -1), -b)
         self.weights, self.bound = w, float(b[0])
 
-    def cvxpy_expr(self, y):
-        return self.weights @ y - self.bound
-
-    def pyomo_expr(self, y):
-        return sum(float(w) * yk for w, yk in zip(self.weights, y)) - self.bound
+    def to_spec(self):
+        return self._spec(weights=self.weights.tolist(), bound=self.bound)
 
     def __repr__(self):
         return f"LinearBound(weights={self.weights.tolist()}, bound={self.bound})"
 
 
+@register_utility
 class MaxOfLinear(_PiecewiseAffine):
     """``g(y) = max_j (M_j·y - b_j)``: every ``M_j·y <= b_j``; LP-representable, not smooth.
 
@@ -538,15 +577,14 @@ class MaxOfLinear(_PiecewiseAffine):
         b = np.zeros(m.shape[0]) if bounds is None else _vector(bounds, "MaxOfLinear bounds", m.shape[0])
         super().__init__(m, -b)
 
-    def cvxpy_expr(self, y):
-        import cvxpy as cp
-
-        return cp.max(self.matrix @ y + self.offset)
+    def to_spec(self):
+        return self._spec(matrix=self.matrix.tolist(), bounds=(-self.offset).tolist())
 
     def __repr__(self):
         return f"MaxOfLinear(terms={self.matrix.shape[0]}, dim={self.dim})"
 
 
+@register_utility
 class ConvexQuadratic(Utility):
     """Convex quadratic ``g(y) = yᵀQy + q·y + c`` with ``Q`` symmetric positive semidefinite.
 
@@ -590,20 +628,17 @@ class ConvexQuadratic(Utility):
     def hessian(self, y):
         return 2 * self.matrix.copy()
 
-    def cvxpy_expr(self, y):
-        import cvxpy as cp
+    def describe(self):
+        return forms.Quadratic(self.matrix, self.linear, self.constant)
 
-        return cp.quad_form(y, cp.psd_wrap(self.matrix)) + self.linear @ y + self.constant
-
-    def pyomo_expr(self, y):
-        n = self.dim
-        quad = sum(float(self.matrix[i, j]) * y[i] * y[j] for i in range(n) for j in range(n) if self.matrix[i, j])
-        return quad + sum(float(q) * yk for q, yk in zip(self.linear, y)) + self.constant
+    def to_spec(self):
+        return self._spec(matrix=self.matrix.tolist(), linear=self.linear.tolist(), constant=self.constant)
 
     def __repr__(self):
         return f"ConvexQuadratic(dim={self.dim})"
 
 
+@register_utility
 class Norm(Utility):
     """Norm ball ``g(y) = ||y - center||_ord - radius`` (ord 1, 2 or inf).
 
@@ -619,8 +654,9 @@ class Norm(Utility):
     """
 
     curvature = "convex"
-    #: ord=1 enumerates 2**dim sign patterns; beyond this size it is not offered as an LP.
-    MAX_L1_PIECES_DIM = 10
+    #: ord=1 enumerates 2**dim sign patterns; beyond this size it is not offered as an LP (read-only here: the
+    #: limit is :data:`curlopt.utility_forms.MAX_L1_PIECES_DIM`, where the pieces are made)
+    MAX_L1_PIECES_DIM = forms.MAX_L1_PIECES_DIM
 
     def __init__(self, center: Any, radius: float, ord: float = 2):
         c = _vector(center, "Norm center")
@@ -659,27 +695,19 @@ class Norm(Utility):
             return np.zeros((self.dim, self.dim))
         return (np.eye(self.dim) - np.outer(u, u) / n**2) / n
 
-    def affine_pieces(self):
-        if self.ord == math.inf:
-            w = np.vstack([np.eye(self.dim), -np.eye(self.dim)])
-        elif self.ord == 1 and self.dim <= self.MAX_L1_PIECES_DIM:
-            signs = np.array(np.meshgrid(*[[1.0, -1.0]] * self.dim, indexing="ij")).reshape(self.dim, -1).T
-            w = signs
-        else:
-            return None
-        return w, -(w @ self.center) - self.radius
+    def describe(self):
+        return forms.Norm(self.center, self.radius, self.ord)
 
-    def cvxpy_expr(self, y):
-        import cvxpy as cp
+    def to_spec(self):
+        return self._spec(center=self.center.tolist(), radius=self.radius,
+                          ord="inf" if self.ord == math.inf else self.ord)
 
-        return cp.norm(y - self.center, self.ord) - self.radius
-
-    def pyomo_expr(self, y):
-        from pyomo.environ import sqrt
-
-        if self.ord != 2:
-            raise NotImplementedError("Only the 2-norm is smooth; use the highs or cvxpy backend for ord 1/inf.")
-        return sqrt(sum((yk - float(c)) ** 2 for yk, c in zip(y, self.center))) - self.radius
+    @classmethod
+    def from_spec(cls, spec):
+        arguments = {key: value for key, value in spec.items() if key != "type"}
+        if arguments.get("ord") == "inf":  # JSON has no infinity
+            arguments["ord"] = math.inf
+        return cls(**arguments)
 
     def __repr__(self):
         return f"Norm(center={self.center.tolist()}, radius={self.radius}, ord={self.ord})"
@@ -703,7 +731,10 @@ class CustomUtility(Utility):
     pyomo : callable ``sequence of Pyomo expressions -> Pyomo expression``, optional
         Enables the ``pyomo`` backend.
     pieces : tuple (W, c), optional
-        Affine pieces; enables the ``highs`` backend.
+        Affine pieces; enables the LP backends (``highs``, ``scipy``).
+    form : curlopt.utility_forms.Form, optional
+        The function's backend-neutral form, for every backend that compiles it (the
+        callables above, when given, come first).
     smooth : bool, default True
     name : str, optional
         Shown in messages.
@@ -712,7 +743,7 @@ class CustomUtility(Utility):
     """
 
     def __init__(self, dim, curvature, value, gradient=None, hessian=None, cvxpy=None, pyomo=None,
-                 pieces=None, smooth=True, name="CustomUtility", lower=None):
+                 pieces=None, smooth=True, name="CustomUtility", lower=None, form=None):
         if curvature not in CURVATURES:
             raise UtilityError(f"curvature must be one of {CURVATURES}, got {curvature!r}.")
         if not callable(value):
@@ -732,6 +763,10 @@ class CustomUtility(Utility):
             w = _matrix(pieces[0], f"{name} pieces W", self.dim)
             self._pieces = (w, _vector(pieces[1], f"{name} pieces c", w.shape[0]))
         self._lower = np.full(self.dim, -np.inf) if lower is None else _vector(lower, f"{name} lower", self.dim)
+        if form is not None and not (isinstance(form, forms.Form) and form.dim == self.dim):
+            raise UtilityError(f"{name} form must be a curlopt.utility_forms.Form of input length {self.dim},"
+                               f" got {form!r}.")
+        self._form = form
 
     def value(self, y):
         return float(self._value(self.check_input(y)))
@@ -749,8 +784,13 @@ class CustomUtility(Utility):
     def domain_lower(self):
         return self._lower.copy()
 
+    def describe(self):
+        return self._form
+
     def affine_pieces(self):
-        return None if self._pieces is None else (self._pieces[0].copy(), self._pieces[1].copy())
+        if self._pieces is None:
+            return forms.affine_pieces(self._form)
+        return self._pieces[0].copy(), self._pieces[1].copy()
 
     def cvxpy_expr(self, y):
         if self._cvxpy is None:

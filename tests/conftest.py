@@ -25,13 +25,41 @@ settings.register_profile("thorough", max_examples=400, deadline=None, suppress_
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
-def _installed():
+# -- parametrisation sources --------------------------------------------------------------------------------------
+# The contract tests are parametrised over the registries themselves, read when the test modules are collected, so a
+# model, agent or backend registered before collection (by a plugin, or in curlopt itself) is checked on arrival.
+# tests/test_registries.py checks that this holds.
+
+
+def registered_models() -> list[str]:
+    """Every model of :data:`curlopt.models.MODELS` (the environments), in registration order."""
+    from curlopt.models import MODELS
+
+    return list(MODELS)
+
+
+def registered_agents() -> list[str]:
+    """Every agent of :data:`curlopt.agents.AGENTS`, in registration order."""
+    from curlopt.agents import AGENTS
+
+    return list(AGENTS)
+
+
+def registered_backends() -> list[str]:
+    """Every registered backend, installed or not."""
+    from curlopt.backends import backend_names
+
+    return backend_names()
+
+
+def installed_backend_names() -> list[str]:
+    """Every registered backend whose solver packages are installed."""
     from curlopt.backends import installed_backends
 
     return installed_backends()
 
 
-@pytest.fixture(params=_installed())
+@pytest.fixture(params=installed_backend_names())
 def backend_name(request) -> str:
     """Every installed backend, by registry name."""
     return request.param

@@ -2,18 +2,93 @@
 
 from __future__ import annotations
 
+import inspect
+import json
 import math
 
 import numpy as np
 import pytest
 
 from curlopt import CMDP, Linear, LinearBound, build_model
-from curlopt.agents import PlanSource, PsCurl, UcCurl, make_agent
+from curlopt.agents import AGENTS, Agent, PlanSource, PsCurl, UcCurl, make_agent
 from curlopt.agents.triggers import DoublingTrigger, GlobalLinearTrigger, PerPairLinearTrigger
-from conftest import FailingHighs
+from conftest import FailingHighs, registered_agents
 from curlopt.envs import make
 from curlopt.errors import CurloptError
 from curlopt.experiments import load_trace, run
+
+
+# -- the agent contract, for every registered agent -------------------------------------------------------------------
+
+CONTRACT_STEPS = 300
+
+
+def contract_agent(name: str) -> Agent:
+    """Agent ``name`` with its default options on a small linear model (3 states, 2 actions, one constraint),
+    which every built-in agent takes (the baselines take only linear utilities)."""
+    model = build_model("random", n_states=3, n_actions=2, n_rewards=1, n_costs=1, seed=0)
+    return make_agent(name, model, **({"horizon": CONTRACT_STEPS} if AGENTS[name].needs_horizon else {}))
+
+
+def contract_run(name: str, path: str):
+    """A run of ``CONTRACT_STEPS`` steps through the library's loop, recording every plan the agent returns."""
+    agent = contract_agent(name)
+    plans = []
+    begin = agent.begin_epoch
+
+    def recording(time):
+        plans.append(begin(time))
+        return plans[-1]
+
+    agent.begin_epoch = recording
+    return agent, plans, run(agent, make(agent.model), CONTRACT_STEPS, seed=0, path=path, progress=False)
+
+
+def timeless(trace) -> dict:
+    data = trace.to_dict()
+    for epoch in data["epochs"]:
+        epoch.pop("solve_time")
+    data["meta"].pop("path")
+    data.pop("wall_time")
+    return data
+
+
+@pytest.mark.parametrize("name", registered_agents())
+def test_registered_agent_meets_the_contract(name):
+    cls = AGENTS[name]
+    assert issubclass(cls, Agent) and cls.name == name  # traces and the command line name it by this
+    agent, plans, trace = contract_run(name, "fast")
+    S, A = agent.model.n_states, agent.model.n_actions
+    assert plans and len(plans) == len(trace.epochs)
+    for plan in plans:  # every policy the agent played is a policy
+        assert plan.policy.shape == (S, A) and np.all(np.isfinite(plan.policy)) and np.all(plan.policy >= 0)
+        np.testing.assert_allclose(plan.policy.sum(axis=1), 1.0, rtol=0, atol=1e-9)
+        assert isinstance(plan.source, PlanSource)
+    assert [e.source for e in trace.epochs] == [p.source for p in plans]
+    assert trace.checkpoints["t"][-1] == CONTRACT_STEPS and sum(e.length for e in trace.epochs) == CONTRACT_STEPS
+    np.testing.assert_array_equal(agent.visits.sum(), CONTRACT_STEPS)
+    assert trace.meta["agent"] == name and json.loads(json.dumps(agent.describe())) == agent.describe()
+    # the generic (Gymnasium) stepping path follows the same trajectory, and the same seed gives the same trace
+    _, _, generic = contract_run(name, "generic")
+    assert timeless(generic) == timeless(trace)
+
+
+@pytest.mark.parametrize("name", registered_agents())
+def test_registered_agent_lists_its_options(name):
+    from curlopt.cli.agents import agent_options
+
+    options = agent_options(name)
+    parameters = inspect.signature(AGENTS[name].__init__).parameters
+    named = [o for o in options if not o["name"].startswith("**")]
+    assert [o["name"] for o in named] == [n for n in parameters if n not in ("self", "model")
+                                          and parameters[n].kind is not inspect.Parameter.VAR_KEYWORD]
+    for option in named:
+        assert option["description"], f"{name}: option {option['name']!r} is not described in the docstring"
+        assert option["default"] == parameters[option["name"]].default
+    # the options it can be run with from the command line: none without a default but the horizon, passed by `run`
+    required = {n for n, p in parameters.items() if n not in ("self", "model") and p.default is inspect.Parameter.empty
+                and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+    assert required <= {"horizon"} and ("horizon" in parameters) == AGENTS[name].needs_horizon
 
 
 def cycle_model():

@@ -6,6 +6,7 @@ assertion) or by an independent computation in this file, never by the code unde
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 import warnings
@@ -20,32 +21,34 @@ from hypothesis import strategies as st
 from scipy.stats import norm
 
 import curlopt.envs
+from conftest import registered_models
 from curlopt import CMDP, Linear, stationary_occupancy
-from curlopt.envs import ENV_IDS, TabularCMDPEnv, make
+from curlopt.envs import ENV_IDS, TabularCMDPEnv, env_id, make
 from curlopt.errors import CurloptError, EnvError, ModelError
-from curlopt.models import MODELS, build_model
-
-NAMES = ["queue", "scheduler", "nonergodic", "random", "maxent"]
+from curlopt.models import MODELS, build_model, env_name, register_model
 
 # ----------------------------------------------------------------------------
 # Kernels are transition kernels for every parameter choice
 # ----------------------------------------------------------------------------
 
 probability_grid = st.lists(st.floats(0.0, 1.0), min_size=1, max_size=5)
-model_params = st.one_of(
-    st.tuples(st.just("queue"), st.fixed_dictionaries(
-        {"buffer": st.integers(1, 12), "service": probability_grid, "flow": probability_grid})),
-    st.tuples(st.just("scheduler"), st.fixed_dictionaries({"sla": st.none() | st.floats(0.0, 1.0)})),
-    st.tuples(st.just("nonergodic"), st.fixed_dictionaries({"bound": st.none() | st.floats(0.0, 1.0)})),
-    st.tuples(st.just("random"), st.fixed_dictionaries({
+#: a strategy over the parameters of each registered model that takes any (a model without one is drawn with its
+#: defaults; test_every_model_with_parameters_has_a_strategy keeps this list complete)
+PARAMETERS = {
+    "queue": st.fixed_dictionaries({"buffer": st.integers(1, 12), "service": probability_grid, "flow": probability_grid}),
+    "scheduler": st.fixed_dictionaries({"sla": st.none() | st.floats(0.0, 1.0)}),
+    "nonergodic": st.fixed_dictionaries({"bound": st.none() | st.floats(0.0, 1.0)}),
+    "random": st.fixed_dictionaries({
         "n_states": st.integers(1, 8), "n_actions": st.integers(1, 4), "n_rewards": st.integers(1, 3),
         "n_costs": st.integers(0, 3), "seed": st.integers(0, 2**32 - 1),
         "objective": st.sampled_from(["linear", "log"]), "margin": st.floats(0.0, 0.5),
         "concentration": st.floats(0.05, 5.0),
-    })),
-    st.tuples(st.just("maxent"), st.fixed_dictionaries({
-        "base": st.sampled_from(["queue", "scheduler", "nonergodic", "random"]), "shift": st.floats(0.0, 1.0)})),
-)
+    }),
+    "maxent": st.fixed_dictionaries({
+        "base": st.sampled_from(["queue", "scheduler", "nonergodic", "random"]), "shift": st.floats(0.0, 1.0)}),
+}
+model_params = st.sampled_from(registered_models()).flatmap(
+    lambda name: st.tuples(st.just(name), PARAMETERS.get(name, st.just({}))))
 
 
 @given(model_params)
@@ -66,9 +69,60 @@ def test_kernel_rows_are_distributions(case):
         obs, *_ = env.step(action)
 
 
-def test_models_registry_lists_every_environment():
-    assert set(NAMES) <= set(MODELS)
-    assert set(ENV_IDS) == set(NAMES)
+def test_every_model_with_parameters_has_a_strategy():
+    assert set(PARAMETERS) <= set(MODELS), "a strategy for a model that is not registered"
+    for name in registered_models():
+        takes = [p for p in inspect.signature(MODELS[name]).parameters.values()
+                 if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        assert not takes or name in PARAMETERS, f"model {name!r} takes {[p.name for p in takes]}: add a strategy"
+
+
+def test_every_registered_model_has_its_environment_id():
+    # the built-in ids are public names: they never change
+    builtin = {"queue": "curlopt/Queue-v0", "scheduler": "curlopt/Scheduler-v0",
+               "nonergodic": "curlopt/NonErgodic-v0", "random": "curlopt/Random-v0", "maxent": "curlopt/MaxEnt-v0"}
+    assert {name: ENV_IDS[name] for name in builtin} == builtin
+    assert list(ENV_IDS) == list(MODELS) and len(ENV_IDS) == len(MODELS)
+    assert len(set(ENV_IDS.values())) == len(MODELS)  # no two models share an id
+    for name in MODELS:
+        assert ENV_IDS[name] == env_id(name) == f"curlopt/{env_name(name)}-v0"
+        assert gymnasium.spec(ENV_IDS[name]).kwargs == {"name": name}
+    assert "nowhere" not in ENV_IDS and ENV_IDS.get("nowhere") is None
+    with pytest.raises(ModelError, match="unknown model 'nowhere'"):
+        env_id("nowhere")
+
+
+def test_registering_a_model_gives_it_an_environment_id():
+    def machine(wear: float = 0.5) -> CMDP:
+        kernel = np.array([[[1 - wear, wear]], [[1.0, 0.0]]])
+        return CMDP(np.array([[[1.0], [0.0]]]), objective=Linear([1.0]), kernel=kernel, name="machine")
+
+    try:
+        register_model("machine-repair", machine)
+        assert ENV_IDS["machine-repair"] == env_id("machine-repair") == "curlopt/MachineRepair-v0"
+        # curlopt.envs is imported, so the Gymnasium id exists at once, with the model's parameters
+        env = gymnasium.make("curlopt/MachineRepair-v0", wear=0.25)
+        np.testing.assert_array_equal(env.unwrapped.model.kernel[0, 0], [0.75, 0.25])
+        assert make("machine-repair").spec.id == "curlopt/MachineRepair-v0"
+        register_model("machine-repair", machine, env_name="Machine")
+        assert ENV_IDS["machine-repair"] == "curlopt/Machine-v0" and "curlopt/Machine-v0" in gymnasium.registry
+    finally:
+        MODELS.pop("machine-repair", None)
+        for spec_id in ("curlopt/MachineRepair-v0", "curlopt/Machine-v0"):
+            gymnasium.registry.pop(spec_id, None)
+    assert "machine-repair" not in ENV_IDS
+
+
+@pytest.mark.parametrize("name, builder, env, pattern", [
+    ("", None, None, "non-empty string"),
+    ("machine", "not callable", None, "must be callable"),
+    ("machine", lambda: None, "Machine-v1/x", "env_name must be"),
+    ("über", lambda: None, None, "needs an env_name"),
+])
+def test_register_model_refuses_what_would_have_no_environment(name, builder, env, pattern):
+    with pytest.raises(ModelError, match=pattern):
+        register_model(name, builder, env_name=env)
+    assert name not in MODELS
 
 
 # ----------------------------------------------------------------------------
@@ -235,7 +289,10 @@ def test_maxent_refuses_parameters_for_a_given_model():
 # ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", NAMES)
+# The environment contract, for every registered model with its default parameters.
+
+
+@pytest.mark.parametrize("name", registered_models())
 def test_check_env_passes(name):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the checker reports problems as warnings
@@ -243,18 +300,29 @@ def test_check_env_passes(name):
         check_env(make(name), skip_render_check=True)  # no spec: render modes need gymnasium.make
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", registered_models())
 def test_gymnasium_make(name):
     env = gymnasium.make(ENV_IDS[name])
     model = env.unwrapped.model
-    assert isinstance(model, CMDP)
-    assert env.observation_space == gymnasium.spaces.Discrete(model.n_states)
-    assert env.action_space == gymnasium.spaces.Discrete(model.n_actions)
+    assert isinstance(model, CMDP) and env.spec.id == env_id(name)
+    S, A = model.n_states, model.n_actions
+    # the model behind the environment: a kernel whose rows are distributions, signals of the declared sizes
+    kernel = np.asarray(model.kernel)
+    assert kernel.shape == (S, A, S) and np.all(kernel >= 0)
+    np.testing.assert_allclose(kernel.sum(axis=2), 1.0, rtol=0, atol=1e-12)
+    assert model.rewards.shape == (model.n_rewards, S, A) and model.costs.shape == (model.n_costs, S, A)
+    assert env.observation_space == gymnasium.spaces.Discrete(S)
+    assert env.action_space == gymnasium.spaces.Discrete(A)
     obs, info = env.reset(seed=3)
-    assert info == {} and env.unwrapped.state == int(obs)
-    obs, reward, terminated, truncated, info = env.step(0)
-    assert (terminated, truncated) == (False, False)
-    assert info["rewards"].shape == (model.n_rewards,) and info["costs"].shape == (model.n_costs,)
+    assert info == {} and env.unwrapped.state == int(obs) and env.observation_space.contains(obs)
+    for t in range(50):
+        action, before = t % A, int(obs)
+        obs, reward, terminated, truncated, info = env.step(action)
+        assert (terminated, truncated) == (False, False) and env.observation_space.contains(obs)
+        assert info["rewards"].shape == (model.n_rewards,) and info["costs"].shape == (model.n_costs,)
+        np.testing.assert_array_equal(info["rewards"], model.rewards[:, before, action])
+        np.testing.assert_array_equal(info["costs"], model.costs[:, before, action])
+        assert reward == info["rewards"][0] and kernel[before, action, int(obs)] > 0
 
 
 def test_gymnasium_make_with_parameters_and_module_prefix():

@@ -95,3 +95,27 @@ def test_fuzzed_model_files_raise_only_model_errors(tmp_path_factory, overrides)
         load_model(path)
     except ModelError:
         pass
+
+
+#: utilities as model files written before utilities carried their own specs hold them (one of each type)
+OLD_FORMAT_UTILITIES = [
+    {"type": "Linear", "weights": [1.0, -0.5], "offset": 0.25},
+    {"type": "SumOfLogs", "weights": [1.0, 2.0], "shift": 0.1},
+    {"type": "AlphaFairness", "alpha": 2.0, "weights": [1.0, 1.0], "shift": 0.0},
+    {"type": "MinOfLinear", "matrix": [[1.0, 0.0], [0.0, 1.0]], "offset": [0.0, 0.5]},
+    {"type": "Entropy", "dim": 2, "shift": 0.01},
+    {"type": "LinearBound", "weights": [1.0, 0.0], "bound": 0.3},
+    {"type": "MaxOfLinear", "matrix": [[1.0, 1.0]], "bounds": [0.8]},
+    {"type": "ConvexQuadratic", "matrix": [[1.0, 0.0], [0.0, 2.0]], "linear": [0.0, 0.1], "constant": -1.0},
+    {"type": "Norm", "center": [0.5, 0.5], "radius": 0.2, "ord": "inf"},
+    {"type": "Norm", "center": [0.5, 0.5], "radius": 0.2, "ord": 1},
+]
+
+
+@pytest.mark.parametrize("spec", OLD_FORMAT_UTILITIES, ids=lambda s: f"{s['type']}-{s.get('ord', '')}")
+def test_the_utility_format_is_unchanged(spec):
+    from curlopt.modelfile import utility_from_spec, utility_to_spec
+
+    utility = utility_from_spec(json.loads(json.dumps(spec)), "objective")
+    assert type(utility).__name__ == spec["type"]
+    assert json.dumps(utility_to_spec(utility)) == json.dumps(spec)  # the same keys, in the same order

@@ -357,7 +357,8 @@ def test_bad_ipopt_option_is_refused_when_the_backend_is_built():
 def test_ipopt_status_table():
     from curlopt.backends.pyomo import IPOPT_STATUS
 
-    assert IPOPT_STATUS[0] is Status.OPTIMAL and IPOPT_STATUS[1] is Status.OPTIMAL
+    # reduced accuracy has its own status, judged once for every backend (tests/test_status.py)
+    assert IPOPT_STATUS[0] is Status.OPTIMAL and IPOPT_STATUS[1] is Status.ALMOST_OPTIMAL
     assert IPOPT_STATUS[2] is Status.INFEASIBLE
     assert IPOPT_STATUS[-1] is Status.ITERATION_LIMIT
     assert IPOPT_STATUS[-4] is Status.TIME_LIMIT
@@ -562,3 +563,68 @@ def test_pyomo_refuses_a_utility_whose_hessian_contradicts_its_curvature():
     model = CMDP(np.ones((1, 2, 2)), objective=liar, kernel=kernel)
     with pytest.raises(UnsupportedUtilityError, match="declared concave but its Hessian"):
         get_backend("pyomo").compile(OccupancyProgram(model))
+
+
+def test_each_solver_path_is_its_own_compiled_class():
+    from pyomo.opt import SolverFactory
+
+    from curlopt.backends.pyomo import CompiledPyomo, CompiledPyomoBridge, CompiledPyomoSolver
+
+    program = OccupancyProgram(queue_model(buffer=3), epsilon=0.05)
+    bridged = get_backend("pyomo").compile(program)
+    assert type(bridged) is CompiledPyomoBridge and bridged.bridge is not None
+    if not SolverFactory("appsi_highs").available(exception_flag=False):
+        pytest.skip("appsi_highs is not available")
+    named = get_backend("pyomo", solver="appsi_highs").compile(program)
+    assert type(named) is CompiledPyomoSolver and isinstance(named, CompiledPyomo) and named.bridge is None
+    assert bridged.solve().objective == pytest.approx(named.solve().objective, abs=1e-7)
+
+
+def test_epigraph_rows_of_kinked_utilities_are_the_lp_rows():
+    """Objective pieces read ``t - (W R)_j x <= c_j`` and constraint pieces ``(W C)_j x + c_j <= -ε``, with
+    ``W R`` and ``W C`` computed here by dense numpy."""
+    from pyomo.repn import generate_standard_repn
+
+    from curlopt.backends.pyomo import build_pyomo_model
+
+    w_f, c_f = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]]), np.array([0.0, 0.1, -0.2])
+    w_g, b_g = np.array([[1.0, 0.0], [0.3, 1.0]]), np.array([0.45, 0.5])
+    model = _small_model(MinOfLinear(w_f, c_f), [MaxOfLinear(w_g, b_g)], seed=3)
+    program = OccupancyProgram(model, epsilon=0.01)
+    built = build_pyomo_model(program)
+    m = built.model
+    reward, cost = model.rewards.reshape(2, -1), model.costs.reshape(2, -1)  # occupancy columns come first
+    n_occ = reward.shape[1]
+
+    def coefficients(body):
+        repn = generate_standard_repn(body, compute_values=True)
+        out = {id(v): a for v, a in zip(repn.linear_vars, repn.linear_coefs)}
+        return np.array([out.get(id(m.x[i]), 0.0) for i in range(program.n_vars)]), out.get(id(m.t), 0.0), repn.constant
+
+    for j in range(3):
+        row = m.objective_pieces[j]
+        x_coef, t_coef, constant = coefficients(row.body)
+        np.testing.assert_allclose(x_coef[:n_occ], -(w_f[j] @ reward), atol=1e-15)
+        assert not x_coef[n_occ:].any() and t_coef == 1.0 and constant == 0.0 and row.upper() == c_f[j]
+    for j in range(2):
+        row = m.g_pieces[0, j]
+        x_coef, _, constant = coefficients(row.body)
+        np.testing.assert_allclose(x_coef[:n_occ], w_g[j] @ cost, atol=1e-15)
+        assert constant == -b_g[j] and row.upper() == -0.01
+
+
+def test_a_safe_mode_utility_is_one_pyomo_expression():
+    """``u(y[:n]) + k·y[n:]`` (AugmentedUtility's form) written by the Pyomo compiler equals its numpy value."""
+    import pyomo.environ as pyo
+
+    from curlopt.augmented import AugmentedUtility
+    from curlopt.backends.pyomo import can_express, pyomo_expression
+
+    wrapped = AugmentedUtility(SumOfLogs(weights=[1.0, 2.0], shift=0.1), [0.5, 0.0, -2.0])
+    assert can_express(wrapped) and not can_express(AugmentedUtility(MinOfLinear.max_min(2), [1.0]))
+    y = np.array([0.3, 0.7, 1.5, 9.0, 0.25])
+    model = pyo.ConcreteModel()
+    model.y = pyo.Var(range(5), initialize=dict(enumerate(y)))
+    expr = pyomo_expression(wrapped, [model.y[i] for i in range(5)])
+    expected = math.log(0.4) + 2 * math.log(0.8) + 0.5 * 1.5 - 2.0 * 0.25
+    assert pyo.value(expr) == pytest.approx(expected, rel=1e-14)

@@ -1,8 +1,10 @@
 """The utility library: values against closed forms, derivatives against finite differences,
-CVXPY and Pyomo expressions and affine pieces against the numpy value, and validation."""
+forms (and the CVXPY and Pyomo expressions and affine pieces compiled from them) against the
+numpy value, model-file specs for every registered type, and validation."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -95,7 +97,9 @@ def test_affine_pieces_reproduce_the_value(utility):
 def test_cvxpy_expression_matches_value_and_is_dcp(utility):
     cp = pytest.importorskip("cvxpy")
     y_var = cp.Variable(3)
-    expr = utility.cvxpy_expr(y_var)
+    from curlopt.backends.cvxpy import cvxpy_expression
+
+    expr = cvxpy_expression(utility, y_var)
     assert expr.is_concave() if utility.curvature == "concave" else expr.is_convex()
     for y in points():
         y_var.value = y
@@ -105,10 +109,12 @@ def test_cvxpy_expression_matches_value_and_is_dcp(utility):
 @pytest.mark.parametrize("utility", [u for u in library() if u.smooth], ids=repr)
 def test_pyomo_expression_matches_value(utility):
     pyo = pytest.importorskip("pyomo.environ")
+    from curlopt.backends.pyomo import pyomo_expression
+
     for y in points(3):
         model = pyo.ConcreteModel()
         model.y = pyo.Var(range(3), initialize=dict(enumerate(y)))
-        expr = utility.pyomo_expr([model.y[i] for i in range(3)])
+        expr = pyomo_expression(utility, [model.y[i] for i in range(3)])
         assert pyo.value(expr) == pytest.approx(utility.value(y), rel=1e-9, abs=1e-12)
 
 
@@ -201,3 +207,194 @@ def test_a_utility_lying_about_its_curvature_is_caught():
                          hessian=lambda y: 2 * np.eye(2))
     point, eigenvalue = curvature_violation(liar)
     assert eigenvalue == pytest.approx(2.0)
+
+
+# -- forms and model-file specs: every registered utility type ------------------------------------------------
+
+
+def form_value(form, y):
+    """The value of a form at ``y``, by numpy from the form's own numbers (not from any utility's code,
+    except :class:`~curlopt.utility_forms.Of`, which stands for a utility)."""
+    from curlopt import utility_forms as F
+
+    y = np.asarray(y, dtype=float)
+    if isinstance(form, F.AffinePieces):
+        terms = form.matrix @ y + form.offset
+        return {"affine": terms[0], "min": terms.min(), "max": terms.max()}[form.combine]
+    if isinstance(form, F.Logs):
+        return float(np.sum(form.weights * np.log(y + form.shift)))
+    if isinstance(form, F.Powers):
+        return float(np.sum(form.weights * (y + form.shift) ** form.exponent) / form.exponent)
+    if isinstance(form, F.Entropy):
+        return float(-np.sum(y * np.log(y + form.shift)))
+    if isinstance(form, F.Quadratic):
+        return float(y @ form.matrix @ y + form.linear @ y + form.constant)
+    if isinstance(form, F.Norm):
+        return float(np.linalg.norm(y - form.center, form.ord) - form.radius)
+    if isinstance(form, F.Of):
+        return form.utility.value(y)
+    if isinstance(form, F.HeadPlusLinear):
+        n = form.head.dim
+        return form_value(form.head, y[:n]) + float(form.coefficients @ y[n:])
+    if isinstance(form, F.Negated):
+        return -form_value(form.inner, y)
+    values = [form_value(term, y) for term in form.terms]
+    return {F.Sum: sum, F.Minimum: min, F.Maximum: max}[type(form)](values)
+
+
+def registered():
+    from curlopt.utilities import UTILITY_TYPES
+
+    return sorted(UTILITY_TYPES)
+
+
+def examples(name):
+    found = [u for u in library() if type(u).__name__ == name]
+    assert found, f"the registered utility type {name} has no example in library(): add one"
+    return found
+
+
+@pytest.mark.parametrize("name", registered())
+def test_every_registered_type_round_trips_through_its_spec(name):
+    from curlopt.utilities import UTILITY_TYPES
+
+    for utility in examples(name):
+        spec = json.loads(json.dumps(utility.to_spec()))  # what a model file holds
+        assert spec["type"] == name
+        again = UTILITY_TYPES[name].from_spec(spec)
+        assert type(again) is type(utility) and repr(again) == repr(utility)
+        assert again.to_spec() == spec
+        for y in points(3):
+            assert again.value(y) == utility.value(y)
+
+
+@pytest.mark.parametrize("name", registered())
+def test_every_registered_types_form_has_its_value(name):
+    for utility in examples(name):
+        form = utility.describe()
+        assert form is not None and form.dim == utility.dim
+        for y in points():
+            assert form_value(form, y) == pytest.approx(utility.value(y), rel=1e-12, abs=1e-12)
+
+
+def test_the_registry_holds_the_built_in_types():
+    assert registered() == sorted(["Linear", "SumOfLogs", "AlphaFairness", "MinOfLinear", "Entropy", "LinearBound",
+                                   "MaxOfLinear", "ConvexQuadratic", "Norm"])
+
+
+def test_only_registered_types_have_a_spec():
+    class Tilted(Linear):  # a subclass of a registered type is not that type
+        pass
+
+    custom = CustomUtility(1, "concave", value=lambda y: float(y[0]))
+    for utility in (custom, Tilted([1.0])):
+        with pytest.raises(UtilityError, match="not of a registered utility type"):
+            utility.to_spec()
+
+
+def test_a_registered_user_type_loads_from_a_spec():
+    from curlopt.utilities import UTILITY_TYPES, register_utility
+
+    @register_utility
+    class Doubled(Linear):
+        def to_spec(self):
+            return self._spec(weights=(self.weights / 2).tolist())
+
+        @classmethod
+        def from_spec(cls, spec):
+            return cls(np.asarray(spec["weights"]) * 2)
+
+    try:
+        spec = Doubled([2.0, 4.0]).to_spec()
+        assert spec == {"type": "Doubled", "weights": [1.0, 2.0]}
+        assert UTILITY_TYPES["Doubled"].from_spec(spec).value([1.0, 1.0]) == 6.0
+    finally:
+        del UTILITY_TYPES["Doubled"]
+
+
+def test_compositions_of_forms_have_their_values_and_pieces():
+    from curlopt import utility_forms as F
+
+    rng = np.random.default_rng(7)
+    a = F.AffinePieces([[1.0, -1.0], [0.5, 2.0]], [0.1, -0.3], "max")
+    b = F.AffinePieces([[2.0, 0.0]], [1.0], "affine")
+    c = F.AffinePieces([[0.0, 1.0], [-1.0, 0.5]], [0.2, 0.0], "max")
+    cases = [
+        (F.Sum((a, b, c)), lambda y: max(y[0] - y[1] + 0.1, 0.5 * y[0] + 2 * y[1] - 0.3) + 2 * y[0] + 1.0
+         + max(y[1] + 0.2, -y[0] + 0.5 * y[1])),
+        (F.Negated(a), lambda y: -max(y[0] - y[1] + 0.1, 0.5 * y[0] + 2 * y[1] - 0.3)),
+        (F.Maximum((a, c)), lambda y: max(y[0] - y[1] + 0.1, 0.5 * y[0] + 2 * y[1] - 0.3, y[1] + 0.2,
+                                           -y[0] + 0.5 * y[1])),
+        (F.HeadPlusLinear(F.Norm([0.0], 1.0, math.inf), [3.0]), lambda y: abs(y[0]) - 1.0 + 3.0 * y[1]),
+    ]
+    for form, closed in cases:
+        w, offsets = F.affine_pieces(form)
+        for _ in range(5):
+            y = rng.normal(size=2)
+            assert form_value(form, y) == pytest.approx(closed(y), abs=1e-12)
+            terms = w @ y + offsets
+            expected = terms.min() if isinstance(form, F.Negated) else terms.max()
+            assert expected == pytest.approx(closed(y), abs=1e-12)
+    # a minimum of convex pieces is not LP-representable (nor concave)
+    assert F.affine_pieces(F.Minimum((a, c))) is None
+    assert F.affine_pieces(F.Logs([1.0, 1.0])) is None
+
+
+def test_a_custom_utility_described_by_a_form_compiles_everywhere():
+    from curlopt import utility_forms as F
+    from curlopt.utilities import curvature_violation
+
+    # -max(y0 + y1 - 1, 2 y0 - 1.5) as Negated(Maximum of two affine pieces): LP pieces and a CVXPY expression
+    form = F.Negated(F.AffinePieces([[1.0, 1.0], [2.0, 0.0]], [-1.0, -1.5], "max"))
+    u = CustomUtility(2, "concave", value=lambda y: -max(y[0] + y[1] - 1, 2 * y[0] - 1.5), form=form, smooth=False)
+    w, c = u.affine_pieces()
+    np.testing.assert_array_equal(w, [[-1.0, -1.0], [-2.0, 0.0]])
+    np.testing.assert_array_equal(c, [1.0, 1.5])
+    assert curvature_violation(u) is None
+    cp = pytest.importorskip("cvxpy")
+    from curlopt.backends.cvxpy import CvxpyBackend, cvxpy_expression
+
+    assert CvxpyBackend.accepts(u)
+    y = cp.Variable(2)
+    expr = cvxpy_expression(u, y)
+    y.value = np.array([0.3, 0.9])
+    assert expr.is_concave() and float(expr.value) == pytest.approx(-0.2)
+    with pytest.raises(UtilityError, match="form must be a curlopt.utility_forms.Form of input length 2"):
+        CustomUtility(2, "concave", value=sum, form=F.Logs([1.0]))
+
+
+def test_a_users_own_expression_comes_before_the_inherited_form():
+    cp = pytest.importorskip("cvxpy")
+    from curlopt.backends.cvxpy import cvxpy_expression
+
+    class Halved(SumOfLogs):  # value and expression both halved: the inherited form would be wrong
+        def value(self, y):
+            return super().value(y) / 2
+
+        def cvxpy_expr(self, y):
+            return 0.5 * cp.sum(cp.log(y))
+
+    u = Halved(dim=2)
+    assert u.has_cvxpy
+    y = cp.Variable(2)
+    y.value = np.array([math.e, math.e**3])
+    assert float(cvxpy_expression(u, y).value) == pytest.approx(2.0)  # (1 + 3) / 2, not 4
+
+
+def test_a_users_own_pyomo_expression_comes_before_the_inherited_form():
+    pyo = pytest.importorskip("pyomo.environ")
+    from curlopt.backends.pyomo import can_express, pyomo_expression
+
+    class Halved(SumOfLogs):
+        def value(self, y):
+            return super().value(y) / 2
+
+        def pyomo_expr(self, y):
+            return 0.5 * sum(pyo.log(yk) for yk in y)
+
+    u = Halved(dim=2)
+    model = pyo.ConcreteModel()
+    model.y = pyo.Var(range(2), initialize={0: math.e, 1: math.e**3})
+    assert can_express(u) and pyo.value(pyomo_expression(u, [model.y[0], model.y[1]])) == pytest.approx(2.0)
+    # a kinked form has no single smooth Pyomo expression: the pyomo backend takes its LP rows instead
+    assert not can_express(MaxOfLinear([[1.0, 0.0], [0.0, 1.0]])) and not can_express(Norm([0.0], 1.0, ord=1))

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import AgentError
 from ..model import CMDP
-from .base import Agent, EpochPlan, PlanSource
+from .base import Agent, EpochPlan, PlanSource, ProgramAgent
 from .baselines import PrimalDual, UcrlCmdp, UnsupportedModelError
 from .curl import PsCurl, UcCurl
 from .safe import SafeCurl
@@ -27,7 +27,7 @@ from .triggers import (
 )
 
 __all__ = [
-    "AGENTS", "Agent", "EpochPlan", "PlanSource", "UcCurl", "PsCurl", "SafeCurl", "UcrlCmdp", "PrimalDual", "UnsupportedModelError",
+    "AGENTS", "Agent", "EpochPlan", "PlanSource", "ProgramAgent", "UcCurl", "PsCurl", "SafeCurl", "UcrlCmdp", "PrimalDual", "UnsupportedModelError",
     "make_agent", "register_agent",
     "EpochTrigger", "DoublingTrigger", "LinearTrigger", "GlobalLinearTrigger", "PerPairLinearTrigger",
     "FixedLengthTrigger", "TRIGGERS", "make_trigger", "trigger_rule",

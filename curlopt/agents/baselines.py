@@ -21,8 +21,7 @@ from ..backends import Backend
 from ..errors import AgentError, UnsupportedModelError
 from ..model import CMDP
 from ..program import BoxOptimisticProgram, Program
-from .base import Agent, EpochPlan, PlanSource
-from .curl import _ProgramAgent
+from .base import Agent, EpochPlan, PlanSource, ProgramAgent
 from .triggers import FixedLengthTrigger
 
 __all__ = ["UcrlCmdp", "PrimalDual", "UnsupportedModelError", "fixed_epoch_length", "relative_values"]
@@ -115,7 +114,7 @@ def fixed_epoch_length(horizon: float, exponent: float) -> int:
 # -- UCRL-CMDP ---------------------------------------------------------------------
 
 
-class UcrlCmdp(_ProgramAgent):
+class UcrlCmdp(ProgramAgent):
     """UCRL-CMDP (Singh, Gupta, Shroff 2020) as stated in docs/math.md §9.
 
     Epochs of fixed length ``τ = ceil(T^exponent)``. At each epoch start it solves

@@ -2,119 +2,20 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
-from ..backends import Backend, resolve_backend
-from ..errors import AgentError, BackendOptionError, CurloptError
-from ..program import (EPSILON_MAX, TIGHTNESS_CONSTANT_MAX, OccupancyProgram, OptimisticProgram, Program,
-                       check_radius, tightness)
-from ..results import SolveResult, check_unreached, extract_policy
-from .base import Agent, EpochPlan, PlanSource
+from ..backends import Backend
+from ..errors import AgentError, CurloptError
+from ..program import OccupancyProgram, OptimisticProgram, Program, check_radius
+from .base import ProgramAgent
 from .triggers import EpochTrigger
 
 __all__ = ["UcCurl", "PsCurl", "MAX_PRIOR", "sample_posterior_kernel"]
 
 #: the largest Dirichlet prior α0 PS-CURL takes
 MAX_PRIOR = 1e6
-
-
-class _ProgramAgent(Agent):
-    """Shared by the agents that solve a program per epoch: ε schedule, solve, fallback, failures.
-
-    The policy is extracted from the solution's occupancy ρ by
-    :func:`curlopt.results.extract_policy` with the agent's ``unreached`` rule for
-    the states ρ gives no mass (``uniform`` or ``safe``), and each plan records how
-    many states that rule filled (``EpochPlan.unreached``).
-    """
-
-    def __init__(
-        self,
-        model,
-        backend: str | Backend = "auto",
-        trigger: str | EpochTrigger = "doubling",
-        tightness_constant: float = 1.0,
-        horizon_lower_bound: float | None = None,
-        seed: Any = None,
-        unreached: str = "uniform",
-        **backend_options: Any,
-    ):
-        self.unreached = check_unreached(unreached, AgentError)
-        if (isinstance(tightness_constant, bool) or not isinstance(tightness_constant, (int, float))
-                or not math.isfinite(tightness_constant) or tightness_constant < 0):
-            raise AgentError(f"tightness_constant (K_ε) must be a finite number >= 0, got {tightness_constant!r}.")
-        if tightness_constant > TIGHTNESS_CONSTANT_MAX:
-            raise AgentError(
-                f"tightness_constant (K_ε) must be at most {TIGHTNESS_CONSTANT_MAX:.0f}, got {tightness_constant!r}:"
-                f" ε = K_ε sqrt(ln τ / τ) reaches K_ε / sqrt(e) at τ = e, and a program takes ε <= {EPSILON_MAX:g}."
-            )
-        if horizon_lower_bound is not None and (
-            not isinstance(horizon_lower_bound, (int, float)) or not math.isfinite(horizon_lower_bound) or horizon_lower_bound < 1
-        ):
-            raise CurloptError(f"horizon_lower_bound (T_l) must be a number >= 1 or None, got {horizon_lower_bound!r}.")
-        self.tightness_constant = float(tightness_constant)
-        self.horizon_lower_bound = horizon_lower_bound
-        super().__init__(model, trigger, seed)
-        if backend_options and isinstance(backend, Backend):
-            raise AgentError(
-                f"{self.name} does not take option(s) {sorted(backend_options)} (extra options are passed to the"
-                f" backend, and the backend was given as an instance, {backend!r}, which takes none)."
-            )
-        try:
-            self.backend = resolve_backend(backend, (model.objective, *model.constraints), **backend_options)
-        except BackendOptionError as exc:
-            if not exc.unknown:  # a keyword the backend takes, with a value it refuses: the backend says which
-                raise
-            # Unknown keywords reach the backend's constructor; say whose options they were.
-            raise AgentError(
-                f"{self.name} does not take option(s) {exc.unknown} (extra options are passed to the"
-                f" backend, which does not take them either: {exc})"
-            ) from exc
-        self.program = self._build_program()
-        # Compiled once: every epoch only updates the program's data and re-solves.
-        self.compiled = self.backend.compile(self.program)
-        self.last_result: SolveResult | None = None
-
-    def _build_program(self) -> Program:
-        raise NotImplementedError
-
-    def _update_program(self, time: int, epsilon: float) -> None:
-        raise NotImplementedError
-
-    def epsilon(self, time: int) -> float:
-        """``ε_e`` for an epoch starting at ``time`` (docs/math.md §4)."""
-        return tightness(time, self.tightness_constant, self.horizon_lower_bound)
-
-    def _plan(self, time: int) -> EpochPlan:
-        eps = self.epsilon(time)
-        self._update_program(time, eps)
-        result = self.compiled.solve()
-        self.last_result = result
-        return self._plan_from(result, eps)
-
-    def _plan_from(self, result: SolveResult, eps: float) -> EpochPlan:
-        """The epoch's plan from a solve result: its policy, or after a solver failure the previous
-        epoch's policy (uniform in the first epoch), labelled."""
-        common = dict(epsilon=eps, status=result.status.value, solve_time=result.solve_time,
-                      iterations=result.iterations, message=result.message)
-        if result.ok:
-            if result.occupancy is None:  # a backend that reports only a policy: nothing to fill
-                return EpochPlan(result.policy, result.program.value, **common)
-            policy, mask = extract_policy(result.occupancy, self.model, self.unreached, costs=result.costs,
-                                          uniform_policy=result.policy)
-            return EpochPlan(policy, result.program.value, unreached=int(mask.sum()), **common)
-        S, A = self.model.n_states, self.model.n_actions
-        if self.policy is not None:
-            why = f"solver failed ({result.status.value}); kept the previous epoch's policy"
-            return EpochPlan(self.policy, PlanSource.KEPT, **{**common, "message": _join(why, result.message)})
-        why = f"solver failed ({result.status.value}) in the first epoch, with no previous policy; playing uniform"
-        return EpochPlan(np.full((S, A), 1.0 / A), PlanSource.UNIFORM, **{**common, "message": _join(why, result.message)})
-
-    def describe(self):
-        return {**super().describe(), "backend": self.backend.name, "tightness": self.tightness_constant,
-                "horizon_lower_bound": self.horizon_lower_bound, "unreached": self.unreached}
 
 
 def sample_posterior_kernel(rng: np.random.Generator, concentration: np.ndarray) -> np.ndarray:
@@ -136,11 +37,7 @@ def sample_posterior_kernel(rng: np.random.Generator, concentration: np.ndarray)
     return draws / totals
 
 
-def _join(first: str, second: str) -> str:
-    return f"{first}: {second}" if second else first
-
-
-class UcCurl(_ProgramAgent):
+class UcCurl(ProgramAgent):
     """UC-CURL: each epoch, the optimistic ε-tight program over L1 confidence sets (docs/math.md §3, §6).
 
     Parameters
@@ -204,7 +101,7 @@ class UcCurl(_ProgramAgent):
         return {**super().describe(), "radius": self.radius, "radius_scale": self.radius_scale}
 
 
-class PsCurl(_ProgramAgent):
+class PsCurl(ProgramAgent):
     """PS-CURL: each epoch, the ε-tight occupancy program on a posterior sample (docs/math.md §6).
 
     ``P~(·|s,a) ~ Dirichlet(prior + n(s,a,·))`` independently for every pair.

@@ -28,8 +28,8 @@ from ..results import Status
 from ..safe_program import LeastViolationProgram, SafeProgram
 from ..safe_sizing import (bias_spans, lipschitz_bounds, mixing_factor, plug_in_kernel, posterior_uncertainty,
                            radius_uncertainty)
-from .base import EpochPlan, PlanSource
-from .curl import MAX_PRIOR, _ProgramAgent, sample_posterior_kernel
+from .base import EpochPlan, PlanSource, ProgramAgent
+from .curl import MAX_PRIOR, sample_posterior_kernel
 from .triggers import EpochTrigger
 
 __all__ = ["SafeCurl", "KERNELS", "FALLBACKS", "SIZINGS", "DEFAULT_PENALTY"]
@@ -61,15 +61,17 @@ def _choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
     return value
 
 
-class SafeCurl(_ProgramAgent):
+class SafeCurl(ProgramAgent):
     """Safe mode: the optimistic-pessimistic program on an estimated kernel, with a least-violation fallback.
 
     Parameters
     ----------
     model : CMDP
         Rewards, costs and utilities (the kernel is not used).
-    backend, trigger, tightness_constant, horizon_lower_bound, seed
+    backend, trigger, tightness_constant, horizon_lower_bound
         As for :class:`~curlopt.agents.UcCurl` (default trigger ``linear``, K_ε = 1).
+    seed : optional
+        The agent's own seed: it drives the posterior samples (``kernel="posterior"``).
     kernel : {"posterior", "plug-in"}, default "posterior"
         ``posterior``: a Dirichlet posterior sample, as PS-CURL draws, with ``u`` the posterior
         width (:func:`curlopt.safe_sizing.posterior_uncertainty`); ``plug-in``: the empirical
@@ -201,12 +203,10 @@ class SafeCurl(_ProgramAgent):
         eps = self.epsilon(time)
         self._update_program(time, eps)
         result = self.compiled.solve(fallback=False)
-        self.last_result = result
         if result.status is not Status.INFEASIBLE:
             return self._plan_from(result, eps)
         self.least_violation.update(kernel=self.program.kernel, penalty=self.weights[1])
         lv = self.compiled_least_violation.solve()
-        self.last_result = lv
         plan = self._plan_from(lv, eps)
         if not lv.ok:
             return plan  # a failed solve: kept / uniform, as for any agent

@@ -24,12 +24,12 @@ import numpy as np
 from ..errors import (BackendError, BackendNotInstalledError, CurloptError, UnsupportedUtilityError,
                       UtilityCodeError)
 from ..program import Program
-from ..results import ProgramVariant, SolveResult, Status, policy_from_occupancy
+from ..results import ALMOST_OPTIMAL_TOLERANCE, ProgramVariant, SolveResult, Status, policy_from_occupancy
 from ..utilities import CustomUtility, Utility
 
 __all__ = [
     "Backend", "CompiledProgram", "RawSolution", "call_utility", "is_user_utility", "expression_error",
-    "solver_output_to_stderr", "captured_output",
+    "solver_output_to_stderr", "captured_output", "set_backend_finder",
 ]
 
 
@@ -163,6 +163,26 @@ def solver_output_to_stderr() -> Iterator[None]:
             os.close(saved)
 
 
+def _join(first: str, second: str) -> str:
+    return f"{first}; {second}" if first else second
+
+
+def _no_registry(utility: Utility) -> list[str]:
+    return []
+
+
+#: the installed backends that accept a utility, for the hint of an UnsupportedUtilityError: the registry
+#: installs :func:`curlopt.backends.registry.backends_accepting` here when it loads (it imports this module,
+#: so this module does not import it)
+_backends_accepting: Callable[[Utility], list[str]] = _no_registry
+
+
+def set_backend_finder(finder: Callable[[Utility], list[str]]) -> None:
+    """Install the function naming the installed backends that accept a utility (called by the registry)."""
+    global _backends_accepting
+    _backends_accepting = finder
+
+
 @dataclass
 class RawSolution:
     """What a backend's single solve attempt produced."""
@@ -188,6 +208,9 @@ class Backend(ABC):
     extra: ClassVar[str] = ""
     #: what the backend takes, in words, for error messages
     takes: ClassVar[str] = ""
+    #: every status the solver can return, in the solver's own spelling, mapped to a
+    #: :class:`~curlopt.results.Status`; the tests check it against the solver's own list
+    STATUS_MAP: ClassVar[dict[Any, Status]] = {}
 
     @classmethod
     def is_installed(cls) -> bool:
@@ -217,9 +240,7 @@ class Backend(ABC):
         ]
         for role, utility in roles:
             if not self.accepts(utility):
-                from .registry import backends_accepting
-
-                others = [n for n in backends_accepting(utility) if n != self.name]
+                others = [n for n in _backends_accepting(utility) if n != self.name]
                 hint = f"use the {' or '.join(others)} backend" if others else "no installed backend can take it"
                 raise UnsupportedUtilityError(
                     f"the {self.name} backend cannot express the {role} {utility!r}"
@@ -305,6 +326,8 @@ class CompiledProgram(ABC):
             )
             if tight.iterations is not None or dropped.iterations is not None:
                 iterations = (tight.iterations or 0) + (dropped.iterations or 0)
+        if raw.status is Status.ALMOST_OPTIMAL:
+            message = self._judge_almost_optimal(raw, variant, message)
         elapsed = time.perf_counter() - started
         own = [a.solver_time for a in (tight, raw if raw is not tight else None) if a is not None and a.solver_time is not None]
         result = SolveResult(
@@ -319,9 +342,29 @@ class CompiledProgram(ABC):
             solver=raw.solver,
             message=message,
         )
-        if raw.status is Status.OPTIMAL and raw.x is not None:
+        if raw.status.has_solution and raw.x is not None:
             self._fill(result, raw.x)
         return result
+
+    def _judge_almost_optimal(self, raw: RawSolution, variant: ProgramVariant, message: str) -> str:
+        """Keep or discard a point solved to reduced accuracy (the rule of :class:`~curlopt.results.Status`).
+
+        The point is kept when every residual of the program that was solved (the ε-tight constraints
+        only for the tight variant) is at most :data:`~curlopt.results.ALMOST_OPTIMAL_TOLERANCE`;
+        otherwise ``raw`` becomes a ``NUMERICAL_ERROR`` without a point. Returns the result's message.
+        """
+        x = None if raw.x is None else np.asarray(raw.x, dtype=float)
+        if x is None or not np.all(np.isfinite(x)):
+            raw.status, raw.x = Status.NUMERICAL_ERROR, None
+            return _join(message, "the solver reported reduced accuracy without a finite point")
+        residuals = self.program.residuals(x, include_constraints=variant is ProgramVariant.TIGHT)
+        group, worst = max(residuals.items(), key=lambda item: item[1])
+        if worst <= ALMOST_OPTIMAL_TOLERANCE:
+            return _join(message, f"solved to reduced accuracy ({raw.solver}); the point was kept: its largest"
+                                  f" residual ({group}) is {worst:.2g} <= {ALMOST_OPTIMAL_TOLERANCE:g}")
+        raw.status, raw.x = Status.NUMERICAL_ERROR, None
+        return _join(message, f"solved to reduced accuracy ({raw.solver}) and the point was discarded: its"
+                              f" {group} residual is {worst:.2g} > {ALMOST_OPTIMAL_TOLERANCE:g}")
 
     def _guarded_solve(self, with_constraints: bool) -> RawSolution:
         """``_solve``, with any solver exception turned into a SOLVER_ERROR status.

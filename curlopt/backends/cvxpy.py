@@ -11,6 +11,9 @@ for the optimistic program at (S, A) = (60, 10); ~0.4 GiB in all with ``diag``).
 The ε-tight and the fallback problems share variables and parameters; the
 fallback is built the first time it is needed.
 
+Utilities enter as CVXPY expressions compiled from their forms (:mod:`curlopt.utility_forms`,
+:func:`cvxpy_expression`), or written by a utility's own ``cvxpy_expr``.
+
 Solvers are tried in order (default Clarabel, then SCS), because conic solvers
 can stall on exponential cones; the result names the solver that succeeded and
 the message lists any that failed. Clarabel is called through :class:`ClarabelPath`
@@ -26,13 +29,14 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import BackendError, BackendOptionError, UnsupportedUtilityError
+from .. import utility_forms as forms
+from ..errors import BackendError, BackendOptionError, CurloptError, UnsupportedUtilityError
 from ..program import Program
 from ..results import Status
 from ..utilities import Utility
 from .base import Backend, CompiledProgram, RawSolution, expression_error
 
-__all__ = ["CvxpyBackend", "DEFAULT_SOLVERS", "DEFAULT_SOLVER_OPTIONS"]
+__all__ = ["CvxpyBackend", "DEFAULT_SOLVERS", "DEFAULT_SOLVER_OPTIONS", "cvxpy_expression", "can_express", "STATUS_MAP"]
 
 DEFAULT_SOLVERS = ("CLARABEL", "SCS")
 #: tolerances tight enough that solutions meet the constraint rows to ~1e-8
@@ -91,6 +95,119 @@ def check_solver_settings(solver: str, settings: dict[str, Any]) -> None:
         raise BackendOptionError(f"the cvxpy backend's {solver} settings are refused: {'; '.join(problems)}.")
 
 
+#: CVXPY's status names (``cvxpy.settings``; every solver's own status is translated to one of them by CVXPY)
+#: -> Status. Strings, so that this module needs no CVXPY import to be read.
+STATUS_MAP: dict[str, Status] = {
+    "optimal": Status.OPTIMAL,
+    "optimal_inaccurate": Status.ALMOST_OPTIMAL,  # kept or discarded by the rule of curlopt.results.Status
+    "infeasible": Status.INFEASIBLE,
+    # An inaccurate certificate is not a proof: it must not send the program to its fallback.
+    "infeasible_inaccurate": Status.NUMERICAL_ERROR,
+    "unbounded": Status.UNBOUNDED,
+    "unbounded_inaccurate": Status.NUMERICAL_ERROR,
+    "infeasible_or_unbounded": Status.UNKNOWN,
+    "user_limit": Status.ITERATION_LIMIT,
+    "solver_error": Status.SOLVER_ERROR,
+}
+
+
+# ----------------------------------------------------------------------------
+# Utilities as CVXPY expressions
+# ----------------------------------------------------------------------------
+
+
+def can_express(utility: Utility) -> bool:
+    """True when ``utility`` gives its own ``cvxpy_expr``, or a form whose utilities
+    (:class:`~curlopt.utility_forms.Of`) can all be expressed."""
+    if utility.has_cvxpy:
+        return True
+    form = utility.describe()
+    if form is None:
+        return False
+    stack = [form]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, forms.Of) and not can_express(node.utility):
+            return False
+        stack.extend(node.children())
+    return True
+
+
+def cvxpy_expression(utility: Utility, y: Any, role: str = "the utility") -> Any:
+    """The CVXPY expression of ``utility`` at the CVXPY expression ``y``: its own ``cvxpy_expr`` when it
+    gives one (an optional expression, see :class:`~curlopt.utilities.Utility`), else its compiled form.
+
+    An exception names the utility and its ``role`` (see :func:`~curlopt.backends.base.expression_error`).
+    """
+    import cvxpy as cp
+
+    method = "cvxpy_expr" if utility.has_cvxpy else "compiled form"
+    try:
+        if utility.has_cvxpy:
+            expr = utility.cvxpy_expr(y)
+        else:
+            form = utility.describe()
+            if form is None:
+                raise NotImplementedError(f"{utility!r} has neither a form (describe()) nor a cvxpy_expr.")
+            expr = _compile(form, y, role)
+    except (NotImplementedError, CurloptError):
+        raise
+    except Exception as exc:  # e.g. cp.power's rational approximation of 1 - α for α = 1e6 divides by zero
+        raise expression_error("cvxpy", utility, role, method, exc) from exc
+    if not isinstance(expr, cp.Expression):
+        raise expression_error("cvxpy", utility, role, method,
+                               TypeError(f"it returned {type(expr).__name__}, not a CVXPY expression"))
+    return expr
+
+
+def _compile(form: forms.Form, y: Any, role: str) -> Any:
+    """The CVXPY expression of ``form`` at ``y``."""
+    import cvxpy as cp
+
+    if isinstance(form, forms.AffinePieces):
+        if form.combine == "affine":
+            return form.matrix[0] @ y + float(form.offset[0])
+        return (cp.min if form.combine == "min" else cp.max)(form.matrix @ y + form.offset)
+    if isinstance(form, forms.Logs):
+        return form.weights @ cp.log(y + form.shift)
+    if isinstance(form, forms.Powers):
+        return form.weights @ cp.power(y + form.shift, form.exponent) / form.exponent
+    if isinstance(form, forms.Entropy):
+        if form.shift == 0:
+            return cp.sum(cp.entr(y))
+        # -y ln(y+η) = entr(y+η) + η ln(y+η): both terms concave, so DCP.
+        z = y + form.shift
+        return cp.sum(cp.entr(z)) + form.shift * cp.sum(cp.log(z))
+    if isinstance(form, forms.Quadratic):
+        return cp.quad_form(y, cp.psd_wrap(form.matrix)) + form.linear @ y + form.constant
+    if isinstance(form, forms.Norm):
+        return cp.norm(y - form.center, form.ord) - form.radius
+    return _compile_composition(form, y, role)
+
+
+def _compile_composition(form: forms.Form, y: Any, role: str) -> Any:
+    import cvxpy as cp
+
+    if isinstance(form, forms.Of):
+        return cvxpy_expression(form.utility, y, role)
+    if isinstance(form, forms.HeadPlusLinear):
+        n = form.head.dim
+        return _compile(form.head, y[:n], role) + form.coefficients @ y[n:]
+    if isinstance(form, forms.Negated):
+        return -_compile(form.inner, y, role)
+    terms = [_compile(t, y, role) for t in form.children()]
+    if isinstance(form, forms.Sum):
+        total = terms[0]
+        for term in terms[1:]:
+            total = total + term
+        return total
+    if isinstance(form, (forms.Minimum, forms.Maximum)):
+        if len(terms) == 1:
+            return terms[0]
+        return (cp.min if isinstance(form, forms.Minimum) else cp.max)(cp.hstack(terms))
+    raise NotImplementedError(f"the cvxpy backend does not know the form {type(form).__name__}.")
+
+
 class CvxpyBackend(Backend):
     """CVXPY for utilities with a DCP expression (log, α-fair, entropy, quadratic, norms, ...).
 
@@ -106,7 +223,8 @@ class CvxpyBackend(Backend):
     name: ClassVar[str] = "cvxpy"
     requires: ClassVar[tuple[str, ...]] = ("cvxpy",)
     extra: ClassVar[str] = "cvxpy"
-    takes: ClassVar[str] = "utilities with a DCP cvxpy_expr"
+    takes: ClassVar[str] = "utilities with a form (describe()) or a DCP cvxpy_expr"
+    STATUS_MAP: ClassVar[dict[str, Status]] = STATUS_MAP
 
     def __init__(self, solvers: str | Sequence[str] | None = None, solver_options: dict | None = None):
         if solvers is not None and not isinstance(solvers, str) and not (
@@ -152,7 +270,7 @@ class CvxpyBackend(Backend):
 
     @classmethod
     def accepts(cls, utility: Utility) -> bool:
-        return utility.has_cvxpy
+        return can_express(utility)
 
     #: CVXPY solvers worth comparing, when installed (a solver that cannot take a program reports so)
     COMPARABLE_SOLVERS = ("CLARABEL", "SCS", "ECOS", "HIGHS", "MOSEK", "GUROBI", "CPLEX")
@@ -170,17 +288,11 @@ class CvxpyBackend(Backend):
 
 
 def _status(name: str) -> Status:
-    import cvxpy as cp
+    return STATUS_MAP.get(name, Status.UNKNOWN)
 
-    return {
-        cp.OPTIMAL: Status.OPTIMAL,
-        cp.INFEASIBLE: Status.INFEASIBLE,
-        cp.UNBOUNDED: Status.UNBOUNDED,
-        cp.USER_LIMIT: Status.ITERATION_LIMIT,
-        cp.OPTIMAL_INACCURATE: Status.NUMERICAL_ERROR,
-        cp.INFEASIBLE_INACCURATE: Status.NUMERICAL_ERROR,
-        cp.UNBOUNDED_INACCURATE: Status.NUMERICAL_ERROR,
-    }.get(name, Status.UNKNOWN)
+
+#: CVXPY statuses that come with a point
+_WITH_POINT = ("optimal", "optimal_inaccurate")
 
 
 class ClarabelPath:
@@ -322,7 +434,7 @@ class CompiledCvxpy(CompiledProgram):
         if not objective.is_concave():
             raise UnsupportedUtilityError(
                 f"the objective {program.objective!r} gives a CVXPY expression that is not DCP-concave;"
-                " rewrite its cvxpy_expr with DCP atoms, or use the pyomo backend."
+                " describe it with a concave form or a DCP cvxpy_expr, or use the pyomo backend."
             )
         costs = program.cost_map @ x
         g_rows = []
@@ -331,7 +443,7 @@ class CompiledCvxpy(CompiledProgram):
             if not expr.is_convex():
                 raise UnsupportedUtilityError(
                     f"constraint {m} {g!r} gives a CVXPY expression that is not DCP-convex;"
-                    " rewrite its cvxpy_expr with DCP atoms, or use the pyomo backend."
+                    " describe it with a convex form or a DCP cvxpy_expr, or use the pyomo backend."
                 )
             g_rows.append(expr <= -self.epsilon)
         self._objective = cp.Maximize(objective)
@@ -347,17 +459,8 @@ class CompiledCvxpy(CompiledProgram):
         self.ignore_dpp = False
 
     def _expression(self, utility: Utility, role: str, aggregate: Any) -> Any:
-        """``utility.cvxpy_expr(aggregate)``; an exception names the utility (see :func:`expression_error`)."""
-        try:
-            expr = utility.cvxpy_expr(aggregate)
-        except (NotImplementedError, BackendError):
-            raise
-        except Exception as exc:  # e.g. cp.power's rational approximation of 1 - α for α = 1e6 divides by zero
-            raise expression_error("cvxpy", utility, role, "cvxpy_expr", exc) from exc
-        if not isinstance(expr, self._cp.Expression):
-            raise expression_error("cvxpy", utility, role, "cvxpy_expr",
-                                   TypeError(f"it returned {type(expr).__name__}, not a CVXPY expression"))
-        return expr
+        """The utility's CVXPY expression (:func:`cvxpy_expression`)."""
+        return cvxpy_expression(utility, aggregate, role)
 
     @property
     def fallback(self):
@@ -426,7 +529,7 @@ class CompiledCvxpy(CompiledProgram):
             if name == cp.SOLVER_ERROR:  # CVXPY's own words for this case
                 raise cp.error.SolverError("Solver 'CLARABEL' failed. Try another solver, or solve with verbose=True"
                                            " for more information.")
-            return name, x if name == cp.OPTIMAL else None, iterations, solver_time
+            return name, x if name in _WITH_POINT else None, iterations, solver_time
         self._set_values()
         with warnings.catch_warnings():
             # An inaccurate solve is a status we handle (next solver, and a note in the message).
@@ -434,7 +537,7 @@ class CompiledCvxpy(CompiledProgram):
             problem.solve(solver=solver, warm_start=same_solver, ignore_dpp=self.ignore_dpp,
                           **self.backend.solver_options.get(solver, {}))
         stats = problem.solver_stats
-        x = np.asarray(self.x.value, dtype=float) if problem.status == cp.OPTIMAL and self.x.value is not None else None
+        x = np.asarray(self.x.value, dtype=float) if problem.status in _WITH_POINT and self.x.value is not None else None
         return (problem.status, x, int(stats.num_iters or 0) if stats is not None else 0,
                 float(stats.solve_time or 0.0) if stats is not None else 0.0)
 
@@ -446,6 +549,7 @@ class CompiledCvxpy(CompiledProgram):
         iterations = 0
         solver_time = 0.0
         last = Status.SOLVER_ERROR
+        almost: RawSolution | None = None  # the first point solved to reduced accuracy: used if no solver does better
         for solver in self.solvers:
             try:
                 name, x, its, own = self._attempt(problem, solver)
@@ -468,4 +572,9 @@ class CompiledCvxpy(CompiledProgram):
                 return RawSolution(status, x, iterations, solver, message, solver_time)
             notes.append(f"{solver}: {name}")
             last = status
+            if status is Status.ALMOST_OPTIMAL and almost is None and x is not None:
+                almost = RawSolution(status, x, 0, solver)
+        if almost is not None:  # no solver did better: the reduced-accuracy point, judged by CompiledProgram.solve
+            return RawSolution(Status.ALMOST_OPTIMAL, almost.x, iterations, almost.solver, "; ".join(notes),
+                               solver_time)
         return RawSolution(last, None, iterations, "/".join(self.solvers), "; ".join(notes), solver_time)

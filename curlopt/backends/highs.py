@@ -25,7 +25,7 @@ from ..results import Status
 from ..utilities import Utility
 from .base import Backend, CompiledProgram, RawSolution
 
-__all__ = ["HighsBackend"]
+__all__ = ["HighsBackend", "STATUS_MAP"]
 
 
 #: quiet, and feasibility tolerances tight enough that every row holds to ~1e-9
@@ -33,6 +33,34 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "output_flag": False,
     "primal_feasibility_tolerance": 1e-9,
     "dual_feasibility_tolerance": 1e-9,
+}
+
+
+#: HiGHS's model status (``highspy.HighsModelStatus`` member name) -> Status, for every status it defines
+STATUS_MAP: dict[str, Status] = {
+    "kOptimal": Status.OPTIMAL,
+    "kInfeasible": Status.INFEASIBLE,
+    "kUnbounded": Status.UNBOUNDED,
+    # Only after the re-run without presolve (see CompiledHighs._solve); our programs are bounded, but a
+    # status that does not say which is not a proof of infeasibility, so it does not trigger the fallback.
+    "kUnboundedOrInfeasible": Status.UNKNOWN,
+    "kTimeLimit": Status.TIME_LIMIT,
+    "kIterationLimit": Status.ITERATION_LIMIT,
+    # limits the backend never sets (objective bound/target, solution count): a stop before optimality
+    "kObjectiveBound": Status.ITERATION_LIMIT,
+    "kObjectiveTarget": Status.ITERATION_LIMIT,
+    "kSolutionLimit": Status.ITERATION_LIMIT,
+    "kSolveError": Status.NUMERICAL_ERROR,
+    "kPostsolveError": Status.NUMERICAL_ERROR,
+    "kPresolveError": Status.NUMERICAL_ERROR,
+    "kModelError": Status.SOLVER_ERROR,
+    "kLoadError": Status.SOLVER_ERROR,
+    "kMemoryLimit": Status.SOLVER_ERROR,
+    "kModelEmpty": Status.SOLVER_ERROR,  # a program always has columns: an empty model is a fault
+    "kInterrupt": Status.SOLVER_ERROR,
+    "kHighsInterrupt": Status.SOLVER_ERROR,
+    "kNotset": Status.UNKNOWN,
+    "kUnknown": Status.UNKNOWN,
 }
 
 
@@ -50,6 +78,7 @@ class HighsBackend(Backend):
     requires: ClassVar[tuple[str, ...]] = ("highspy",)
     extra: ClassVar[str] = ""  # highspy is a core dependency
     takes: ClassVar[str] = "linear and LP-representable utilities (max-min, max of linear, 1- and inf-norms)"
+    STATUS_MAP: ClassVar[dict[str, Status]] = STATUS_MAP
 
     def __init__(self, options: dict[str, Any] | None = None):
         if options is not None and not isinstance(options, dict):
@@ -230,21 +259,6 @@ class SolutionReader:
         return values
 
 
-_STATUS = {
-    "kOptimal": Status.OPTIMAL,
-    "kInfeasible": Status.INFEASIBLE,
-    "kUnbounded": Status.UNBOUNDED,
-    "kTimeLimit": Status.TIME_LIMIT,
-    "kIterationLimit": Status.ITERATION_LIMIT,
-    "kSolveError": Status.NUMERICAL_ERROR,
-    "kPostsolveError": Status.NUMERICAL_ERROR,
-    "kPresolveError": Status.NUMERICAL_ERROR,
-    "kModelError": Status.SOLVER_ERROR,
-    "kLoadError": Status.SOLVER_ERROR,
-    "kMemoryLimit": Status.SOLVER_ERROR,
-}
-
-
 class CompiledHighs(CompiledProgram):
     """A HiGHS model of one program, updated in place between solves.
 
@@ -283,8 +297,6 @@ class CompiledHighs(CompiledProgram):
         self._version = program.version
         #: reads solutions into numpy through HiGHS's C API; None: through highspy's lists
         self._reader = SolutionReader.create(self.highs)
-        #: HiGHS's own run time of the last attempt (for overhead benchmarks)
-        self.last_solver_time = 0.0
         #: how the last update reached HiGHS: "none", "coefficients" or "block"
         self.last_update = "none"
 
@@ -434,9 +446,8 @@ class CompiledHighs(CompiledProgram):
             iterations += more
             solver_time += extra_time
             message = "presolve reported 'unbounded or infeasible'; re-run without presolve"
-        self.last_solver_time = solver_time
-        status = _STATUS.get(name, Status.UNKNOWN)
-        if name not in _STATUS:
+        status = STATUS_MAP.get(name, Status.UNKNOWN)
+        if name not in STATUS_MAP or status is Status.UNKNOWN:
             message = f"HiGHS model status {name}" + (f"; {message}" if message else "")
         x = None
         if status is Status.OPTIMAL:

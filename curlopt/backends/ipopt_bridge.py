@@ -700,11 +700,6 @@ class IpoptBridge:
             self._variants[key] = variant
         return variant
 
-    def forget_warm_start(self) -> None:
-        """Make the next solve of every pattern a cold start."""
-        for variant in self._variants.values():
-            variant.warm = None
-
     def check_terms(self, x: np.ndarray, tolerance: float = 1e-8) -> None:
         """Check at ``x`` that each term's ``h`` equals its Pyomo expression (the objective's, or the constraint body).
 

@@ -8,10 +8,14 @@ bounds; the program's parameter entries (kernel, empirical kernel, radius) as on
 mutable Param ``theta[j]`` each, entering the linear rows ``rows[r]`` as
 ``theta[j] * x[c]``; the tightness as the mutable Param ``eps``; the averages
 ``reward[k]`` (λ = R x) and ``cost[i]`` (ζ = C x) as named Expressions; the
-objective ``f(reward)`` and the constraint rows ``g[m]: g_m(cost) <= -eps`` written
-with each utility's ``pyomo_expr``. Before a solve only the Params that changed are
+objective ``f(reward)`` and the constraint rows ``g[m]: g_m(cost) <= -eps`` compiled
+from each utility's form (:mod:`curlopt.utility_forms`, see :func:`pyomo_expression`),
+or written by its own ``pyomo_expr``. Before a solve only the Params that changed are
 rewritten (when ``program.version`` moved on), and the g rows are activated or
 deactivated (ε-tight program or its fallback). ``compiled.model`` is that model.
+Two compiled classes solve it: :class:`CompiledPyomoBridge` (the default solver,
+below) and :class:`CompiledPyomoSolver` (a named Pyomo solver); what they share,
+including the phase 1, is :class:`CompiledPyomo`.
 
 The default solver: Ipopt through cyipopt, without the AMPL Solver Library
 -------------------------------------------------------------------------
@@ -31,16 +35,16 @@ the same Pyomo model to cyipopt directly:
   derivatives (e.g. ``CustomUtility(pyomo=...)`` without ``hessian=``) is
   differentiated symbolically by Pyomo (``differentiate``, reverse symbolic mode)
   on the K- or d-dimensional aggregate — cheap, since the aggregate is tiny. A
-  utility with numpy derivatives but no ``pyomo_expr`` enters the model as a
+  utility with numpy derivatives but no Pyomo expression enters the model as a
   Python-callback ``ExternalFunction`` (the bridge never evaluates it; named Pyomo
   solvers refuse it). ``derivatives="pyomo"`` prefers Pyomo's differentiation
-  wherever a ``pyomo_expr`` exists. At compile the bridge checks that the numpy
+  wherever a Pyomo expression exists. At compile the bridge checks that the numpy
   value and the Pyomo expression agree at the starting point;
 * Jacobian and Hessian sparsity structures are fixed per pattern of active
   constraints (tight / fallback). The Hessian pattern is the union of the
   ``RᵀR`` and ``CᵀC`` patterns, lower triangle, restricted to the entries of
-  ``∇²f`` that can be non-zero (none for affine utilities, the diagonal for sums
-  of logs, α-fairness and entropy).
+  ``∇²f`` that can be non-zero (none for affine utilities, the diagonal for the
+  separable forms: sums of logs, α-fairness and entropy).
 
 Starting points and warm start
 ------------------------------
@@ -60,10 +64,11 @@ Non-smooth utilities
 --------------------
 Ipopt needs twice-differentiable functions. Utilities with kinks (``smooth`` is
 False: max-min ``MinOfLinear``, ``MaxOfLinear``, 1- and inf-norms) are
-**reformulated with epigraph rows** from their affine pieces, as the HiGHS
-backend does: a concave ``min_j (W_j λ + c_j)`` objective becomes a free variable
-``t`` (maximised) with rows ``t <= W_j λ + c_j``; a convex ``max_j (W_j ζ + c_j)``
-constraint becomes the linear rows ``W_j ζ + c_j <= -eps``. A non-smooth utility
+**reformulated with epigraph rows** from their affine pieces, the rows of the LP
+form (:func:`curlopt.lp.piece_rows`) the LP backends solve: a concave
+``min_j (W_j λ + c_j)`` objective becomes a free variable ``t`` (maximised) with
+rows ``t - (W R)_j x <= c_j``; a convex ``max_j (W_j ζ + c_j)`` constraint becomes
+the linear rows ``(W C)_j x + c_j <= -eps``. A non-smooth utility
 without affine pieces is refused, with a message naming the ``cvxpy`` backend.
 
 Infeasibility: a phase 1 decides
@@ -93,13 +98,15 @@ NUMERICAL_ERROR (no silent fallback on a feasible program).
 Statuses
 --------
 Ipopt's return codes map to :class:`~curlopt.results.Status` (:data:`IPOPT_STATUS`):
-Solve_Succeeded → OPTIMAL; Solved_To_Acceptable_Level → OPTIMAL (the message says
-so); Infeasible_Problem_Detected → INFEASIBLE (checked by the phase 1, above);
+Solve_Succeeded → OPTIMAL; Solved_To_Acceptable_Level → ALMOST_OPTIMAL (its point is
+kept only if the program's rows hold at it: the rule of :class:`~curlopt.results.Status`);
+Infeasible_Problem_Detected → INFEASIBLE (checked by the phase 1, above);
 Maximum_Iterations_Exceeded → ITERATION_LIMIT; Maximum_CpuTime/WallTime_Exceeded →
 TIME_LIMIT; Diverging_Iterates → UNBOUNDED; Restoration_Failed,
 Error_In_Step_Computation, Search_Direction_Becomes_Too_Small,
-Invalid_Number_Detected → NUMERICAL_ERROR; everything else → SOLVER_ERROR. No Ipopt
-failure raises. A utility's own code is not a solver: an exception from its
+Invalid_Number_Detected → NUMERICAL_ERROR; Feasible_Point_Found → UNKNOWN; every other
+code Ipopt defines → SOLVER_ERROR. A named Pyomo solver's termination condition maps by
+:data:`TERMINATION_STATUS`. No Ipopt failure raises. A utility's own code is not a solver: an exception from its
 numpy value, gradient or Hessian other than a domain error (ValueError,
 ZeroDivisionError, OverflowError, FloatingPointError: Ipopt shortens its step)
 raises :class:`~curlopt.errors.UtilityCodeError` naming the utility. Options are
@@ -143,16 +150,18 @@ import contextlib
 import importlib.util
 import logging
 import math
-from typing import Any, ClassVar, Iterator
+from typing import Any, ClassVar, Iterator, Sequence
 
 import numpy as np
 
 from ..errors import (BackendError, BackendNotInstalledError, BackendOptionError, CurloptError,
                       UnsupportedUtilityError, UtilityCodeError)
+from .. import utility_forms as forms
+from ..lp import piece_rows
 from ..model import stationary_occupancy
 from ..program import Program
 from ..results import Status
-from ..utilities import AlphaFairness, Entropy, SumOfLogs, Utility, curvature_violation
+from ..utilities import Utility, curvature_violation
 from .base import Backend, CompiledProgram, RawSolution, call_utility, expression_error
 
 #: where Pyomo's messages go (one line each); without a logging configuration, WARNING and above print on stderr
@@ -163,12 +172,17 @@ DOMAIN_ERRORS = (ValueError, ZeroDivisionError, OverflowError, FloatingPointErro
 __all__ = [
     "PyomoBackend",
     "CompiledPyomo",
+    "CompiledPyomoBridge",
+    "CompiledPyomoSolver",
     "build_pyomo_model",
+    "pyomo_expression",
+    "can_express",
     "starting_point",
     "BRIDGE",
     "DEFAULT_IPOPT_OPTIONS",
     "WARM_START_OPTIONS",
     "IPOPT_STATUS",
+    "TERMINATION_STATUS",
 ]
 
 #: name of the default solver: Ipopt through cyipopt, via the bridge
@@ -206,21 +220,28 @@ WARM_START_OPTIONS: dict[str, Any] = {
 
 #: Ipopt ApplicationReturnStatus code -> Status
 IPOPT_STATUS: dict[int, Status] = {
-    0: Status.OPTIMAL,
-    1: Status.OPTIMAL,
-    2: Status.INFEASIBLE,
-    3: Status.NUMERICAL_ERROR,
-    4: Status.UNBOUNDED,
-    -1: Status.ITERATION_LIMIT,
-    -2: Status.NUMERICAL_ERROR,
-    -3: Status.NUMERICAL_ERROR,
-    -4: Status.TIME_LIMIT,
-    -5: Status.TIME_LIMIT,
-    -13: Status.NUMERICAL_ERROR,
+    0: Status.OPTIMAL,                # Solve_Succeeded
+    1: Status.ALMOST_OPTIMAL,         # Solved_To_Acceptable_Level
+    2: Status.INFEASIBLE,             # Infeasible_Problem_Detected (checked by the phase 1)
+    3: Status.NUMERICAL_ERROR,        # Search_Direction_Becomes_Too_Small
+    4: Status.UNBOUNDED,              # Diverging_Iterates
+    5: Status.SOLVER_ERROR,           # User_Requested_Stop (the bridge never asks)
+    6: Status.UNKNOWN,                # Feasible_Point_Found (square problems only: no optimality claim)
+    -1: Status.ITERATION_LIMIT,       # Maximum_Iterations_Exceeded
+    -2: Status.NUMERICAL_ERROR,       # Restoration_Failed
+    -3: Status.NUMERICAL_ERROR,       # Error_In_Step_Computation
+    -4: Status.TIME_LIMIT,            # Maximum_CpuTime_Exceeded
+    -5: Status.TIME_LIMIT,            # Maximum_WallTime_Exceeded
+    -10: Status.SOLVER_ERROR,         # Not_Enough_Degrees_Of_Freedom
+    -11: Status.SOLVER_ERROR,         # Invalid_Problem_Definition
+    -12: Status.SOLVER_ERROR,         # Invalid_Option
+    -13: Status.NUMERICAL_ERROR,      # Invalid_Number_Detected
+    -100: Status.SOLVER_ERROR,        # Unrecoverable_Exception
+    -101: Status.SOLVER_ERROR,        # NonIpopt_Exception_Thrown
+    -102: Status.SOLVER_ERROR,        # Insufficient_Memory
+    -199: Status.SOLVER_ERROR,        # Internal_Error
 }
 
-#: utilities whose Hessian is diagonal (only those entries enter the sparsity pattern)
-_DIAGONAL_HESSIAN = (SumOfLogs, AlphaFairness, Entropy)
 #: a warm start ending in one of these is retried from a cold start
 _RETRY_COLD = (Status.NUMERICAL_ERROR, Status.SOLVER_ERROR, Status.UNKNOWN, Status.UNBOUNDED)
 
@@ -282,9 +303,9 @@ class PyomoBackend(Backend):
     derivatives : {"auto", "pyomo"}, default "auto"
         Bridge only: where the utilities' derivatives come from. ``"auto"``
         uses a utility's numpy ``gradient``/``hessian`` when it has them and
-        Pyomo's symbolic differentiation of ``pyomo_expr`` otherwise;
+        Pyomo's symbolic differentiation of its Pyomo expression otherwise;
         ``"pyomo"`` prefers Pyomo's differentiation whenever there is a
-        ``pyomo_expr``.
+        Pyomo expression (:func:`can_express`).
 
     Raises
     ------
@@ -297,9 +318,12 @@ class PyomoBackend(Backend):
     requires: ClassVar[tuple[str, ...]] = ("pyomo", "cyipopt")
     extra: ClassVar[str] = "pyomo"
     takes: ClassVar[str] = (
-        "smooth utilities with a pyomo_expr or numpy gradient and hessian,"
+        "smooth utilities with a form (describe()), a pyomo_expr or numpy gradient and hessian,"
         " and LP-representable ones through epigraph rows"
     )
+    #: the default solver's statuses (Ipopt's return codes through the cyipopt bridge); a named Pyomo solver's
+    #: termination conditions map by :data:`TERMINATION_STATUS`
+    STATUS_MAP: ClassVar[dict[int, Status]] = IPOPT_STATUS
 
     def __init__(self, solver: str = BRIDGE, options: dict[str, Any] | None = None, warm_start: bool = True,
                  warm_start_options: dict[str, Any] | None = None, feasibility_check: bool = True,
@@ -338,7 +362,7 @@ class PyomoBackend(Backend):
     def accepts(cls, utility: Utility) -> bool:
         if not utility.smooth:
             return utility.affine_pieces() is not None
-        return utility.has_pyomo or has_numpy_derivatives(utility)
+        return can_express(utility) or has_numpy_derivatives(utility)
 
     #: Pyomo solvers tried by ``solver_variants`` besides the cyipopt bridge
     PYOMO_SOLVERS = ("ipopt", "appsi_highs", "gurobi_direct", "cplex_direct")
@@ -377,7 +401,9 @@ class PyomoBackend(Backend):
 
     def _compile(self, program: Program) -> "CompiledPyomo":
         with pyomo_messages():
-            return CompiledPyomo(self, program)
+            if self.solver == BRIDGE:
+                return CompiledPyomoBridge(self, program)
+            return CompiledPyomoSolver(self, program)
 
     def __repr__(self) -> str:
         return f"PyomoBackend(solver={self.solver!r})"
@@ -509,7 +535,9 @@ class PyomoModel:
         ``x[0..n-1]`` then ``t`` if present.
     theta : list of ParamData
     external : list of str
-        Utilities that entered as Python-callback ExternalFunctions (no pyomo_expr).
+        Utilities that entered as Python-callback ExternalFunctions (no Pyomo expression).
+    objective_rows : tuple (scipy.sparse.csr_matrix, ndarray) or None
+        For a non-smooth objective, its epigraph rows ``(W R, c)`` (:func:`curlopt.lp.piece_rows`).
     """
 
     def __init__(self):
@@ -518,6 +546,7 @@ class PyomoModel:
         self.theta: list[Any] = []
         self.external: list[str] = []
         self.objective_term = None  # (utility, aggregate exprs, expression) for a smooth objective
+        self.objective_rows = None
         self.g_terms: list[tuple[int, Utility, Any]] = []  # (m, utility, ConstraintData)
         self.linear_constraints: list[Any] = []
 
@@ -527,26 +556,110 @@ def _role(label: str) -> str:
     return "the objective" if label == "objective" else f"constraint {label[1:]}" if label[:1] == "g" else label
 
 
-def _pyomo_expression(utility: Utility, role: str, y: list) -> Any:
-    """``utility.pyomo_expr(y)``; an exception names the utility (see :func:`expression_error`)."""
+# ----------------------------------------------------------------------------
+# Utilities as Pyomo expressions
+# ----------------------------------------------------------------------------
+
+
+def can_express(utility: Utility) -> bool:
+    """True when ``utility`` gives its own ``pyomo_expr``, or a form the pyomo backend writes as one smooth
+    Pyomo expression (not a minimum or maximum of several pieces, not a 1- or inf-norm)."""
+    return utility.has_pyomo or _expressible(utility.describe())
+
+
+def _expressible(form: forms.Form | None) -> bool:
+    if isinstance(form, forms.AffinePieces):
+        return form.combine == "affine"
+    if isinstance(form, forms.Norm):
+        return form.ord == 2
+    if isinstance(form, (forms.Logs, forms.Powers, forms.Entropy, forms.Quadratic)):
+        return True
+    if isinstance(form, forms.Of):
+        return can_express(form.utility)
+    if isinstance(form, (forms.Minimum, forms.Maximum)) and len(form.terms) > 1:
+        return False  # a kink: such utilities enter through epigraph rows
+    if isinstance(form, (forms.Sum, forms.Minimum, forms.Maximum, forms.Negated, forms.HeadPlusLinear)):
+        return all(_expressible(term) for term in form.children())
+    return False
+
+
+def pyomo_expression(utility: Utility, y: Sequence[Any], role: str = "the utility") -> Any:
+    """The Pyomo expression of ``utility`` at the Pyomo expressions ``y``: its own ``pyomo_expr`` when it
+    gives one (an optional expression, see :class:`~curlopt.utilities.Utility`), else its compiled form.
+
+    An exception names the utility and its ``role`` (see :func:`~curlopt.backends.base.expression_error`).
+    """
+    method = "pyomo_expr" if utility.has_pyomo else "compiled form"
     try:
-        return utility.pyomo_expr(y)
+        if utility.has_pyomo:
+            return utility.pyomo_expr(y)
+        form = utility.describe()
+        if not _expressible(form):
+            raise NotImplementedError(f"{utility!r} has neither a pyomo_expr nor a form the pyomo backend can write"
+                                      " as one smooth Pyomo expression.")
+        return _compile(form, list(y), role)
     except (NotImplementedError, CurloptError):
         raise
     except Exception as exc:
-        raise expression_error("pyomo", utility, role, "pyomo_expr", exc) from exc
+        raise expression_error("pyomo", utility, role, method, exc) from exc
+
+
+def _compile(form: forms.Form, y: list, role: str) -> Any:
+    """The Pyomo expression of ``form`` at ``y`` (terms summed in the order of ``y``)."""
+    from pyomo.environ import log, sqrt
+
+    if isinstance(form, forms.AffinePieces):
+        return sum(float(w) * yk for w, yk in zip(form.matrix[0], y)) + float(form.offset[0])
+    if isinstance(form, forms.Logs):
+        return sum(float(w) * log(yk + form.shift) for w, yk in zip(form.weights, y))
+    if isinstance(form, forms.Powers):
+        e = form.exponent
+        return sum(float(w) * (yk + form.shift) ** e / e for w, yk in zip(form.weights, y))
+    if isinstance(form, forms.Entropy):
+        return -sum(yk * log(yk + form.shift) for yk in y)
+    if isinstance(form, forms.Quadratic):
+        n, q = form.dim, form.matrix
+        quad = sum(float(q[i, j]) * y[i] * y[j] for i in range(n) for j in range(n) if q[i, j])
+        return quad + sum(float(a) * yk for a, yk in zip(form.linear, y)) + form.constant
+    if isinstance(form, forms.Norm):
+        return sqrt(sum((yk - float(c)) ** 2 for yk, c in zip(y, form.center))) - form.radius
+    if isinstance(form, forms.Of):
+        return pyomo_expression(form.utility, y, role)
+    if isinstance(form, forms.HeadPlusLinear):
+        n = form.head.dim
+        return _compile(form.head, y[:n], role) + sum(float(k) * z for k, z in zip(form.coefficients, y[n:]) if k)
+    if isinstance(form, forms.Negated):
+        return -_compile(form.inner, y, role)
+    terms = [_compile(term, y, role) for term in form.children()]
+    total = terms[0]  # a Sum, or a Minimum/Maximum of one term
+    for term in terms[1:]:
+        total = total + term
+    return total
 
 
 def _pyomo_or_external(model, utility: Utility, y: list, label: str, holder: PyomoModel):
-    """``utility.pyomo_expr(y)``, or a Python-callback ExternalFunction of its numpy value."""
+    """The utility's Pyomo expression, or a Python-callback ExternalFunction of its numpy value."""
     import pyomo.environ as pe
 
-    if utility.has_pyomo:
-        return _pyomo_expression(utility, _role(label), y)
+    if can_express(utility):
+        return pyomo_expression(utility, y, _role(label))
     function = pe.ExternalFunction(lambda *args: utility.value(np.asarray(args, dtype=float)))
     model.add_component(f"{label}_function", function)
     holder.external.append(f"{label} {utility!r}")
     return function(*y)
+
+
+# ----------------------------------------------------------------------------
+# Building the model
+# ----------------------------------------------------------------------------
+
+
+def _sparse_sum(matrix, r: int, x: list) -> Any:
+    """``Σ_c matrix[r, c] x[c]`` over the stored entries of row ``r`` of a CSR matrix."""
+    import pyomo.environ as pe
+
+    start, stop = matrix.indptr[r], matrix.indptr[r + 1]
+    return pe.quicksum(float(a) * x[c] for a, c in zip(matrix.data[start:stop], matrix.indices[start:stop]))
 
 
 def build_pyomo_model(program: Program) -> PyomoModel:
@@ -554,8 +667,21 @@ def build_pyomo_model(program: Program) -> PyomoModel:
     import pyomo.environ as pe
 
     out = PyomoModel()
-    m = pe.ConcreteModel(name=f"{program.kind} program of {program.model.name}")
-    out.model = m
+    out.model = m = pe.ConcreteModel(name=f"{program.kind} program of {program.model.name}")
+    x = _add_columns_and_rows(m, program, out)
+    reward_map, cost_map = program.reward_map.tocsr(), program.cost_map.tocsr()
+    m.reward = pe.Expression(range(reward_map.shape[0]), rule=lambda _m, k: _sparse_sum(reward_map, k, x))
+    m.cost = pe.Expression(range(cost_map.shape[0]), rule=lambda _m, i: _sparse_sum(cost_map, i, x))
+    _add_objective(m, program, x, out)
+    _add_constraints(m, program, x, out)
+    out.variables = x + ([m.t] if out.objective_rows is not None else [])
+    return out
+
+
+def _add_columns_and_rows(m, program: Program, out: PyomoModel) -> list:
+    """The variables ``x`` with their bounds, the Params ``theta`` and ``eps``, and the linear rows."""
+    import pyomo.environ as pe
+
     n = program.n_vars
     lower, upper = program.column_bounds()
     m.x = pe.Var(
@@ -566,7 +692,7 @@ def build_pyomo_model(program: Program) -> PyomoModel:
     x = [m.x[i] for i in range(n)]
     lin = program.linear
     m.theta = pe.Param(range(lin.n_params), mutable=True, initialize=dict(enumerate(lin.param_values.tolist())))
-    theta = [m.theta[j] for j in range(lin.n_params)]
+    out.theta = theta = [m.theta[j] for j in range(lin.n_params)]
     m.eps = pe.Param(mutable=True, initialize=float(program.epsilon))
     fixed = lin.fixed.tocsr()
     param_by_row: list[list[int]] = [[] for _ in range(lin.n_rows)]
@@ -585,50 +711,49 @@ def build_pyomo_model(program: Program) -> PyomoModel:
         return (float(lo) if np.isfinite(lo) else None, body, float(up) if np.isfinite(up) else None)
 
     m.rows = pe.Constraint(range(lin.n_rows), rule=row_rule)
-
-    def aggregate(matrix):
-        matrix = matrix.tocsr()
-        return lambda _m, k: pe.quicksum(
-            float(a) * x[c] for a, c in zip(matrix.data[matrix.indptr[k]: matrix.indptr[k + 1]],
-                                            matrix.indices[matrix.indptr[k]: matrix.indptr[k + 1]])
-        )
-
-    m.reward = pe.Expression(range(program.reward_map.shape[0]), rule=aggregate(program.reward_map))
-    m.cost = pe.Expression(range(program.cost_map.shape[0]), rule=aggregate(program.cost_map))
-    rewards = [m.reward[k] for k in range(program.reward_map.shape[0])]
-    costs = [m.cost[i] for i in range(program.cost_map.shape[0])]
     out.linear_constraints = [m.rows[r] for r in range(lin.n_rows)]
+    return x
+
+
+def _add_objective(m, program: Program, x: list, out: PyomoModel) -> None:
+    """``f(reward)`` maximised; for a non-smooth ``f``, the LP epigraph: ``t`` maximised, ``t - (W R)_j x <= c_j``."""
+    import pyomo.environ as pe
 
     f = program.objective
     if _uses_pieces(f):
-        w, c = f.affine_pieces()
+        rows, c = out.objective_rows = piece_rows(f, program.reward_map, "the objective")
         m.t = pe.Var()
-        m.objective_pieces = pe.Constraint(
-            range(w.shape[0]),
-            rule=lambda _m, j: _m.t - pe.quicksum(float(w[j, k]) * rewards[k] for k in range(w.shape[1]) if w[j, k])
-            <= float(c[j]),
-        )
+        m.objective_pieces = pe.Constraint(range(rows.shape[0]),
+                                           rule=lambda _m, j: _m.t - _sparse_sum(rows, j, x) <= float(c[j]))
         m.objective = pe.Objective(expr=m.t, sense=pe.maximize)
-        out.linear_constraints += [m.objective_pieces[j] for j in range(w.shape[0])]
+        out.linear_constraints += [m.objective_pieces[j] for j in range(rows.shape[0])]
     else:
+        rewards = [m.reward[k] for k in range(program.reward_map.shape[0])]
         expr = _pyomo_or_external(m, f, rewards, "objective", out)
         m.objective = pe.Objective(expr=expr, sense=pe.maximize)
         out.objective_term = (f, rewards, expr)
 
+
+def _add_constraints(m, program: Program, x: list, out: PyomoModel) -> None:
+    """The rows ``g_m(cost) <= -eps`` (smooth ``g_m``) and ``(W C)_j x + c_j <= -eps`` (the LP rows of a
+    non-smooth ``g_m``), and the inactive phase-1 problem: the smallest ``s`` with every row ``- s`` holding."""
+    import pyomo.environ as pe
+
+    costs = [m.cost[i] for i in range(program.cost_map.shape[0])]
     smooth = [i for i, g in enumerate(program.constraints) if not _uses_pieces(g)]
-    pieces = [i for i, g in enumerate(program.constraints) if _uses_pieces(g)]
+    rows = {i: piece_rows(g, program.cost_map, f"constraint {i}")
+            for i, g in enumerate(program.constraints) if _uses_pieces(g)}
     bodies = {i: _pyomo_or_external(m, program.constraints[i], costs, f"g{i}", out) for i in smooth}
-    index = [(i, j) for i in pieces for j in range(program.constraints[i].affine_pieces()[0].shape[0])]
-    piece_data = {i: program.constraints[i].affine_pieces() for i in pieces}
+    index = [(i, j) for i, (w, _) in rows.items() for j in range(w.shape[0])]
 
     def piece_body(i, j):
-        w, c = piece_data[i]
-        return pe.quicksum(float(w[j, k]) * costs[k] for k in range(w.shape[1]) if w[j, k]) + float(c[j])
+        w, c = rows[i]
+        return _sparse_sum(w, j, x) + float(c[j])
 
     if smooth:
         m.g = pe.Constraint(smooth, rule=lambda _m, i: bodies[i] <= -_m.eps)
         out.g_terms = [(i, program.constraints[i], m.g[i]) for i in smooth]
-    if pieces:
+    if rows:
         m.g_pieces = pe.Constraint(index, rule=lambda _m, i, j: piece_body(i, j) <= -_m.eps)
         out.linear_constraints += [m.g_pieces[key] for key in index]
     if program.constraints:
@@ -639,12 +764,9 @@ def build_pyomo_model(program: Program) -> PyomoModel:
         if smooth:
             m.phase1_g = pe.Constraint(smooth, rule=lambda _m, i: bodies[i] - _m.phase1_s <= -_m.eps)
             m.phase1_g.deactivate()
-        if pieces:
+        if rows:
             m.phase1_pieces = pe.Constraint(index, rule=lambda _m, i, j: piece_body(i, j) - _m.phase1_s <= -_m.eps)
             m.phase1_pieces.deactivate()
-    out.variables = x + ([m.t] if _uses_pieces(f) else [])
-    out.theta = theta
-    return out
 
 
 def starting_point(program: Program) -> np.ndarray:
@@ -693,7 +815,7 @@ def _numpy_evaluator(utility: Utility, role: str = "the utility"):
     dim = utility.dim
     if utility.curvature == "affine":
         pairs: list[tuple[int, int]] | None = []
-    elif type(utility) in _DIAGONAL_HESSIAN:
+    elif forms.is_separable(utility.describe()):  # only the diagonal enters the sparsity pattern
         pairs = [(k, k) for k in range(dim)]
     else:
         pairs = None
@@ -710,9 +832,9 @@ def _evaluator(utility: Utility, derivatives: str, role: str = "the utility"):
     from .ipopt_bridge import PyomoEvaluator
 
     numpy_ok = has_numpy_derivatives(utility)
-    use_pyomo = utility.has_pyomo and (derivatives == "pyomo" or not numpy_ok)
+    use_pyomo = can_express(utility) and (derivatives == "pyomo" or not numpy_ok)
     if use_pyomo:
-        builder = lambda y: _pyomo_expression(utility, role, y)  # noqa: E731
+        builder = lambda y: pyomo_expression(utility, y, role)  # noqa: E731
         return PyomoEvaluator(utility.dim, builder, lower=utility.domain_lower()), "pyomo"
     if not numpy_ok:
         raise UnsupportedUtilityError(
@@ -722,7 +844,11 @@ def _evaluator(utility: Utility, derivatives: str, role: str = "the utility"):
 
 
 class CompiledPyomo(CompiledProgram):
-    """A program's Pyomo model with its solver (the cyipopt bridge or a named Pyomo solver).
+    """A program's Pyomo model, solved by a subclass: :class:`CompiledPyomoBridge` (Ipopt through cyipopt,
+    the default) or :class:`CompiledPyomoSolver` (a named Pyomo solver).
+
+    This class holds what both share: the model and its data, the switch between the ε-tight program,
+    its fallback and the phase-1 problem, and the phase-1 decision on infeasibility.
 
     Attributes
     ----------
@@ -730,11 +856,11 @@ class CompiledPyomo(CompiledProgram):
         The model (its Params hold the data of the last solve).
     bridge : IpoptBridge or None
         The cyipopt bridge of the program (default solver); ``phase1_bridge``
-        that of the phase-1 problem, built when first needed.
+        that of the phase-1 problem, built when first needed. None for a named solver.
     derivative_sources : dict of str to str
-        ``"numpy"`` or ``"pyomo"`` for the objective and each smooth g row.
+        ``"numpy"`` or ``"pyomo"`` for the objective and each smooth g row (bridge only).
     last_solve : list of BridgeResult
-        The Ipopt runs of the last attempt (phase 1, a retried warm start, ...).
+        The Ipopt runs of the last attempt (phase 1, a retried warm start, ...; bridge only).
     last_violation : float or None
         The phase-1 optimum ``s*`` (smallest achievable ``max_m g_m(ζ) + ε``) of
         the last ε-tight attempt that ran a phase 1.
@@ -752,69 +878,19 @@ class CompiledPyomo(CompiledProgram):
         self.derivative_sources: dict[str, str] = {}
         self.last_solve: list[Any] = []
         self.last_violation: float | None = None
-        #: how many warm starts failed and were retried from a cold start
+        #: how many warm starts failed and were retried from a cold start (bridge only)
         self.cold_retries = 0
-        self._start_note = ""
-        self._loaded = False
-        self._phase1_loaded = False
-        self._evaluators: dict[int, Any] = {}
-        if backend.solver == BRIDGE:
-            self._build_bridge()
-        else:
-            if self.built.external:
-                raise UnsupportedUtilityError(
-                    f"the Pyomo solver {backend.solver!r} needs Pyomo expressions, but {', '.join(self.built.external)}"
-                    f" has no pyomo_expr; give it one, or use the default solver {BRIDGE!r}."
-                )
-            self._solver = _solver_factory(backend.solver)
-            for key, value in backend.options.items():
-                self._solver.options[key] = value
 
-    # -- bridges ------------------------------------------------------------------
-    def _evaluator(self, utility: Utility, role: str):
-        """One evaluator per utility object (shared by the program and its phase 1)."""
-        if id(utility) not in self._evaluators:
-            self._evaluators[id(utility)] = _evaluator(utility, self.backend.derivatives, _role(role))
-        evaluator, source = self._evaluators[id(utility)]
-        self.derivative_sources[role] = source
-        return evaluator
+    def _run_program(self) -> RawSolution:
+        """Solve the model as activated (tight or fallback), over the program's variables (and ``t``)."""
+        raise NotImplementedError
 
-    def _build_bridge(self) -> None:
-        from .ipopt_bridge import AffineEvaluator, BridgeError, IpoptBridge, SmoothTerm
+    def _run_phase1(self) -> RawSolution:
+        """Solve the phase-1 problem (activated); the last entry of ``x`` is ``s``."""
+        raise NotImplementedError
 
-        built, program, m = self.built, self.program, self.model
-        if built.objective_term is not None:
-            f, rewards, expr = built.objective_term
-            objective = SmoothTerm(self._evaluator(f, "objective"), rewards, expression=expr,
-                                   label=f"objective {f!r}")
-        else:
-            objective = SmoothTerm(AffineEvaluator([1.0]), [m.t], expression=m.t, label="objective epigraph t")
-        costs = [m.cost[i] for i in range(program.cost_map.shape[0])]
-        terms = [SmoothTerm(self._evaluator(g, f"g{i}"), costs, constraint=con, label=f"constraint {i} {g!r}")
-                 for i, g, con in built.g_terms]
-        try:
-            self.bridge = IpoptBridge(built.variables, built.linear_constraints, objective, terms, maximize=True)
-            start = self._start()
-            self.bridge.check_terms(start)
-        except BridgeError as exc:
-            raise BackendError(f"the pyomo backend cannot bridge this program to cyipopt: {exc}") from None
-        outside = [term.label for term in [objective] + terms if not term.evaluator.in_domain(term.aggregate(start))]
-        if outside:  # said with any failure: Ipopt cannot start there
-            self._start_note = (f"the starting point's aggregate is outside the domain of {', '.join(outside)}"
-                                " (e.g. a reward signal that is zero for every state and action)")
-
-    def _build_phase1_bridge(self) -> None:
-        from .ipopt_bridge import AffineEvaluator, IpoptBridge, ShiftedEvaluator, SmoothTerm
-
-        built, program, m = self.built, self.program, self.model
-        costs = [m.cost[i] for i in range(program.cost_map.shape[0])]
-        terms = [SmoothTerm(ShiftedEvaluator(self._evaluator(g, f"g{i}")), costs + [m.phase1_s],
-                            constraint=m.phase1_g[i], label=f"phase-1 constraint {i} {g!r}")
-                 for i, g, _ in built.g_terms]
-        pieces = m.component("phase1_pieces")
-        linear = [m.rows[r] for r in range(program.linear.n_rows)] + (list(pieces.values()) if pieces else [])
-        objective = SmoothTerm(AffineEvaluator([1.0]), [m.phase1_s], expression=m.phase1_s, label="phase-1 s")
-        self.phase1_bridge = IpoptBridge(list(m.x.values()) + [m.phase1_s], linear, objective, terms, maximize=False)
+    def _solver_name(self) -> str:
+        raise NotImplementedError
 
     # -- data -----------------------------------------------------------------
     def _start(self) -> np.ndarray:
@@ -823,8 +899,8 @@ class CompiledPyomo(CompiledProgram):
         x = starting_point(program)
         if len(self.built.variables) == program.n_vars:
             return x
-        w, c = program.objective.affine_pieces()
-        t = float(np.min(w @ (program.reward_map @ x) + c)) - 1.0
+        rows, c = self.built.objective_rows
+        t = float(np.min(rows @ x + c)) - 1.0
         return np.append(x, t)
 
     def _phase1_start(self) -> np.ndarray:
@@ -894,7 +970,7 @@ class CompiledPyomo(CompiledProgram):
         self._activate("tight")
         raw = self._attempt()
         runs.append(raw)
-        if raw.status is not Status.OPTIMAL and not self.backend.feasibility_check:
+        if not raw.status.has_solution and not self.backend.feasibility_check:
             phase1, violation = self._phase1()
             runs.append(phase1)
             if violation is not None and violation > threshold:
@@ -906,7 +982,7 @@ class CompiledPyomo(CompiledProgram):
             raw.status = Status.NUMERICAL_ERROR
             message = (f"{self._solver_name()} reported the ε-tight program infeasible, but the phase-1 problem"
                        f" meets every g row (smallest max_m g_m(ζ)+ε = {violation:.3g}); " + message)
-        notes = [r.message for r in runs if r is not raw and r.message and r.status is not Status.OPTIMAL]
+        notes = [r.message for r in runs if r is not raw and r.message and not r.status.has_solution]
         return RawSolution(
             raw.status, raw.x, self._total_iterations(runs), raw.solver,
             "; ".join(notes + ([message] if message else [])),
@@ -924,24 +1000,15 @@ class CompiledPyomo(CompiledProgram):
         counts = [r.iterations for r in runs if r.iterations is not None]
         return sum(counts) if counts else None
 
-    def _solver_name(self) -> str:
-        return "Ipopt" if self.bridge is not None else self.backend.solver
-
     def _phase1(self) -> tuple[RawSolution, float | None]:
         """Solve the phase-1 problem; return its outcome and ``s*`` (None when it did not solve)."""
         self._activate("phase1")
         try:
-            if self.bridge is not None:
-                if self.phase1_bridge is None:
-                    self._build_phase1_bridge()
-                raw = self._run_bridge(self.phase1_bridge, self._phase1_start)
-            else:
-                raw = self._run_pyomo(self.built.variables[: self.program.n_vars] + [self.model.phase1_s],
-                                      self._phase1_start, phase1=True)
+            raw = self._run_phase1()
         finally:
             self._activate("tight")
         violation = None
-        if raw.status is Status.OPTIMAL and raw.x is not None:
+        if raw.status.has_solution and raw.x is not None:
             violation = float(raw.x[-1])
             self.last_violation = violation
         elif raw.message:
@@ -952,13 +1019,76 @@ class CompiledPyomo(CompiledProgram):
 
     def _attempt(self) -> RawSolution:
         """Solve the model as activated (tight or fallback)."""
-        if self.bridge is not None:
-            raw = self._run_bridge(self.bridge, self._start)
-        else:
-            raw = self._run_pyomo(self.built.variables, self._start)
+        raw = self._run_program()
         if raw.x is not None:
             raw.x = raw.x[: self.program.n_vars]
         return raw
+
+
+class CompiledPyomoBridge(CompiledPyomo):
+    """The Pyomo model solved by Ipopt through cyipopt (:mod:`curlopt.backends.ipopt_bridge`), the default."""
+
+    def __init__(self, backend: PyomoBackend, program: Program):
+        super().__init__(backend, program)
+        self._start_note = ""
+        self._evaluators: dict[int, Any] = {}
+        self._build_bridge()
+
+    def _evaluator(self, utility: Utility, role: str):
+        """One evaluator per utility object (shared by the program and its phase 1)."""
+        if id(utility) not in self._evaluators:
+            self._evaluators[id(utility)] = _evaluator(utility, self.backend.derivatives, _role(role))
+        evaluator, source = self._evaluators[id(utility)]
+        self.derivative_sources[role] = source
+        return evaluator
+
+    def _build_bridge(self) -> None:
+        from .ipopt_bridge import AffineEvaluator, BridgeError, IpoptBridge, SmoothTerm
+
+        built, program, m = self.built, self.program, self.model
+        if built.objective_term is not None:
+            f, rewards, expr = built.objective_term
+            objective = SmoothTerm(self._evaluator(f, "objective"), rewards, expression=expr,
+                                   label=f"objective {f!r}")
+        else:
+            objective = SmoothTerm(AffineEvaluator([1.0]), [m.t], expression=m.t, label="objective epigraph t")
+        costs = [m.cost[i] for i in range(program.cost_map.shape[0])]
+        terms = [SmoothTerm(self._evaluator(g, f"g{i}"), costs, constraint=con, label=f"constraint {i} {g!r}")
+                 for i, g, con in built.g_terms]
+        try:
+            self.bridge = IpoptBridge(built.variables, built.linear_constraints, objective, terms, maximize=True)
+            start = self._start()
+            self.bridge.check_terms(start)
+        except BridgeError as exc:
+            raise BackendError(f"the pyomo backend cannot bridge this program to cyipopt: {exc}") from None
+        outside = [term.label for term in [objective] + terms if not term.evaluator.in_domain(term.aggregate(start))]
+        if outside:  # said with any failure: Ipopt cannot start there
+            self._start_note = (f"the starting point's aggregate is outside the domain of {', '.join(outside)}"
+                                " (e.g. a reward signal that is zero for every state and action)")
+
+    def _build_phase1_bridge(self) -> None:
+        from .ipopt_bridge import AffineEvaluator, IpoptBridge, ShiftedEvaluator, SmoothTerm
+
+        built, program, m = self.built, self.program, self.model
+        costs = [m.cost[i] for i in range(program.cost_map.shape[0])]
+        terms = [SmoothTerm(ShiftedEvaluator(self._evaluator(g, f"g{i}")), costs + [m.phase1_s],
+                            constraint=m.phase1_g[i], label=f"phase-1 constraint {i} {g!r}")
+                 for i, g, _ in built.g_terms]
+        pieces = m.component("phase1_pieces")
+        linear = [m.rows[r] for r in range(program.linear.n_rows)] + (list(pieces.values()) if pieces else [])
+        objective = SmoothTerm(AffineEvaluator([1.0]), [m.phase1_s], expression=m.phase1_s, label="phase-1 s")
+        self.phase1_bridge = IpoptBridge(list(m.x.values()) + [m.phase1_s], linear, objective, terms, maximize=False)
+
+    def _solver_name(self) -> str:
+        return "Ipopt"
+
+    def _run_program(self) -> RawSolution:
+        return self._run_bridge(self.bridge, self._start)
+
+    def _run_phase1(self) -> RawSolution:
+        if self.phase1_bridge is None:
+            self._build_phase1_bridge()
+        return self._run_bridge(self.phase1_bridge, self._phase1_start)
 
     def _run_bridge(self, bridge, start) -> RawSolution:
         backend = self.backend
@@ -977,16 +1107,43 @@ class CompiledPyomo(CompiledProgram):
             notes.append(f"the warm start ended with {runs[0].status_name}; re-solved from a cold start")
         if last.status == 1:
             notes.append("Ipopt stopped at its acceptable level (Solved_To_Acceptable_Level), not the full tolerance")
-        elif status is not Status.OPTIMAL:
+        elif not status.has_solution:
             notes.append(f"Ipopt: {last.status_name} ({last.message})")
             if self._start_note and not last.warm:
                 notes.append(self._start_note)
         x = last.x
-        if status is Status.OPTIMAL and x is None:
+        if status.has_solution and x is None:
             status = Status.NUMERICAL_ERROR
             notes.append("Ipopt reported success without a finite solution")
-        return RawSolution(status, x if status is Status.OPTIMAL else None, sum(r.iterations for r in runs),
+        return RawSolution(status, x if status.has_solution else None, sum(r.iterations for r in runs),
                            f"ipopt {_ipopt_version()} (cyipopt)", "; ".join(notes), sum(r.solve_time for r in runs))
+
+
+class CompiledPyomoSolver(CompiledPyomo):
+    """The Pyomo model solved by a named Pyomo solver (``SolverFactory``), re-solved from its last solution."""
+
+    def __init__(self, backend: PyomoBackend, program: Program):
+        super().__init__(backend, program)
+        if self.built.external:
+            raise UnsupportedUtilityError(
+                f"the Pyomo solver {backend.solver!r} needs Pyomo expressions, but {', '.join(self.built.external)}"
+                f" has no pyomo_expr; give it one, or use the default solver {BRIDGE!r}."
+            )
+        self._loaded = False
+        self._phase1_loaded = False
+        self._solver = _solver_factory(backend.solver)
+        for key, value in backend.options.items():
+            self._solver.options[key] = value
+
+    def _solver_name(self) -> str:
+        return self.backend.solver
+
+    def _run_program(self) -> RawSolution:
+        return self._run_pyomo(self.built.variables, self._start)
+
+    def _run_phase1(self) -> RawSolution:
+        return self._run_pyomo(self.built.variables[: self.program.n_vars] + [self.model.phase1_s],
+                               self._phase1_start, phase1=True)
 
     def _run_pyomo(self, variables: list, start, phase1: bool = False) -> RawSolution:
         import time
@@ -999,10 +1156,10 @@ class CompiledPyomo(CompiledProgram):
         results = self._solver.solve(self.model, load_solutions=False)
         elapsed = time.perf_counter() - started
         condition = results.solver.termination_condition
-        status = _PYOMO_STATUS.get(str(condition), Status.UNKNOWN)
+        status = TERMINATION_STATUS.get(str(condition), Status.UNKNOWN)
         message = f"{self.backend.solver}: termination condition {condition}"
         x = None
-        if status is Status.OPTIMAL:
+        if status.has_solution:
             try:
                 self.model.solutions.load_from(results)
                 x = np.array([np.nan if v.value is None else v.value for v in variables], dtype=float)
@@ -1018,22 +1175,31 @@ class CompiledPyomo(CompiledProgram):
         return RawSolution(status, x, None, self.backend.solver, "" if status is Status.OPTIMAL else message, elapsed)
 
 
-#: Pyomo (legacy) TerminationCondition name -> Status
-_PYOMO_STATUS: dict[str, Status] = {
+#: Pyomo's (legacy) TerminationCondition name -> Status, for every condition Pyomo defines
+TERMINATION_STATUS: dict[str, Status] = {
     "optimal": Status.OPTIMAL,
     "locallyOptimal": Status.OPTIMAL,
     "globallyOptimal": Status.OPTIMAL,
+    "feasible": Status.UNKNOWN,  # a feasible point without an optimality claim is not a plan
     "infeasible": Status.INFEASIBLE,
     "infeasibleOrUnbounded": Status.INFEASIBLE,  # our programs are bounded
     "unbounded": Status.UNBOUNDED,
     "maxIterations": Status.ITERATION_LIMIT,
     "maxEvaluations": Status.ITERATION_LIMIT,
+    "minFunctionValue": Status.ITERATION_LIMIT,  # a user limit (the backend sets none)
     "maxTimeLimit": Status.TIME_LIMIT,
+    "resourceInterrupt": Status.TIME_LIMIT,
     "minStepLength": Status.NUMERICAL_ERROR,
     "solverFailure": Status.SOLVER_ERROR,
     "internalSolverError": Status.SOLVER_ERROR,
     "error": Status.SOLVER_ERROR,
     "invalidProblem": Status.SOLVER_ERROR,
+    "noSolution": Status.SOLVER_ERROR,
+    "userInterrupt": Status.SOLVER_ERROR,
+    "licensingProblems": Status.SOLVER_ERROR,
+    "intermediateNonInteger": Status.UNKNOWN,
+    "other": Status.UNKNOWN,
+    "unknown": Status.UNKNOWN,
 }
 
 

@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 
 from ..errors import BackendError, BackendOptionError
 from ..utilities import Utility
-from .base import Backend
+from .base import Backend, set_backend_finder
 
 __all__ = [
     "register_backend", "get_backend", "backend_names", "installed_backends", "backends_accepting",
@@ -23,6 +23,8 @@ _BUILTIN = {
     "pyomo": "curlopt.backends.pyomo:PyomoBackend",
     # the worked example of docs/extending.md; never the ``auto`` choice (see ``auto_choice``)
     "scipy": "curlopt.backends.scipy:ScipyBackend",
+    # UC-CURL's optimistic program by column generation (same optimal value as highs); never the ``auto`` choice
+    "highs-columns": "curlopt.backends.columns:ColumnsBackend",
 }
 _REGISTRY: dict[str, str | type[Backend] | Callable[..., Backend]] = dict(_BUILTIN)
 
@@ -152,3 +154,6 @@ def resolve_backend(backend: str | Backend, utilities: Sequence[Utility], **opti
     if isinstance(backend, str) and backend == "auto":
         backend = choose_backend(utilities)
     return get_backend(backend, **options)
+
+
+set_backend_finder(backends_accepting)  # error messages of Backend.check name the backends that can take a utility

@@ -15,7 +15,7 @@ from typing import Any
 
 import typer
 
-from . import app
+from .app import app
 
 __all__ = ["agent_options", "agent_summary", "docstring_parameters"]
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import typer
 
-from . import app
+from .app import app
 from .common import load_model
 
 

@@ -6,7 +6,7 @@ import json
 
 import typer
 
-from . import app
+from .app import app
 from .common import load_model, parse_params
 
 

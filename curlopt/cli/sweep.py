@@ -9,7 +9,7 @@ from typing import Iterator
 
 import typer
 
-from . import app
+from .app import app
 
 
 @app.command("sweep")

@@ -1,8 +1,10 @@
-"""Gymnasium environments for the built-in models (docs/math.md §8).
+"""Gymnasium environments for the registered models (docs/math.md §8).
 
-Importing this package imports Gymnasium and registers the ids
-``curlopt/Queue-v0``, ``curlopt/Scheduler-v0``, ``curlopt/NonErgodic-v0``,
-``curlopt/Random-v0`` and ``curlopt/MaxEnt-v0``::
+Importing this package imports Gymnasium and registers an id for every model of
+:data:`curlopt.models.MODELS` (``curlopt/Queue-v0``, ``curlopt/Scheduler-v0``,
+``curlopt/NonErgodic-v0``, ``curlopt/Random-v0``, ``curlopt/MaxEnt-v0`` for the
+built-in ones; :func:`env_id` says which), and for every model registered later
+with :func:`curlopt.models.register_model`::
 
     import gymnasium, curlopt.envs
     env = gymnasium.make("curlopt/Queue-v0", buffer=8)
@@ -14,9 +16,11 @@ imports it for you. ``import curlopt`` alone never imports Gymnasium.
 
 from __future__ import annotations
 
-from .registration import ENV_IDS, make, register_envs
+from ..models import on_register
+from .registration import ENV_IDS, env_id, make, register_env, register_envs
 from .tabular import TabularCMDPEnv
 
-__all__ = ["ENV_IDS", "TabularCMDPEnv", "make", "register_envs"]
+__all__ = ["ENV_IDS", "TabularCMDPEnv", "env_id", "make", "register_env", "register_envs"]
 
 register_envs()
+on_register(register_env)

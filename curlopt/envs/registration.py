@@ -1,25 +1,60 @@
-"""``curlopt.envs.make`` and the Gymnasium ids ``curlopt/<Name>-v0``."""
+"""``curlopt.envs.make`` and the Gymnasium ids ``curlopt/<Name>-v0``, derived from the model registry."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import gymnasium
 from gymnasium.envs.registration import EnvSpec
 
+from .. import models
 from ..model import CMDP
 from .tabular import TabularCMDPEnv
 
-__all__ = ["make", "ENV_IDS", "register_envs"]
+__all__ = ["make", "ENV_IDS", "env_id", "register_env", "register_envs"]
 
-#: Gymnasium id of each built-in model.
-ENV_IDS = {
-    "queue": "curlopt/Queue-v0",
-    "scheduler": "curlopt/Scheduler-v0",
-    "nonergodic": "curlopt/NonErgodic-v0",
-    "random": "curlopt/Random-v0",
-    "maxent": "curlopt/MaxEnt-v0",
-}
+#: the id of an environment made from a given CMDP rather than a registered model
+CMDP_ENV_ID = "curlopt/CMDP-v0"
+
+
+def env_id(name: str) -> str:
+    """The Gymnasium id of registered model ``name``: ``curlopt/<Name>-v0``.
+
+    ``<Name>`` is :func:`curlopt.models.env_name` (the ``env_name`` the model was
+    registered with, else its name in CamelCase).
+
+    Raises
+    ------
+    curlopt.errors.ModelError
+        For a name that is not registered.
+    """
+    return f"curlopt/{models.env_name(name)}-v0"
+
+
+class _EnvIds(Mapping):
+    """Model name -> Gymnasium id, read from :data:`curlopt.models.MODELS` at each access.
+
+    A view, not a copy: a model registered later is in it at once.
+    """
+
+    def __getitem__(self, name: str) -> str:
+        if name not in models.MODELS:
+            raise KeyError(name)
+        return env_id(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(models.MODELS))
+
+    def __len__(self) -> int:
+        return len(models.MODELS)
+
+    def __repr__(self) -> str:
+        return f"ENV_IDS({dict(self)!r})"
+
+
+#: Gymnasium id of each registered model (a live view of the model registry)
+ENV_IDS: Mapping[str, str] = _EnvIds()
 
 
 def make(name: str | CMDP, render_mode: str | None = None, max_episode_steps: int | None = None,
@@ -29,8 +64,8 @@ def make(name: str | CMDP, render_mode: str | None = None, max_episode_steps: in
     Parameters
     ----------
     name : str or CMDP
-        ``"queue"``, ``"scheduler"``, ``"nonergodic"``, ``"random"``, ``"maxent"``
-        (see :data:`curlopt.models.MODELS`), or a CMDP with a kernel.
+        A registered model (see :data:`curlopt.models.MODELS`: ``"queue"``,
+        ``"scheduler"``, ...), or a CMDP with a kernel.
     render_mode : {None, "ansi"}, default None
     max_episode_steps : int, optional
         Wrap the environment in :class:`gymnasium.wrappers.TimeLimit`, which
@@ -49,7 +84,7 @@ def make(name: str | CMDP, render_mode: str | None = None, max_episode_steps: in
     TabularCMDPEnv or TimeLimit
         The bare environment (a :class:`TimeLimit` around it with
         ``max_episode_steps``). Its ``spec`` is set, with the id of
-        :data:`ENV_IDS` (``curlopt/CMDP-v0`` for a given CMDP), so
+        :func:`env_id` (``curlopt/CMDP-v0`` for a given CMDP), so
         ``env.spec.make(render_mode=...)`` builds the same environment again
         (Gymnasium's ``check_env`` tests the render modes that way);
         ``gymnasium.make`` adds Gymnasium's own wrappers.
@@ -70,13 +105,12 @@ def make(name: str | CMDP, render_mode: str | None = None, max_episode_steps: in
         if params:
             raise EnvError(f"parameters {sorted(params)} apply to named models only, not to a given CMDP.")
         env = TabularCMDPEnv(name, render_mode=render_mode)
-        env_id = "curlopt/CMDP-v0"
+        spec_id = CMDP_ENV_ID
     else:
-        from ..models import build_model
-
-        env = TabularCMDPEnv(build_model(name, **params), render_mode=render_mode)
-        env_id = ENV_IDS.get(name, "curlopt/CMDP-v0")
-    env.spec = EnvSpec(id=env_id, entry_point="curlopt.envs.registration:make", max_episode_steps=max_episode_steps,
+        # build_model first: an unknown name is a ModelError naming the registered models
+        env = TabularCMDPEnv(models.build_model(name, **params), render_mode=render_mode)
+        spec_id = env_id(name)
+    env.spec = EnvSpec(id=spec_id, entry_point="curlopt.envs.registration:make", max_episode_steps=max_episode_steps,
                        kwargs={"name": name, **params})
     if max_episode_steps is None:
         return env
@@ -86,12 +120,22 @@ def make(name: str | CMDP, render_mode: str | None = None, max_episode_steps: in
 
 
 def register_envs() -> None:
-    """Register every built-in model with Gymnasium (idempotent).
+    """Register every model of :data:`curlopt.models.MODELS` with Gymnasium (idempotent).
 
     ``gymnasium.make("curlopt/Queue-v0", buffer=8)`` then builds the model with
-    those parameters. No time limit is set: the tasks are continuing.
+    those parameters. No time limit is set: the tasks are continuing. Importing
+    :mod:`curlopt.envs` calls this, and calls :func:`register_env` for every model
+    registered afterwards.
     """
-    for name, env_id in ENV_IDS.items():
-        if env_id in gymnasium.registry:
-            continue
-        gymnasium.register(id=env_id, entry_point="curlopt.envs.registration:make", kwargs={"name": name})
+    for name in list(models.MODELS):
+        register_env(name)
+
+
+def register_env(name: str) -> None:
+    """Register registered model ``name`` with Gymnasium as :func:`env_id` ``(name)`` (idempotent)."""
+    spec_id = env_id(name)
+    existing = gymnasium.registry.get(spec_id)
+    if existing is not None and existing.kwargs.get("name") == name:
+        return
+    # Another model deriving the same id replaces it (Gymnasium warns that it overrides it).
+    gymnasium.register(id=spec_id, entry_point="curlopt.envs.registration:make", kwargs={"name": name})

@@ -13,7 +13,8 @@ from .loop import checkpoint_times, run
 from .planning import Configuration, Task, configuration_key, plan_study
 from .plots import plot_study
 from .runner import SweepResult, run_study
-from .study import SettingSpec, Study, StudyAlgorithm, load_study
+from .study import SettingSpec, Study, StudyAlgorithm
+from .study_reader import load_study
 from .summary import write_study_summary
 from .sweep import EXPERIMENTS, PROFILES, AlgorithmSpec, Experiment, Scale, experiment_study, plan_tasks, reproduce
 from .trace import EpochRecord, Trace, load_trace

@@ -1,7 +1,8 @@
 """Compare every installed backend and solver on the same program instances.
 
-The instances come from one simulated run on the model's true kernel: a fixed
-random policy is played, and the counts are taken at ``epochs`` log-spaced times.
+The instances come from one simulated run on the model's true kernel (the learning
+loop's simulator): a fixed random policy is played, and the counts are taken at
+``epochs`` log-spaced times.
 
 ``optimum``
     the occupancy program on the true kernel with ε = 0 (one instance);
@@ -28,6 +29,7 @@ from ..errors import CurloptError, UnsupportedUtilityError, UtilityCodeError
 from ..model import CMDP
 from ..program import OccupancyProgram, OptimisticProgram, Program, tightness
 from ..results import ProgramVariant, Status
+from .loop import ChainSimulator
 
 __all__ = ["PROGRAMS", "SolverRow", "ComparisonReport", "compare_solvers", "program_instances", "check_tolerance"]
 
@@ -89,7 +91,7 @@ class ComparisonReport:
         lines = []
         for row in self.rows:
             d = row.to_dict()
-            ok = [o for o, s in zip(row.objectives, row.statuses) if s == "optimal" and math.isfinite(o)]
+            ok = [o for o, s in zip(row.objectives, row.statuses) if Status(s).has_solution and math.isfinite(o)]
             lines.append((
                 row.backend, row.solver, d["status"],
                 f"{np.mean(ok):.9g}" if ok else "-",
@@ -109,23 +111,23 @@ class ComparisonReport:
 
 
 def _simulate_counts(model: CMDP, steps: int, snapshots: int, rng: np.random.Generator) -> list[tuple[int, np.ndarray]]:
-    """Counts of a fixed random policy's run, taken at ``snapshots`` log-spaced times."""
+    """Counts of a fixed random policy's run, taken at ``snapshots`` log-spaced times.
+
+    The run is the learning loop's own simulator (:class:`~curlopt.experiments.loop.ChainSimulator`),
+    with action and transition streams spawned from ``rng``.
+    """
     S, A = model.n_states, model.n_actions
     policy = rng.dirichlet(np.ones(A), size=S)
-    cum_policy = np.cumsum(policy, axis=1)
-    cum_kernel = np.cumsum(model.kernel, axis=2)
+    simulator = ChainSimulator(model.kernel, *rng.spawn(2))
     times = np.unique(np.geomspace(max(10, S * A), steps, snapshots).astype(int))
-    counts = np.zeros((S, A, S))
+    counts = np.zeros(S * A * S)
     out = []
-    state, done = 0, 0
+    done = 0
     for t in times:
-        for _ in range(t - done):
-            a = min(int(np.searchsorted(cum_policy[state], rng.random(), "right")), A - 1)
-            nxt = min(int(np.searchsorted(cum_kernel[state, a], rng.random(), "right")), S - 1)
-            counts[state, a, nxt] += 1
-            state = nxt
-        done = t
-        out.append((int(t) + 1, counts.copy()))
+        pairs, nexts = simulator.play(policy, int(t) - done)
+        counts += np.bincount(pairs * S + nexts, minlength=S * A * S)
+        done = int(t)
+        out.append((done + 1, counts.reshape(S, A, S).copy()))
     return out
 
 
@@ -217,13 +219,13 @@ def compare_solvers(model: CMDP, program: str = "optimistic", epochs: int = 10, 
                 row.objectives.append(result.objective)
                 row.iterations.append(result.iterations or 0)
                 row.residuals.append(_residual(compiled.program, result))
-                if result.status is not Status.OPTIMAL and not row.failure:
+                if not result.status.has_solution and not row.failure:
                     row.failure = f"{result.status.value}: {result.message}"
     return ComparisonReport(program, len(instances), rows, tolerance, _disagreements(rows, len(instances), tolerance))
 
 
 def _residual(program: Program, result) -> float:
-    if result.status is not Status.OPTIMAL or result.x is None:
+    if not result.status.has_solution or result.x is None:
         return math.nan
     residuals = program.residuals(result.x, include_constraints=result.program is ProgramVariant.TIGHT)
     return max(residuals.values())
@@ -233,7 +235,7 @@ def _disagreements(rows: list[SolverRow], count: int, tolerance: float) -> list[
     out = []
     for i in range(count):
         values = {(r.backend, r.solver): r.objectives[i] for r in rows
-                  if not r.error and r.statuses[i] == "optimal" and math.isfinite(r.objectives[i])}
+                  if not r.error and Status(r.statuses[i]).has_solution and math.isfinite(r.objectives[i])}
         if len(values) < 2:
             continue
         low, high = min(values.values()), max(values.values())

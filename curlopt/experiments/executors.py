@@ -1,7 +1,7 @@
 """Executors: run a sweep's independent tasks in this process, a local process pool, or on a Ray cluster.
 
-Every executor runs the same function, :func:`curlopt.experiments.sweep.execute_task`,
-on the same :class:`~curlopt.experiments.sweep.Task` objects and hands the
+Every executor runs the same function, :func:`execute_task`,
+on the same :class:`~curlopt.experiments.planning.Task` objects and hands the
 traces back to the caller as they finish (the caller writes the files), so the
 results do not depend on the executor: a run's trace is a function of its task
 (seed included), apart from the measured wall and solve times.
@@ -52,10 +52,10 @@ FORCE_JOBS_VARIABLE = "CURLOPT_FORCE_JOBS"
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .sweep import Task
+    from .planning import Task
     from .trace import Trace
 
-__all__ = ["LocalExecutor", "RayExecutor", "make_executor", "default_jobs"]
+__all__ = ["LocalExecutor", "RayExecutor", "make_executor", "default_jobs", "execute_task"]
 
 #: (task, trace or None, error message or None)
 Outcome = tuple["Task", "Trace | None", "str | None"]
@@ -107,10 +107,31 @@ def make_executor(name: str = "local", jobs: int | None = None, address: str | N
     raise CurloptError(f"executor must be 'local' or 'ray', got {name!r}.")
 
 
+def execute_task(task: "Task", progress: bool | None = False) -> "Trace":
+    """Run one task and return its :class:`~curlopt.experiments.Trace` (``meta["sweep"]`` set).
+
+    This is what every executor runs; it builds everything from names (or the
+    model file's path), so it needs only ``curlopt`` importable where it runs.
+    """
+    from ..agents import make_agent
+    from ..envs import make
+    from .loop import run
+
+    configuration = task.configuration
+    model = task.setting.build()
+    agent = make_agent(task.algorithm.agent, model, **dict(task.options))
+    trace = run(agent, make(model), task.steps, seed=task.seed, checkpoints=task.checkpoints, progress=progress,
+                model=model, env_name=task.setting.name)
+    trace.meta["sweep"] = task.identity()
+    trace.meta["algorithm"] = task.algorithm.key
+    trace.meta["label"] = configuration.label
+    trace.meta["configuration"] = configuration.key
+    trace.meta["varied"] = dict(configuration.varied)
+    return trace
+
+
 def _run_guarded(task: "Task", progress: bool | None) -> tuple["Trace | None", str | None]:
     """Run a task; turn any exception into a one-line message (the sweep goes on without that run)."""
-    from .sweep import execute_task
-
     try:
         return execute_task(task, progress=progress), None
     except CurloptError as exc:

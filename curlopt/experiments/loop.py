@@ -38,7 +38,7 @@ from ..model import CMDP, stationary_occupancy
 from .streams import UniformStream
 from .trace import EpochRecord, Trace
 
-__all__ = ["run", "checkpoint_times"]
+__all__ = ["run", "checkpoint_times", "ChainSimulator"]
 
 #: uniforms drawn at once by the fast path (at most), and in an epoch's first block
 BLOCK = 8192
@@ -295,16 +295,11 @@ def run(
     recorder = _Recorder(agent.model, steps, checkpoints, None if optimum is None else optimum["objective"])
     evaluator = _ExactEvaluator(model) if model is not None and model.kernel is not None else None
     if path == "fast":
-        step = _FastStepper(model, unwrapped, actions)
+        # Transitions come from the environment's own generator, in the order env.step would draw them.
+        step = ChainSimulator(model.kernel, actions, unwrapped.np_random)
     else:
         step = _GenericStepper(env, agent.model, actions)
-    show = progress if progress is not None else steps >= 50_000
-    bar = None
-    if show:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=steps, desc=f"{agent.name} ({agent.trigger_name})", unit="step", unit_scale=True,
-                   leave=False, mininterval=0.5)
+    bar = _progress_bar(agent, steps, progress)
     try:
         epochs = _play(agent, steps, int(state), step, recorder, evaluator, bar)
     finally:
@@ -319,6 +314,16 @@ def run(
         "curlopt_version": __version__,
     }
     return Trace(meta, optimum, recorder.columns(), epochs, clock.perf_counter() - started)
+
+
+def _progress_bar(agent: Agent, steps: int, progress: bool | None):
+    """A tqdm bar over the run's steps on stderr, or None: ``progress``, by default for runs of 50,000 steps or more."""
+    if not (progress if progress is not None else steps >= 50_000):
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=steps, desc=f"{agent.name} ({agent.trigger_name})", unit="step", unit_scale=True, leave=False,
+                mininterval=0.5)
 
 
 def _resolve_inputs(agent: Agent, env: Any, model: CMDP | None, env_name: str | None, path: str):
@@ -365,15 +370,59 @@ def _resolve_inputs(agent: Agent, env: Any, model: CMDP | None, env_name: str | 
     return env, unwrapped, model, env_name, path
 
 
-class _FastStepper:
-    """One epoch on the fast path: the model's cumulative kernel and the environment's own generator."""
+class ChainSimulator:
+    """A chain with a known kernel, played epoch by epoch under fixed policies: the fast path of :func:`run`.
 
-    def __init__(self, model: CMDP, unwrapped: Any, actions: UniformStream):
-        self.kernel_rows = _cumulative_rows(model.kernel)
-        self.actions = actions
-        self.transitions = UniformStream(unwrapped.np_random)
+    Each step draws one action uniform and one transition uniform, in that order, from two
+    separate streams (see the module docstring), so a run's trajectory is a function of the two
+    generators' seeds alone. The learning loop steps its runs with this class; the benchmarks
+    and :mod:`curlopt.experiments.compare` use it to gather counts without an agent.
+
+    Parameters
+    ----------
+    kernel : ndarray, shape (S, A, S)
+        The transition kernel ``P(s'|s,a)``.
+    actions, transitions : numpy.random.Generator or UniformStream
+        Where the action and the transition uniforms come from.
+    state : int, default 0
+        The state the first epoch of :meth:`play` starts in.
+    """
+
+    def __init__(self, kernel: np.ndarray, actions: np.random.Generator | UniformStream,
+                 transitions: np.random.Generator | UniformStream, state: int = 0):
+        self.kernel_rows = _cumulative_rows(kernel)
+        self.n_states, self.n_actions = int(kernel.shape[0]), int(kernel.shape[1])
+        self.actions = actions if isinstance(actions, UniformStream) else UniformStream(actions)
+        self.transitions = transitions if isinstance(transitions, UniformStream) else UniformStream(transitions)
+        self.state = int(state)
+
+    def play(self, policy: np.ndarray, steps: int, thresholds: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """Play ``policy`` from the current state for ``steps`` steps, or until a pair reaches its threshold.
+
+        Parameters
+        ----------
+        policy : ndarray, shape (S, A)
+            ``π(a|s)``, rows summing to 1.
+        steps : int
+            The most steps of this epoch.
+        thresholds : array_like, shape (S, A), optional
+            The epoch ends at the step that brings a pair's visits in this epoch to its threshold;
+            default: no threshold (the epoch lasts ``steps`` steps).
+
+        Returns
+        -------
+        pairs, next_states : ndarray of int64
+            The visited pairs ``s * A + a`` and the states they led to, one per step; the
+            simulator's ``state`` is then the last next state.
+        """
+        limit = [math.inf] * (self.n_states * self.n_actions) if thresholds is None else \
+            np.asarray(thresholds, dtype=float).reshape(-1).tolist()
+        pairs, nexts, self.state = self(self.state, _cumulative_rows(np.asarray(policy, dtype=float)), limit,
+                                        int(steps), self.n_actions)
+        return pairs, nexts
 
     def __call__(self, state, policy_rows, limit, cap, n_actions):
+        """One epoch from ``state`` with cumulative policy rows (the loop's stepping interface)."""
         return _fast_epoch(state, policy_rows, self.kernel_rows, limit, cap, self.actions, self.transitions,
                            n_actions)
 

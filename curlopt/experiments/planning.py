@@ -252,53 +252,9 @@ def plan_study(study: Study, say: Callable[[str], None] | None = None) -> Plan:
     fail = lambda key, message: StudyError(f"{study.source}: {key}: {message}")  # noqa: E731
     notes: list[str] = []
     takes = {algorithm.key: _taken(algorithm.agent) for algorithm in study.algorithms}
-
-    # options and axes of the whole study: someone must take each
-    for section, entries in (("[options]", study.options), ("[grid]", study.grid)):
-        for name, _ in entries:
-            if not any(name in takes[a.key] for a in study.algorithms):
-                reasons = [_reserved(a.agent)[name] for a in study.algorithms if name in _reserved(a.agent)]
-                offered = sorted({o for a in study.algorithms for o in takes[a.key]})
-                raise fail(f"{section} {name}", reasons[0] + "." if reasons else
-                           f"no algorithm of the study takes this option; they take: {', '.join(offered)}.")
-
-    expanded: list[tuple[StudyAlgorithm, list[tuple[dict, dict, dict]]]] = []
-    for algorithm in study.algorithms:
-        mine, reserved = takes[algorithm.key], _reserved(algorithm.agent)
-        who = f"agent {algorithm.agent!r}" + (f" (algorithm {algorithm.key!r})" if algorithm.key != algorithm.agent else "")
-        for part, entries in (("options", algorithm.options), ("grid", algorithm.grid)):
-            for name, _ in entries:
-                where = f"{algorithm.where}.{part}.{name}"
-                if name in reserved:
-                    raise fail(where, f"{reserved[name]}; do not set it.")
-                if name not in mine:
-                    raise fail(where, f"{who} takes no option {name!r}; it takes: {', '.join(mine) or 'none'}.")
-        fixed: dict[str, Any] = {}
-        sources: dict[str, str] = {}
-        for name, value in study.options:
-            if name in mine:
-                fixed[name], sources[name] = value, f"[options] {name}"
-            else:
-                notes.append(f"[options] {name} does not apply to {algorithm.key}: {who} takes no option {name!r}.")
-        for name, value in algorithm.options:
-            fixed[name], sources[name] = value, f"{algorithm.where}.options.{name}"
-        own = dict(algorithm.grid)
-        axes: list[tuple[str, tuple, str]] = []
-        for name, values in study.grid:
-            if name in own:
-                axes.append((name, own.pop(name), f"{algorithm.where}.grid.{name}"))
-            elif name not in mine:
-                notes.append(f"[grid] {name} is not expanded for {algorithm.key}: {who} takes no option {name!r}.")
-            elif name in dict(algorithm.options):
-                notes.append(f"[grid] {name} is not expanded for {algorithm.key}: {algorithm.where}.options sets it.")
-            else:
-                axes.append((name, values, f"[grid] {name}"))
-        axes += [(name, values, f"{algorithm.where}.grid.{name}") for name, values in own.items()]
-        combos = []
-        for values in itertools.product(*[axis[1] for axis in axes]):
-            varied = {axis[0]: value for axis, value in zip(axes, values)}
-            combos.append(({**fixed, **varied}, varied, {**sources, **{axis[0]: axis[2] for axis in axes}}))
-        expanded.append((algorithm, combos))
+    _check_study_options(study, takes, fail)
+    expanded = [(algorithm, _combinations(study, algorithm, takes[algorithm.key], notes, fail))
+                for algorithm in study.algorithms]
 
     n_configurations = sum(len(combos) for _, combos in expanded) * len(study.settings)
     n_runs = n_configurations * len(study.seeds)
@@ -308,39 +264,124 @@ def plan_study(study: Study, say: Callable[[str], None] | None = None) -> Plan:
 
     configurations: list[Configuration] = []
     for setting in study.settings:
-        model = setting.build()
-        checked_backends: set[str] = set()
-        for algorithm, combos in expanded:
-            automatic = ("horizon",) if "horizon" in _reserved(algorithm.agent) else ()
-            keys: dict[str, dict] = {}
-            for chosen, varied, sources in combos:
-                key = configuration_key(chosen)
-                if key in keys:  # pragma: no cover - configuration_key is injective on distinct option sets
-                    raise fail(algorithm.where, f"two configurations share the key {key!r}: {keys[key]} and {chosen}.")
-                keys[key] = chosen
-                options = dict(chosen)
-                if automatic:
-                    options["horizon"] = study.steps
-                label = algorithm.label
-                if varied:
-                    label += " (" + ", ".join(option_label(k, v) for k, v in varied.items()) + ")"
-                configuration = Configuration(
-                    setting, algorithm, key, label, tuple(sorted(options.items())), tuple(varied.items()),
-                    automatic, tuple(sources.items()))
-                backend = chosen.get("backend")
-                if isinstance(backend, str) and backend != "auto" and backend not in checked_backends:
-                    _check_backend(backend, setting, model, sources["backend"], fail)
-                    checked_backends.add(backend)
-                note = _check_agent(configuration, model, fail)
-                if note is not None:
-                    notes.append(note)
-                    continue
-                configurations.append(configuration)
+        configurations += _setting_configurations(study, setting, expanded, notes, fail)
     if not configurations:
         raise StudyError(f"{study.source}: no configuration can run: " + " ".join(notes))
     tasks = [Task(configuration, seed, study.steps, study.checkpoints)
              for configuration in configurations for seed in study.seeds]
     return Plan(study, configurations, tasks, list(dict.fromkeys(notes)))
+
+
+#: one configuration's options before checking: (all options, the grid's values, where each option came from)
+_Combination = tuple[dict[str, Any], dict[str, Any], dict[str, str]]
+
+
+def _check_study_options(study: Study, takes: dict[str, list[str]], fail) -> None:
+    """Refuse an ``[options]`` or ``[grid]`` entry that no algorithm of the study takes."""
+    for section, entries in (("[options]", study.options), ("[grid]", study.grid)):
+        for name, _ in entries:
+            if not any(name in takes[a.key] for a in study.algorithms):
+                reasons = [_reserved(a.agent)[name] for a in study.algorithms if name in _reserved(a.agent)]
+                offered = sorted({o for a in study.algorithms for o in takes[a.key]})
+                raise fail(f"{section} {name}", reasons[0] + "." if reasons else
+                           f"no algorithm of the study takes this option; they take: {', '.join(offered)}.")
+
+
+def _combinations(study: Study, algorithm: StudyAlgorithm, mine: list[str], notes: list[str],
+                  fail) -> list[_Combination]:
+    """An algorithm's option sets: its fixed options with every point of its grid (the last axis fastest).
+
+    ``mine`` are the options its agent takes; study options and axes it does not take are noted in ``notes``.
+    """
+    reserved = _reserved(algorithm.agent)
+    who = f"agent {algorithm.agent!r}" + (f" (algorithm {algorithm.key!r})" if algorithm.key != algorithm.agent else "")
+    for part, entries in (("options", algorithm.options), ("grid", algorithm.grid)):
+        for name, _ in entries:
+            where = f"{algorithm.where}.{part}.{name}"
+            if name in reserved:
+                raise fail(where, f"{reserved[name]}; do not set it.")
+            if name not in mine:
+                raise fail(where, f"{who} takes no option {name!r}; it takes: {', '.join(mine) or 'none'}.")
+    fixed: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for name, value in study.options:
+        if name in mine:
+            fixed[name], sources[name] = value, f"[options] {name}"
+        else:
+            notes.append(f"[options] {name} does not apply to {algorithm.key}: {who} takes no option {name!r}.")
+    for name, value in algorithm.options:
+        fixed[name], sources[name] = value, f"{algorithm.where}.options.{name}"
+    axes = _axes(study, algorithm, mine, who, notes)
+    combos = []
+    for values in itertools.product(*[axis[1] for axis in axes]):
+        varied = {axis[0]: value for axis, value in zip(axes, values)}
+        combos.append(({**fixed, **varied}, varied, {**sources, **{axis[0]: axis[2] for axis in axes}}))
+    return combos
+
+
+def _axes(study: Study, algorithm: StudyAlgorithm, mine: list[str], who: str,
+          notes: list[str]) -> list[tuple[str, tuple, str]]:
+    """The grid axes ``(option, values, source)`` expanded for an algorithm: the study's, then its own.
+
+    An algorithm's own axis replaces the study's axis of the same option; a study axis its agent does not take,
+    or that its ``options`` fix, is not expanded for it (a note says so).
+    """
+    own = dict(algorithm.grid)
+    axes: list[tuple[str, tuple, str]] = []
+    for name, values in study.grid:
+        if name in own:
+            axes.append((name, own.pop(name), f"{algorithm.where}.grid.{name}"))
+        elif name not in mine:
+            notes.append(f"[grid] {name} is not expanded for {algorithm.key}: {who} takes no option {name!r}.")
+        elif name in dict(algorithm.options):
+            notes.append(f"[grid] {name} is not expanded for {algorithm.key}: {algorithm.where}.options sets it.")
+        else:
+            axes.append((name, values, f"[grid] {name}"))
+    return axes + [(name, values, f"{algorithm.where}.grid.{name}") for name, values in own.items()]
+
+
+def _setting_configurations(study: Study, setting: SettingSpec,
+                            expanded: list[tuple[StudyAlgorithm, list[_Combination]]], notes: list[str],
+                            fail) -> list[Configuration]:
+    """The configurations of one setting, each checked on its model (backends once each).
+
+    A configuration whose agent refuses the model is left out with a note in ``notes``.
+    """
+    model = setting.build()
+    checked_backends: set[str] = set()
+    configurations: list[Configuration] = []
+    for algorithm, combos in expanded:
+        automatic = ("horizon",) if "horizon" in _reserved(algorithm.agent) else ()
+        keys: dict[str, dict] = {}
+        for chosen, varied, sources in combos:
+            key = configuration_key(chosen)
+            if key in keys:  # pragma: no cover - configuration_key is injective on distinct option sets
+                raise fail(algorithm.where, f"two configurations share the key {key!r}: {keys[key]} and {chosen}.")
+            keys[key] = chosen
+            configuration = _configuration(study, setting, algorithm, key, chosen, varied, sources, automatic)
+            backend = chosen.get("backend")
+            if isinstance(backend, str) and backend != "auto" and backend not in checked_backends:
+                _check_backend(backend, setting, model, sources["backend"], fail)
+                checked_backends.add(backend)
+            note = _check_agent(configuration, model, fail)
+            if note is not None:
+                notes.append(note)
+                continue
+            configurations.append(configuration)
+    return configurations
+
+
+def _configuration(study: Study, setting: SettingSpec, algorithm: StudyAlgorithm, key: str, chosen: dict[str, Any],
+                   varied: dict[str, Any], sources: dict[str, str], automatic: tuple[str, ...]) -> Configuration:
+    """A :class:`Configuration` from its chosen options, the automatic ``horizon`` (the study's steps) added."""
+    options = dict(chosen)
+    if automatic:
+        options["horizon"] = study.steps
+    label = algorithm.label
+    if varied:
+        label += " (" + ", ".join(option_label(k, v) for k, v in varied.items()) + ")"
+    return Configuration(setting, algorithm, key, label, tuple(sorted(options.items())), tuple(varied.items()),
+                         automatic, tuple(sources.items()))
 
 
 def _check_backend(backend: str, setting: SettingSpec, model, where: str, fail) -> None:

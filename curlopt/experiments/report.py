@@ -40,6 +40,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from ..errors import CurloptError
 from ..fileio import atomic_write_text
+from ..agents.base import PlanSource
+from .figures.epochs import SOURCES
 from .summary import DASH, LOCATION_DIGITS, _count_cell, _stat_cell, clean_label, percent, significant, study_rows
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -54,8 +56,8 @@ REPORT_NAME = "report.html"
 #: fallback and failed epochs listed per configuration (the rest are counted)
 MAX_LISTED_EPOCHS = 50
 #: policy sources, in table order (others follow alphabetically)
-SOURCES = ("tight", "fallback", "least-violation", "kept-previous", "uniform-initial", "update-rule")
-_FAILED = ("fallback", "least-violation", "kept-previous", "uniform-initial")
+#: the epoch sources whose program was not solved as planned (flagged in the report)
+_FAILED = (PlanSource.FALLBACK, PlanSource.LEAST_VIOLATION, PlanSource.KEPT, PlanSource.UNIFORM)
 
 
 # -- reading a study output -------------------------------------------------------------------------------------------

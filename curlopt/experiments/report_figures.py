@@ -30,9 +30,8 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from ..errors import CurloptError
-from .figures.style import DPI, ZERO_STYLE, dedupe_legend, load_matplotlib, note, plural
+from .figures.style import DPI, SUMMARY_HASH_KEY, ZERO_STYLE, dedupe_legend, load_matplotlib, note, plural
 from .figures.view import setting_view
-from .runner import SUMMARY_HASH_KEY
 from .summary import percent
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -43,39 +43,17 @@ from typing import Any, Callable
 from ..errors import CurloptError
 from ..fileio import atomic_write_text, write_error
 from .planning import OPTION_NAMES, Configuration, Plan, Task, option_label, plan_study, value_label
-from .study import EXECUTORS, Study, load_study
+from .executors import execute_task, make_executor
+from .figures.style import SUMMARY_HASH_KEY  # re-exported: the runner writes it into every figure
+from .study import EXECUTORS, Study
+from .study_reader import load_study
 
 __all__ = ["SweepResult", "run_study", "execute_task", "task_status", "format_duration", "write_json",
            "SUMMARY_HASH_KEY"]
 
-#: the PNG text key of every figure's record of its summary: the SHA-256 of the ``summary.csv`` bytes
-SUMMARY_HASH_KEY = "curlopt-summary-sha256"
 
 
-# -- one run --------------------------------------------------------------------------------------------------------
-def execute_task(task: Task, progress: bool | None = False):
-    """Run one task and return its :class:`~curlopt.experiments.Trace` (``meta["sweep"]`` set).
-
-    This is what every executor runs; it builds everything from names (or the
-    model file's path), so it needs only ``curlopt`` importable where it runs.
-    """
-    from ..agents import make_agent
-    from ..envs import make
-    from .loop import run
-
-    configuration = task.configuration
-    model = task.setting.build()
-    agent = make_agent(task.algorithm.agent, model, **dict(task.options))
-    trace = run(agent, make(model), task.steps, seed=task.seed, checkpoints=task.checkpoints, progress=progress,
-                model=model, env_name=task.setting.name)
-    trace.meta["sweep"] = task.identity()
-    trace.meta["algorithm"] = task.algorithm.key
-    trace.meta["label"] = configuration.label
-    trace.meta["configuration"] = configuration.key
-    trace.meta["varied"] = dict(configuration.varied)
-    return trace
-
-
+# -- one run's file ---------------------------------------------------------------------------------------------------
 def task_status(task: Task, out: str | os.PathLike) -> tuple[str, str]:
     """``("done" | "missing" | "corrupt" | "mismatch", reason)`` of a task's run file under ``out``."""
     status, reason, _trace = _check_run_file(task, out)
@@ -252,10 +230,37 @@ def run_study(
     ``if __name__ == "__main__":`` guard. Runs that raise are reported in
     ``failed`` and left out of the summary; the next call retries them.
     """
-    from .executors import make_executor
-
     started = clock.perf_counter()
     say = echo or (lambda _message: None)
+    study, executor, jobs, address, out = _run_settings(study, jobs, executor, address, out)
+    plan = plan_study(study, say)
+    runner = None if dry_run else make_executor(executor, jobs=jobs, address=address)
+    result = _new_result(plan, out, executor, dry_run)
+    _announce(plan, say, heading)
+
+    if dry_run:
+        _print_plan(plan, out, say)
+        result.wall_time = clock.perf_counter() - started
+        return result
+
+    _write_descriptions(plan, out)
+    finished: dict[str, Any] = {}  # task key -> its trace, read once here or kept from its run
+    pending = _pending_tasks(plan, out, result, finished, say)
+    say(f"{len(result.skipped)} runs already finished in {out}, {len(pending)} to run; executor {runner.describe()}")
+    _execute(pending, runner, out, result, progress, say, study.name, finished)
+    _summarise(result, plan, out, finished, figures, say)
+    result.wall_time = clock.perf_counter() - started
+    say(f"ran {len(result.executed)} runs ({len(result.skipped)} were already finished"
+        + (f", {len(result.failed)} failed" if result.failed else "") + f") in {format_duration(result.wall_time)}")
+    return result
+
+
+def _run_settings(study: Study | str | os.PathLike, jobs: int | None, executor: str | None, address: str | None,
+                  out: str | os.PathLike | None) -> tuple[Study, str, int | None, str | None, Path]:
+    """The study and the call's executor, jobs, address and output folder.
+
+    Each is the argument where given, else the study's ``[study]`` value; a study given as a path is loaded.
+    """
     if not isinstance(study, Study):
         study = load_study(study)
     executor = executor if executor is not None else study.executor
@@ -265,23 +270,25 @@ def run_study(
         raise CurloptError(f"executor must be 'local' or 'ray', got {executor!r}.")
     if address is not None and executor != "ray":
         raise CurloptError("--address is for the Ray executor; add --executor ray.")
-    out = Path(out) if out is not None else study.default_out
-    plan = plan_study(study, say)
-    runner = None if dry_run else make_executor(executor, jobs=jobs, address=address)
+    return study, executor, jobs, address, Path(out) if out is not None else study.default_out
+
+
+def _new_result(plan: Plan, out: Path, executor: str, dry_run: bool) -> SweepResult:
+    """The :class:`SweepResult` of a planned study before anything runs."""
+    study = plan.study
     backends = sorted({str(dict(c.options)["backend"]) for c in plan.configurations if "backend" in dict(c.options)})
-    result = SweepResult(study.name, out, study.steps, list(study.seeds), ", ".join(backends), executor, plan.tasks,
-                         notes=list(plan.notes), study=study, configurations=plan.configurations,
-                         profile=(study.profile or {}).get("name"), dry_run=dry_run)
-    _announce(plan, say, heading)
+    return SweepResult(study.name, out, study.steps, list(study.seeds), ", ".join(backends), executor, plan.tasks,
+                       notes=list(plan.notes), study=study, configurations=plan.configurations,
+                       profile=(study.profile or {}).get("name"), dry_run=dry_run)
 
-    if dry_run:
-        _print_plan(plan, out, say)
-        result.wall_time = clock.perf_counter() - started
-        return result
 
-    _write_descriptions(plan, out)
+def _pending_tasks(plan: Plan, out: Path, result: SweepResult, finished: dict[str, Any],
+                   say: Callable[[str], None]) -> list[Task]:
+    """The tasks to run, seed-major; a finished run goes to ``result.skipped`` and its trace to ``finished``.
+
+    A corrupt or mismatched run file is noted in ``result.repaired`` and its task run again.
+    """
     pending: list[Task] = []
-    finished: dict[str, Any] = {}  # task key -> its trace, read once here or kept from its run
     for task in plan.tasks:
         status, reason, trace = _check_run_file(task, out)
         if status == "done":
@@ -294,13 +301,17 @@ def run_study(
             result.repaired.append(line)
             say(f"note: {line}")
         pending.append(task)
-    say(f"{len(result.skipped)} runs already finished in {out}, {len(pending)} to run; executor {runner.describe()}")
     # Seed-major order: every configuration progresses from the start (partial studies are balanced, the ETA honest).
     rank = {c.name: i for i, c in enumerate(plan.configurations)}
-    seed_rank = {seed: i for i, seed in enumerate(study.seeds)}
+    seed_rank = {seed: i for i, seed in enumerate(plan.study.seeds)}
     pending.sort(key=lambda task: (seed_rank[task.seed], rank[task.configuration.name]))
-    _execute(pending, runner, out, result, progress, say, study.name, finished)
+    return pending
 
+
+def _summarise(result: SweepResult, plan: Plan, out: Path, finished: dict[str, Any], figures: bool,
+               say: Callable[[str], None]) -> None:
+    """Group the finished runs by configuration and write the tables, figures and report (when any run finished)."""
+    study = plan.study
     result.groups = collect_runs(plan, out, {task.key for task, _ in result.failed}, finished)
     empty = [c.label for c, g in zip(plan.configurations, result.groups) if g is None]
     result.groups = [g for g in result.groups if g is not None]
@@ -310,10 +321,6 @@ def run_study(
     result.notes = notes
     if result.groups:
         _write_outputs(result, study, out, notes, figures, say)
-    result.wall_time = clock.perf_counter() - started
-    say(f"ran {len(result.executed)} runs ({len(result.skipped)} were already finished"
-        + (f", {len(result.failed)} failed" if result.failed else "") + f") in {format_duration(result.wall_time)}")
-    return result
 
 
 def _announce(plan: Plan, say: Callable[[str], None], heading: str) -> None:

@@ -48,16 +48,14 @@ configurations, and the checks that need the agents, are in
 from __future__ import annotations
 
 import math
-import os
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from ..errors import CurloptError
 
-__all__ = ["SettingSpec", "StudyAlgorithm", "Study", "load_study", "study_from_dict", "StudyError",
+__all__ = ["SettingSpec", "StudyAlgorithm", "Study", "StudyError",
            "DEFAULT_CHECKPOINTS", "NAME_PATTERN"]
 
 DEFAULT_CHECKPOINTS = 100
@@ -163,7 +161,8 @@ class StudyAlgorithm:
 class Study:
     """A parsed study: settings × algorithm configurations × seeds, and where and how to run them.
 
-    Built by :func:`load_study` from a TOML file, by :func:`study_from_dict`
+    Built by :func:`~curlopt.experiments.study_reader.load_study` from a TOML file, by
+    :func:`~curlopt.experiments.study_reader.study_from_dict`
     from the same structure in memory, or by the ``reproduce`` presets.
     ``source`` names the study in messages (the file's path, or e.g.
     ``experiment 'queue' (profile paper)``); ``profile`` is the preset's
@@ -208,37 +207,6 @@ class Study:
             "options": dict(self.options), "algorithms": [a.describe() for a in self.algorithms],
             "grid": {name: list(values) for name, values in self.grid},
         }
-
-
-# -- reading --------------------------------------------------------------------------------------------------------
-def load_study(path: str | os.PathLike) -> Study:
-    """Read and check a study file (format, types, names; the agents' options are checked when planned).
-
-    Raises
-    ------
-    StudyError
-        One line naming the file, the key and what is allowed.
-    """
-    path = Path(path)
-    try:
-        with open(path, "rb") as stream:
-            data = tomllib.load(stream)
-    except FileNotFoundError:
-        raise StudyError(f"{path}: no such study file.") from None
-    except IsADirectoryError:
-        raise StudyError(f"{path}: is a directory, not a study file.") from None
-    except OSError as exc:
-        raise StudyError(f"{path}: cannot be read ({exc.strerror or exc}).") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise StudyError(f"{path}: not a valid TOML file ({_one_line(exc)}).") from None
-    return study_from_dict(data, source=str(path), base=path.parent)
-
-
-def study_from_dict(data: Mapping[str, Any], source: str = "study", base: str | os.PathLike | None = None) -> Study:
-    """A :class:`Study` from the structure of a study file (``base``: where model files are looked up)."""
-    from .study_reader import StudyReader
-
-    return StudyReader(source, Path(base) if base is not None else Path.cwd()).study(data)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -9,7 +9,9 @@ counted from 1), what is wrong and what is allowed. The format is described in
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import tomllib
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -29,7 +31,7 @@ from .study import (
     is_option_value,
 )
 
-__all__ = ["StudyReader"]
+__all__ = ["StudyReader", "load_study", "study_from_dict"]
 
 _NAME_RULE = "lower-case letters, digits, '.', '_' and '-'"
 _TOP_KEYS = ("study", "model", "models", "options", "algorithms", "grid")
@@ -291,3 +293,32 @@ class StudyReader:
             if name in dict(options):
                 raise self.fail(f"{where}.grid.{name}", f"is also set in {where}.options; give it in one place.")
         return StudyAlgorithm(key, agent, label, options, grid, where)
+
+
+# -- reading --------------------------------------------------------------------------------------------------------
+def load_study(path: str | os.PathLike) -> Study:
+    """Read and check a study file (format, types, names; the agents' options are checked when planned).
+
+    Raises
+    ------
+    StudyError
+        One line naming the file, the key and what is allowed.
+    """
+    path = Path(path)
+    try:
+        with open(path, "rb") as stream:
+            data = tomllib.load(stream)
+    except FileNotFoundError:
+        raise StudyError(f"{path}: no such study file.") from None
+    except IsADirectoryError:
+        raise StudyError(f"{path}: is a directory, not a study file.") from None
+    except OSError as exc:
+        raise StudyError(f"{path}: cannot be read ({exc.strerror or exc}).") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise StudyError(f"{path}: not a valid TOML file ({_one_line(exc)}).") from None
+    return study_from_dict(data, source=str(path), base=path.parent)
+
+
+def study_from_dict(data: Mapping[str, Any], source: str = "study", base: str | os.PathLike | None = None) -> Study:
+    """A :class:`Study` from the structure of a study file (``base``: where model files are looked up)."""
+    return StudyReader(source, Path(base) if base is not None else Path.cwd()).study(data)

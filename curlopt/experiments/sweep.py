@@ -233,13 +233,29 @@ def experiment_study(
     with a note (in the study's profile record); every other problem is an error.
     The arguments are those of :func:`reproduce`.
     """
-    from ..agents import AGENTS
-
     exp = get_experiment(experiment)
     prof = get_profile(profile)
     scale = exp.full if full else exp.default
     steps = scale.steps if steps is None else steps
-    seeds = scale.seeds if seeds is None else seeds
+    _check_numbers(steps, checkpoints, tightness)
+    seed_list = _seed_list(scale.seeds if seeds is None else seeds)
+    backend = backend or exp.backend
+    chosen, notes = _study_algorithms(_algorithm_specs(exp, algorithms), prof, backend, tightness)
+    if not chosen:
+        raise CurloptError(f"no algorithm of experiment {exp.name!r} can run here: " + " ".join(notes))
+    if out is None:
+        out = Path("results") / (exp.name if prof.name == "paper" else f"{exp.name}-{prof.name}")
+    study = Study(
+        name=exp.name, steps=steps, seeds=tuple(seed_list), settings=exp.settings, algorithms=tuple(chosen),
+        description=exp.description, checkpoints=checkpoints, out=str(out),
+        source=f"experiment {exp.name!r} (profile {prof.name})",
+        profile=_profile_record(exp, prof, chosen, backend, tightness, notes),
+    )
+    return study, f"backend {backend} ({_scale_text(exp, steps, len(seed_list))})"
+
+
+def _check_numbers(steps: Any, checkpoints: Any, tightness: Any) -> None:
+    """Refuse a horizon, checkpoint count or tightness constant out of range (one line naming it)."""
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise CurloptError(f"steps must be an integer >= 1, got {steps!r}.")
     if isinstance(checkpoints, bool) or not isinstance(checkpoints, int) or checkpoints < 2:
@@ -247,14 +263,23 @@ def experiment_study(
     if tightness is not None and (isinstance(tightness, bool) or not isinstance(tightness, (int, float))
                                   or not math.isfinite(tightness) or tightness < 0):
         raise CurloptError(f"the tightness constant K_ε must be a finite number >= 0, got {tightness!r}.")
-    seed_list = _seed_list(seeds)
+
+
+def _algorithm_specs(exp: Experiment, algorithms: Sequence[str] | None) -> list[AlgorithmSpec]:
+    """The experiment's algorithms named by ``algorithms`` (default: all), in the experiment's order."""
     keys = list(algorithms) if algorithms else [a.key for a in exp.algorithms]
     for i, key in enumerate(keys):
         if key in keys[:i]:
             raise CurloptError(f"--algorithms names {key!r} twice; give each algorithm once.")
     specs = [exp.algorithm(key) for key in keys]
     specs.sort(key=list(exp.algorithms).index)  # the experiment's order, whatever the order of --algorithms
-    backend = backend or exp.backend
+    return specs
+
+
+def _study_algorithms(specs: list[AlgorithmSpec], prof: Profile, backend: str,
+                      tightness: float | None) -> tuple[list[StudyAlgorithm], list[str]]:
+    """Each spec as a study algorithm with the profile's options, and notes on those not registered here."""
+    from ..agents import AGENTS
 
     notes: list[str] = []
     chosen: list[StudyAlgorithm] = []
@@ -276,9 +301,12 @@ def experiment_study(
         if tightness is not None and "tightness_constant" in takes:
             options["tightness_constant"] = tightness
         chosen.append(StudyAlgorithm(spec.key, spec.agent, spec.label, tuple(sorted(options.items())), (), spec.key))
-    if not chosen:
-        raise CurloptError(f"no algorithm of experiment {exp.name!r} can run here: " + " ".join(notes))
+    return chosen, notes
 
+
+def _profile_record(exp: Experiment, prof: Profile, chosen: list[StudyAlgorithm], backend: str,
+                    tightness: float | None, notes: list[str]) -> dict[str, Any]:
+    """The study's profile record (``study.json``): the profile, the overrides, each algorithm's options, notes."""
     silent = sorted({f"{k}={_show(v)}" for a in chosen for k, v in prof.defaults.get(a.agent, {}).items()})
     record_notes = [f"Profile {prof.name}: {prof.description}."]
     if silent:
@@ -292,27 +320,22 @@ def experiment_study(
         overrides.append(f"backend {backend} (--backend)")
     if overrides:
         record_notes.append("Overriding the profile: " + ", ".join(overrides) + ".")
-    record = {
+    return {
         "name": prof.name, "description": prof.description, "stated": prof.stated, "defaults": prof.defaults,
         "overrides": {k: v for k, v in (("tightness_constant", tightness),
                                         ("backend", backend if backend != exp.backend else None)) if v is not None},
         "options": {a.key: dict(a.options) for a in chosen},
         "notes": record_notes + notes,
     }
-    if out is None:
-        out = Path("results") / (exp.name if prof.name == "paper" else f"{exp.name}-{prof.name}")
-    study = Study(
-        name=exp.name, steps=steps, seeds=tuple(seed_list), settings=exp.settings, algorithms=tuple(chosen),
-        description=exp.description, checkpoints=checkpoints, out=str(out),
-        source=f"experiment {exp.name!r} (profile {prof.name})", profile=record,
-    )
-    shape = (steps, len(seed_list))
+
+
+def _scale_text(exp: Experiment, steps: int, n_seeds: int) -> str:
+    """Whether ``steps`` and ``n_seeds`` are the experiment's published, reduced default or a custom scale."""
+    shape = (steps, n_seeds)
     if shape == (exp.full.steps, exp.full.seeds):
-        scale_text = "the published scale"
-    else:
-        kind = "reduced default scale" if shape == (exp.default.steps, exp.default.seeds) else "custom scale"
-        scale_text = f"{kind}; --full for the published T={exp.full.steps:,} with {exp.full.seeds} seeds"
-    return study, f"backend {backend} ({scale_text})"
+        return "the published scale"
+    kind = "reduced default scale" if shape == (exp.default.steps, exp.default.seeds) else "custom scale"
+    return f"{kind}; --full for the published T={exp.full.steps:,} with {exp.full.seeds} seeds"
 
 
 def plan_tasks(

@@ -9,6 +9,7 @@ import numpy as np
 from ..errors import ModelError
 from ..model import CMDP, check_model_size
 from ..utilities import Entropy
+from .registry import build_model
 
 __all__ = ["maxent_model"]
 
@@ -46,8 +47,6 @@ def maxent_model(base: str | CMDP = "queue", shift: float = 0.0, **base_params: 
     elif isinstance(base, str):
         if base == "maxent":
             raise ModelError("base must be another model: the entropy utility of 'maxent' is already its objective.")
-        from . import build_model  # the registry imports this module, so import it late
-
         model = build_model(base, **base_params)
     else:
         raise ModelError(f"base must be a built-in model name or a curlopt CMDP, got {type(base).__name__}.")

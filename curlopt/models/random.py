@@ -86,10 +86,7 @@ def random_model(
     ModelError
         When an argument is out of range; the message names it.
     """
-    S = _count(n_states, "n_states", 1)
-    A = _count(n_actions, "n_actions", 1)
-    K = _count(n_rewards, "n_rewards", 1)
-    d = _count(n_costs, "n_costs", 0)
+    S, A, K, d = _sizes(n_states, n_actions, n_rewards, n_costs)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ModelError(f"seed must be an integer >= 0, got {seed!r}.")
     if objective not in OBJECTIVES:
@@ -99,25 +96,50 @@ def random_model(
     check_model_size("random", S, A, K + d)
 
     rng = np.random.default_rng(int(seed))
+    kernel = _ergodic_kernel(rng, S, A, concentration)
+    rewards = rng.random((K, S, A))
+    costs = rng.random((d, S, A))
+    utility = Linear(np.ones(K)) if objective == "linear" else SumOfLogs(dim=K)
+    return CMDP(
+        rewards=rewards,
+        costs=costs if d else None,
+        objective=utility,
+        constraints=_reference_constraints(rng, kernel, costs, margin),
+        kernel=kernel,
+        initial=None,
+        name=f"random(S={S},A={A},K={K},d={d},seed={int(seed)})",
+    )
+
+
+def _sizes(n_states, n_actions, n_rewards, n_costs) -> tuple[int, int, int, int]:
+    """``(S, A, K, d)``, each checked to be an integer in range."""
+    S = _count(n_states, "n_states", 1)
+    A = _count(n_actions, "n_actions", 1)
+    K = _count(n_rewards, "n_rewards", 1)
+    d = _count(n_costs, "n_costs", 0)
+    return S, A, K, d
+
+
+def _ergodic_kernel(rng: np.random.Generator, S: int, A: int, concentration: float) -> np.ndarray:
+    """Kernel rows ``Dirichlet(concentration · 1_S)``, floored at :data:`SUPPORT_FLOOR` and renormalised."""
     kernel = rng.dirichlet(np.full(S, concentration), size=(S, A))
     kernel = np.maximum(kernel, SUPPORT_FLOOR)
     kernel /= kernel.sum(axis=2, keepdims=True)
-    rewards = rng.random((K, S, A))
-    costs = rng.random((d, S, A))
-    reference = rng.dirichlet(np.ones(A), size=S)
+    return kernel
+
+
+def _reference_constraints(rng: np.random.Generator, kernel: np.ndarray, costs: np.ndarray,
+                           margin: float) -> list[LinearBound]:
+    """The constraints ``ζ_i <= ζ_i(π_ref) + margin``, one per cost signal, with ``π_ref(·|s) ~ Dirichlet(1_A)``.
+
+    The reference policy is drawn from ``rng`` after the kernel, rewards and costs (the draw order is the model).
+    """
+    d, A = costs.shape[0], kernel.shape[1]
+    reference = rng.dirichlet(np.ones(A), size=kernel.shape[0])
     reference_costs = np.einsum("ksa,sa->k", costs, stationary_occupancy(kernel, reference))
     constraints = []
     for i in range(d):
         weights = np.zeros(d)
         weights[i] = 1.0
         constraints.append(LinearBound(weights, float(reference_costs[i] + margin)))
-    utility = Linear(np.ones(K)) if objective == "linear" else SumOfLogs(dim=K)
-    return CMDP(
-        rewards=rewards,
-        costs=costs if d else None,
-        objective=utility,
-        constraints=constraints,
-        kernel=kernel,
-        initial=None,
-        name=f"random(S={S},A={A},K={K},d={d},seed={int(seed)})",
-    )
+    return constraints

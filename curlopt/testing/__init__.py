@@ -15,8 +15,7 @@ no Hypothesis and no pytest (names below are loaded on first use).
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .. import _lazy_api
 
 _API = {
     "run_conformance": "curlopt.testing.conformance",
@@ -36,14 +35,4 @@ _API = {
 __all__ = sorted(_API)
 
 
-def __getattr__(name: str) -> Any:
-    module = _API.get(name)
-    if module is None:
-        raise AttributeError(f"module 'curlopt.testing' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = _lazy_api(__name__, _API, __all__)

@@ -216,21 +216,8 @@ def optimistic_polytope(counts: np.ndarray, time: float) -> Polytope:
     n_vars = 2 * n3
     A_eq, b_eq = _joint_equalities(S, A, n_vars)
 
-    ub_rows, ub_cols, ub_vals = [], [], []
-    row = 0
-    for sign in (1.0, -1.0):
-        # sign * (p(s,a,t) - P^(t|s,a) Σ_u p(s,a,u)) - α(s,a,t) <= 0
-        for s in range(S):
-            for a in range(A):
-                for t in range(S):
-                    pair = (s * A + a) * S
-                    coef = {pair + u: -sign * P_hat[s, a, t] for u in range(S)}
-                    coef[pair + t] += sign
-                    coef[n3 + pair + t] = -1.0
-                    ub_rows += [row] * len(coef)
-                    ub_cols += list(coef)
-                    ub_vals += list(coef.values())
-                    row += 1
+    # sign * (p(s,a,t) - P^(t|s,a) Σ_u p(s,a,u)) - α(s,a,t) <= 0
+    ub_rows, ub_cols, ub_vals, row = _deviation_rows(P_hat, np.zeros((S, A)), slack=n3)
     # Σ_t α(s,a,t) - β(s,a) Σ_u p(s,a,u) <= 0
     for s in range(S):
         for a in range(A):
@@ -242,6 +229,28 @@ def optimistic_polytope(counts: np.ndarray, time: float) -> Polytope:
             row += 1
     A_ub = sp.csr_matrix((ub_vals, (ub_rows, ub_cols)), shape=(row, n_vars))
     return Polytope(A_eq, b_eq, A_ub, np.zeros(row), _joint_occupancy(S, A, n_vars), S, A)
+
+
+def _deviation_rows(P_hat: np.ndarray, widen: np.ndarray, slack: int | None) -> tuple[list, list, list, int]:
+    """For sign in (+1, -1) and every (s, a, t) the row ``sign p(s,a,t) - (sign P^(t|s,a) + widen(s,a)) Σ_u p(s,a,u)
+    [- x(slack + (s,a,t))] <= 0``, as coordinate lists over ``x = (p, ...)``; returns them and the row count."""
+    S, A, _ = P_hat.shape
+    rows, cols, vals = [], [], []
+    row = 0
+    for sign in (1.0, -1.0):
+        for s in range(S):
+            for a in range(A):
+                pair = (s * A + a) * S
+                for t in range(S):
+                    coef = {pair + u: -(sign * P_hat[s, a, t] + widen[s, a]) for u in range(S)}
+                    coef[pair + t] += sign
+                    if slack is not None:
+                        coef[slack + pair + t] = -1.0
+                    rows += [row] * len(coef)
+                    cols += list(coef)
+                    vals += list(coef.values())
+                    row += 1
+    return rows, cols, vals, row
 
 
 def box_radius(counts: np.ndarray, horizon: float) -> np.ndarray:
@@ -265,20 +274,8 @@ def box_polytope(counts: np.ndarray, horizon: float) -> Polytope:
     b = box_radius(n, horizon)
     n_vars = S * A * S
     A_eq, b_eq = _joint_equalities(S, A, n_vars)
-    ub_rows, ub_cols, ub_vals = [], [], []
-    row = 0
-    for sign in (1.0, -1.0):
-        for s in range(S):
-            for a in range(A):
-                pair = (s * A + a) * S
-                for t in range(S):
-                    # sign * p(s,a,t) - (sign P^(t|s,a) + b(s,a)) Σ_u p(s,a,u) <= 0
-                    coef = {pair + u: -(sign * P_hat[s, a, t] + b[s, a]) for u in range(S)}
-                    coef[pair + t] += sign
-                    ub_rows += [row] * len(coef)
-                    ub_cols += list(coef)
-                    ub_vals += list(coef.values())
-                    row += 1
+    # sign * p(s,a,t) - (sign P^(t|s,a) + b(s,a)) Σ_u p(s,a,u) <= 0
+    ub_rows, ub_cols, ub_vals, row = _deviation_rows(P_hat, b, slack=None)
     A_ub = sp.csr_matrix((ub_vals, (ub_rows, ub_cols)), shape=(row, n_vars))
     return Polytope(A_eq, b_eq, A_ub, np.zeros(row), _joint_occupancy(S, A, n_vars), S, A)
 

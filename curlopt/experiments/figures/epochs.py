@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
+from ...agents.base import PlanSource
 from .style import dedupe_legend, load_matplotlib, note, plain_log_labels, plural, shorten
 from .view import Curves, SettingView, setting_view
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["epochs_figure", "source_shares", "SOURCES"]
 
 #: where an epoch's policy came from, in the order of the stacked bars (others follow alphabetically)
-SOURCES = ("tight", "fallback", "least-violation", "kept-previous", "uniform-initial", "update-rule")
+SOURCES = tuple(source.value for source in PlanSource)
 _SOURCE_TEXT = {"tight": "tight program", "fallback": "fallback (tight program infeasible)",
                 "least-violation": "least-violation policy (safe program infeasible)",
                 "kept-previous": "solver failed: previous policy kept", "uniform-initial": "solver failed: uniform policy",

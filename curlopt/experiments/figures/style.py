@@ -18,12 +18,14 @@ from ...errors import CurloptError
 from ...fileio import atomic_write_bytes
 from ..summary import clean_label
 
-__all__ = ["DPI", "PALETTE", "LINESTYLES", "MARKERS", "OPTIMUM_STYLE", "ZERO_STYLE", "SLOPE_STYLE",
+__all__ = ["DPI", "SUMMARY_HASH_KEY", "PALETTE", "LINESTYLES", "MARKERS", "OPTIMUM_STYLE", "ZERO_STYLE", "SLOPE_STYLE",
            "NOTE_STYLE", "load_matplotlib", "save_png", "clean", "plural", "seed_text", "shorten", "t_text", "note",
            "plain_log_labels", "dedupe_legend"]
 
 #: resolution of the PNG files
 DPI = 150
+#: the PNG text key of every study figure's record of its summary: the SHA-256 of the ``summary.csv`` bytes
+SUMMARY_HASH_KEY = "curlopt-summary-sha256"
 # tab10 without its grey (grey and black are kept for reference lines)
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf")
 LINESTYLES: tuple[Any, ...] = ("-", (0, (5, 2)), (0, (1, 1.5)), (0, (6, 2, 1, 2)), (0, (2, 2)), (0, (8, 2, 1, 2, 1, 2)),
