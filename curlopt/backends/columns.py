@@ -61,7 +61,6 @@ this backend's options); the results name this backend.
 
 from __future__ import annotations
 
-import ctypes
 import math
 from typing import Any, ClassVar
 
@@ -74,7 +73,7 @@ from ..program import OptimisticProgram, Program
 from ..results import Status
 from ..utilities import Utility
 from .base import Backend, CompiledProgram, RawSolution
-from .highs import DEFAULT_OPTIONS, STATUS_MAP as HIGHS_STATUS_MAP, CompiledHighs, _check_representable, _highs_pointer
+from .highs import DEFAULT_OPTIONS, STATUS_MAP as HIGHS_STATUS_MAP, CompiledHighs, SolutionReader, _check_representable
 from .highs import check_highs_options, new_highs
 
 __all__ = ["ColumnsBackend", "CompiledColumns", "optimistic_kernels", "STATUS_MAP"]
@@ -253,40 +252,25 @@ class _Columns:
 
 
 class _SolverAccess:
-    """A master's solution and basis as numpy arrays, through HiGHS's C API on the same solver object.
+    """A master's solution and basis as numpy arrays, through :class:`~curlopt.backends.highs.SolutionReader`
+    (HiGHS's C API on the same solver object).
 
     highspy returns them as Python lists of floats and of enum members; at (S, A) = (100, 10) converting the
-    basis both ways cost more than HiGHS's own re-solve (measured). Where the C API cannot be reached (see
-    :func:`curlopt.backends.highs._highs_pointer`) the lists are used: the same values, only slower.
+    basis both ways cost more than HiGHS's own re-solve (measured). Where the C API cannot be reached, or HiGHS
+    uses 64-bit integers, the lists are used: the same values, only slower.
     """
 
     def __init__(self, highs):
         self.highs = highs
-        self._api = None
-        found = _highs_pointer(highs)
-        if found is None:
-            return
-        library, pointer = found
-        size = library.Highs_getSizeofHighsInt
-        size.argtypes, size.restype = [ctypes.c_void_p], ctypes.c_int
-        if size(pointer) != 4:  # HiGHS built with 64-bit integers: keep to the lists
-            return
-        for name in ("Highs_getSolution", "Highs_getBasis", "Highs_setBasis"):
-            function = getattr(library, name)
-            function.argtypes = [ctypes.c_void_p] * (5 if name == "Highs_getSolution" else 3)
-            function.restype = ctypes.c_int
-        self._api = library
-        self._pointer = pointer
+        reader = SolutionReader.create(highs)
+        self._api = reader if reader is not None and reader.has_int32_basis() else None
 
     def solution(self) -> tuple[np.ndarray, np.ndarray]:
         """Column values and row duals of the current solution."""
-        n_cols, n_rows = self.highs.getNumCol(), self.highs.getNumRow()
         if self._api is None:
             solution = self.highs.getSolution()
             return np.asarray(solution.col_value, dtype=float), np.asarray(solution.row_dual, dtype=float)
-        values, duals = np.empty(n_cols), np.empty(n_rows)
-        self._api.Highs_getSolution(self._pointer, values.ctypes.data, None, None, duals.ctypes.data)
-        return values, duals
+        return self._api.col_values_and_row_duals(self.highs.getNumRow())
 
     def basis(self) -> tuple[np.ndarray, np.ndarray] | None:
         """Column and row statuses (``HighsBasisStatus`` values), or None without a valid basis."""
@@ -298,7 +282,7 @@ class _SolverAccess:
                     np.array([int(s) for s in basis.row_status], dtype=np.int32))
         cols = np.empty(self.highs.getNumCol(), dtype=np.int32)
         rows = np.empty(self.highs.getNumRow(), dtype=np.int32)
-        self._api.Highs_getBasis(self._pointer, cols.ctypes.data, rows.ctypes.data)
+        self._api.get_basis(cols, rows)
         return cols, rows
 
     def set_basis(self, cols: np.ndarray, rows: np.ndarray) -> None:
@@ -312,8 +296,7 @@ class _SolverAccess:
             basis.valid = True
             self.highs.setBasis(basis)
             return
-        cols, rows = np.ascontiguousarray(cols, dtype=np.int32), np.ascontiguousarray(rows, dtype=np.int32)
-        self._api.Highs_setBasis(self._pointer, cols.ctypes.data, rows.ctypes.data)
+        self._api.set_basis(np.ascontiguousarray(cols, dtype=np.int32), np.ascontiguousarray(rows, dtype=np.int32))
 
 
 class CompiledColumns(CompiledProgram):

@@ -232,6 +232,7 @@ class SolutionReader:
 
     def __init__(self, highs, library: ctypes.CDLL, pointer: int):
         self._highs = highs  # keeps the object behind the pointer alive
+        self._library = library
         self._pointer = pointer
         self._get = library.Highs_getSolution
         self._get.argtypes = [ctypes.c_void_p] * 5
@@ -239,6 +240,9 @@ class SolutionReader:
         self._num_col = library.Highs_getNumCol
         self._num_col.argtypes = [ctypes.c_void_p]
         self._num_col.restype = ctypes.c_int
+        self._get_basis, self._set_basis = library.Highs_getBasis, library.Highs_setBasis
+        for function in (self._get_basis, self._set_basis):
+            function.argtypes, function.restype = [ctypes.c_void_p] * 3, ctypes.c_int
 
     @classmethod
     def create(cls, highs) -> "SolutionReader | None":
@@ -257,6 +261,26 @@ class SolutionReader:
         values = np.empty(self.n_cols())  # HiGHS writes as many values as its solution holds: the column count
         self._get(self._pointer, values.ctypes.data, None, None, None)
         return values
+
+    def col_values_and_row_duals(self, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+        """The current solution's column values and row duals (``n_rows``: the model's row count)."""
+        values, duals = np.empty(self.n_cols()), np.empty(n_rows)
+        self._get(self._pointer, values.ctypes.data, None, None, duals.ctypes.data)
+        return values, duals
+
+    def has_int32_basis(self) -> bool:
+        """True when HiGHS's integers are 32-bit, so basis statuses can pass as int32 arrays."""
+        size = self._library.Highs_getSizeofHighsInt
+        size.argtypes, size.restype = [ctypes.c_void_p], ctypes.c_int
+        return size(self._pointer) == 4
+
+    def get_basis(self, cols: np.ndarray, rows: np.ndarray) -> None:
+        """Write the column and row basis statuses into the int32 arrays ``cols`` and ``rows``."""
+        self._get_basis(self._pointer, cols.ctypes.data, rows.ctypes.data)
+
+    def set_basis(self, cols: np.ndarray, rows: np.ndarray) -> None:
+        """Start the next run from the int32 statuses ``cols`` and ``rows``."""
+        self._set_basis(self._pointer, cols.ctypes.data, rows.ctypes.data)
 
 
 class CompiledHighs(CompiledProgram):
