@@ -110,7 +110,7 @@ class MemorySampler(threading.Thread):
             self.stop.wait(self.interval)
 
 
-def _role(pid: int, root: int, cmd: str) -> str:
+def row_role(pid: int, root: int, cmd: str) -> str:
     if pid == root:
         return "main (curlopt CLI)"
     if "resource_tracker" in cmd:
@@ -148,7 +148,7 @@ def run_end_to_end(say: Callable[[str], None], targets, jobs: int = 2, keep: boo
 
     rows, worker_peaks = [], []
     for pid, info in sorted(sampler.peaks.items()):
-        role = _role(pid, process.pid, info["cmd"])
+        role = row_role(pid, process.pid, info["cmd"])
         if role == "pool worker":
             worker_peaks.append(info["hwm"] / 1024)
         rows.append([role, pid, f"{info['hwm'] / 1024:.0f}", f"{info['rss'] / 1024:.0f}"])
@@ -188,33 +188,33 @@ def run_end_to_end(say: Callable[[str], None], targets, jobs: int = 2, keep: boo
 #: each is measured by the cumulative time of that function. Paths missing in this version are skipped, and a
 #: function reached by two paths (an inherited method) is counted once, under its first label.
 PARTS = [
-    ("run (total)", "curlopt.experiments.loop.run"),
-    ("  optimum f(λ*) (once per run)", "curlopt.experiments.loop._optimum"),
-    ("  stepping: _fast_epoch", "curlopt.experiments.loop._fast_epoch"),
-    ("  checkpoints: _Recorder.epoch", "curlopt.experiments.loop._Recorder.epoch"),
-    ("  epoch record: _epoch_record", "curlopt.experiments.loop._epoch_record"),
-    ("    exact evaluation, remembered by policy", "curlopt.experiments.loop._ExactEvaluator.evaluate"),
-    ("    stationary_occupancy (on the true P)", "curlopt.model.stationary_occupancy"),
-    ("  policy tables: _cumulative_rows", "curlopt.experiments.loop._cumulative_rows"),
+    ("run (total)", "curlopt.experiments.simulation.loop.run"),
+    ("  optimum f(λ*) (once per run)", "curlopt.experiments.simulation.loop._optimum"),
+    ("  stepping: _fast_epoch", "curlopt.experiments.simulation.loop._fast_epoch"),
+    ("  checkpoints: _Recorder.epoch", "curlopt.experiments.simulation.loop._Recorder.epoch"),
+    ("  epoch record: _epoch_record", "curlopt.experiments.simulation.loop._epoch_record"),
+    ("    exact evaluation, remembered by policy", "curlopt.experiments.simulation.loop._ExactEvaluator.evaluate"),
+    ("    stationary_occupancy (on the true P)", "curlopt.models.cmdp.stationary_occupancy"),
+    ("  policy tables: _cumulative_rows", "curlopt.experiments.simulation.loop._cumulative_rows"),
     ("  (every ndarray.tolist call: uniform blocks, tables)", "'tolist' of 'numpy.ndarray' objects>"),
     ("  trigger: Agent.limits", "curlopt.agents.base.Agent.limits"),
     ("  learning: Agent.end_epoch", "curlopt.agents.base.Agent.end_epoch"),
     ("  learning: PrimalDual.end_epoch", "curlopt.agents.baselines.PrimalDual.end_epoch"),
     ("  plan: Agent.begin_epoch", "curlopt.agents.base.Agent.begin_epoch"),
     ("    posterior sample: PsCurl.sample_kernel", "curlopt.agents.curl.PsCurl.sample_kernel"),
-    ("    OccupancyProgram.update", "curlopt.program.OccupancyProgram.update"),
-    ("    JointProgram.update (optimistic, box)", "curlopt.program.JointProgram.update"),
-    ("    OptimisticProgram.update", "curlopt.program.OptimisticProgram.update"),
-    ("    BoxOptimisticProgram.update", "curlopt.program.BoxOptimisticProgram.update"),
+    ("    OccupancyProgram.update", "curlopt.programs.occupancy.OccupancyProgram.update"),
+    ("    JointProgram.update (optimistic, box)", "curlopt.programs.optimistic.JointProgram.update"),
+    ("    OptimisticProgram.update", "curlopt.programs.optimistic.OptimisticProgram.update"),
+    ("    BoxOptimisticProgram.update", "curlopt.programs.optimistic.BoxOptimisticProgram.update"),
     ("    primal-dual: PrimalDual._update", "curlopt.agents.baselines.PrimalDual._update"),
     ("    compiled.solve", "curlopt.backends.base.CompiledProgram.solve"),
-    ("      highs: CompiledHighs._sync (push data)", "curlopt.backends.highs.CompiledHighs._sync"),
-    ("      highs: CompiledHighs._run", "curlopt.backends.highs.CompiledHighs._run"),
+    ("      highs: CompiledHighs._sync (push data)", "curlopt.backends.highs.backend.CompiledHighs._sync"),
+    ("      highs: CompiledHighs._run", "curlopt.backends.highs.backend.CompiledHighs._run"),
     ("        Highs.run (the solver itself)", "highspy._core.run>"),
     ("        Highs.getInfo", "highspy._core.getInfo>"),
     ("      Highs.getSolution", "highspy._core.getSolution>"),
     ("      CompiledProgram._fill (SolveResult arrays)", "curlopt.backends.base.CompiledProgram._fill"),
-    ("        policy_from_occupancy", "curlopt.results.policy_from_occupancy"),
+    ("        policy_from_occupancy", "curlopt.programs.policy.policy_from_occupancy"),
 ]
 
 
@@ -298,7 +298,7 @@ class _solver_clock:
 
 def run_profile(say: Callable[[str], None], targets, algorithms: list[str], steps: int = 500_000,
                 seed: int = 0) -> None:
-    from curlopt.experiments.sweep import execute_task, plan_tasks
+    from curlopt.experiments.presets import execute_task, plan_tasks
 
     tasks, _notes = plan_tasks("queue", [seed], steps, algorithms=algorithms)
     for task in tasks:

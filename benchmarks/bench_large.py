@@ -20,9 +20,9 @@ peak memory and where a backend stops
 
 The whole UC-CURL run
     ``make_agent("uc-curl", model, backend=<backend>, radius="experiment", trigger="linear")`` run by
-    ``curlopt.experiments.loop.run`` at (100, 10), seed 0, in a fresh subprocess, once per backend of
+    ``curlopt.experiments.simulation.loop.run`` at (100, 10), seed 0, in a fresh subprocess, once per backend of
     :data:`RUN_BACKENDS` that is asked for: ``highs`` (the whole optimistic LP, hot-started) and ``highs-columns``
-    (the same program by column generation, curlopt/backends/columns.py: same optimal value, possibly another
+    (the same program by column generation, curlopt/backends/highs/columns.py: same optimal value, possibly another
     optimal vertex, so its trajectory differs). The target is 10^6 steps in at most 10 minutes. Each backend
     runs :data:`RUN_STEPS` steps and *extrapolates*: the epoch count at 10^6 steps from (a) the linear trigger
     simulated without solves under the run's last policy, scaled by the measured / simulated count at the
@@ -92,7 +92,7 @@ def epoch_data(model, count: int, horizon: int = DATA_HORIZON, seed: int = 0):
     import bench_resolve
     from curlopt import tightness
     from curlopt.agents.curl import sample_posterior_kernel
-    from curlopt.experiments.loop import ChainSimulator
+    from curlopt.experiments.simulation.loop import ChainSimulator
 
     S, A = model.n_states, model.n_actions
     seq_a, seq_s, seq_k = np.random.SeedSequence(seed).spawn(3)
@@ -251,7 +251,7 @@ def trigger_epochs(model, policy: np.ndarray, horizons: list[int], seed: int = 1
     alone costs seconds where the run would cost hours.
     """
     from curlopt.agents.triggers import LinearTrigger
-    from curlopt.experiments.loop import ChainSimulator
+    from curlopt.experiments.simulation.loop import ChainSimulator
 
     S, A = model.n_states, model.n_actions
     seq_a, seq_s = np.random.SeedSequence(seed).spawn(2)
@@ -275,7 +275,7 @@ def uc_run(S: int, A: int, steps: int, backend: str = "highs") -> None:
     """The UC-CURL run of the issue for ``steps`` steps; one JSON line on stdout (read by :func:`run_uc`)."""
     from curlopt.agents import make_agent
     from curlopt.envs.tabular import TabularCMDPEnv
-    from curlopt.experiments.loop import run
+    from curlopt.experiments.simulation.loop import run
     from curlopt.models import random_model
 
     model = random_model(S, A, seed=0)

@@ -3,7 +3,7 @@
 Epoch data (the same for every backend and for the naive reference)
     A fixed stochastic policy (uniform over actions) is played on the model's true kernel with the
     doubling trigger (docs/math.md §5) for ``T`` steps, by the learning loop's own simulator
-    (``curlopt.experiments.loop.ChainSimulator``). The counts ``n(s,a,s')`` and the time ``t_e`` are
+    (``curlopt.experiments.simulation.loop.ChainSimulator``). The counts ``n(s,a,s')`` and the time ``t_e`` are
     recorded at every epoch start; 200 of the run's epochs, evenly spaced in epoch index (so they span
     the whole run, from the first sparse counts to the last), are the sequence. For the optimistic
     program an epoch's data is ``(counts, t_e, ε = tightness(t_e))``; for the occupancy program it is a
@@ -65,7 +65,7 @@ def simulate_epochs(model, horizon: int, count: int, seed: int = 0) -> EpochData
     """Counts at the epoch starts of a uniform-policy run with the doubling trigger (see the module doc)."""
     from curlopt import tightness
     from curlopt.agents.curl import sample_posterior_kernel
-    from curlopt.experiments.loop import ChainSimulator
+    from curlopt.experiments.simulation.loop import ChainSimulator
 
     S, A = model.n_states, model.n_actions
     seq_a, seq_s, seq_k = np.random.SeedSequence(seed).spawn(3)
@@ -111,7 +111,7 @@ class Size:
 def build_sizes(wanted: list[str] | None = None) -> list[Size]:
     from curlopt import CMDP
     from curlopt.models import queue_model, random_model, scheduler_model
-    from curlopt.utilities import Linear
+    from curlopt.utilities.library import Linear
 
     queue = queue_model()
     scheduler = scheduler_model()

@@ -36,7 +36,7 @@ def _timed_run(path: str, steps: int, seed: int):
     """One PS-CURL run on the queue; returns the trace, wall seconds and seconds spent stepping."""
     from curlopt.agents import make_agent
     from curlopt.envs import make
-    from curlopt.experiments import loop
+    from curlopt.experiments.simulation import loop
     from curlopt.models import queue_model
 
     model = queue_model()
@@ -93,8 +93,8 @@ def _whole_at(steps: int, seed: int, repeats: int = 3) -> tuple[float, float, fl
 def _bare(steps_fast: int, steps_generic: int, seed: int = 0):
     """The bare loops: a fixed uniform policy, no trigger. Returns (fast seconds, generic seconds)."""
     from curlopt.envs import make
-    from curlopt.experiments.loop import _cumulative_rows, _fast_epoch, _generic_epoch
-    from curlopt.experiments.streams import UniformStream
+    from curlopt.experiments.simulation.loop import _cumulative_rows, _fast_epoch, _generic_epoch
+    from curlopt.experiments.simulation.streams import UniformStream
     from curlopt.models import queue_model
 
     model = queue_model()

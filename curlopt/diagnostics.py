@@ -43,9 +43,9 @@ Mixing is summarised by three numbers:
 The **Slater margin** ``δ = max_π ( -max_m g_m(ζ(π)) )`` is the optimum of an
 auxiliary occupancy program (same kernel) whose reward signals are the model's
 costs and whose concave objective is ``min_m (-g_m(ζ))`` — a
-:class:`~curlopt.utilities.MinOfLinear` when every ``g_m`` is LP-representable,
-otherwise a :class:`~curlopt.utilities.CustomUtility` whose form is that minimum
-(:mod:`curlopt.utility_forms`) — solved through the backend registry
+:class:`~curlopt.utilities.library.MinOfLinear` when every ``g_m`` is LP-representable,
+otherwise a :class:`~curlopt.utilities.library.CustomUtility` whose form is that minimum
+(:mod:`curlopt.utilities.forms`) — solved through the backend registry
 with :func:`curlopt.solve_optimum`. The constrained problem is feasible iff
 ``δ >= 0`` and strictly feasible (Slater's condition) iff ``δ > 0``.
 """
@@ -58,296 +58,17 @@ from typing import Any, Sequence
 
 import numpy as np
 from .errors import ModelError, UnsupportedUtilityError
-from .model import CMDP, policy_kernel
-from . import utility_forms as forms
-from .utilities import CustomUtility, MinOfLinear, Utility
+from .models.cmdp import CMDP
+from .utilities import forms
+from .utilities.library import CustomUtility, MinOfLinear, Utility
+from .models.chains import (MAX_HITTING_TIME_STATES, ErgodicityCheck, ergodicity_warning_text, check_ergodicity, diameter,
+    max_hitting_time, relaxation_time)
 
-__all__ = [
-    "DiagnosticsReport",
-    "ErgodicityCheck",
-    "SlaterMargin",
-    "check_ergodicity",
-    "diagnose",
-    "ergodicity_warning",
-    "diameter",
-    "max_hitting_time",
-    "relaxation_time",
-    "slater_margin",
-    "MAX_HITTING_TIME_STATES",
-    "FEASIBILITY_TOLERANCE",
-]
+__all__ = ['DiagnosticsReport', 'SlaterMargin', 'diagnose', 'slater_margin', 'FEASIBILITY_TOLERANCE']
 
-#: The exact hitting time (policy iteration per target, O(S^3) per step) is computed up to this many states.
-MAX_HITTING_TIME_STATES = 200
+
 #: δ >= -tolerance counts as feasible and δ > tolerance as strictly feasible (solver round-off).
 FEASIBILITY_TOLERANCE = 1e-9
-
-SUFFICIENT_CHECK = "sufficient: the graph of transitions possible under every action is strongly connected"
-EXACT_CHECK = "exact: closed-set search over all deterministic policies"
-
-
-# ----------------------------------------------------------------------------
-# Ergodicity
-# ----------------------------------------------------------------------------
-
-
-@dataclass
-class ErgodicityCheck:
-    """Outcome of :func:`check_ergodicity`.
-
-    Attributes
-    ----------
-    ergodic : bool
-        Every deterministic stationary policy's chain is irreducible.
-    communicating : bool
-        Some policy's chain is irreducible (the graph of transitions possible
-        under some action is strongly connected).
-    method : str
-        Which check decided (:data:`SUFFICIENT_CHECK` or :data:`EXACT_CHECK`).
-    policy : tuple of int or None
-        When not ergodic: a deterministic policy (action per state) whose chain is reducible.
-    recurrent_classes : list of list of int or None
-        That policy's recurrent classes.
-    transient_states : list of int or None
-        That policy's transient states.
-    """
-
-    ergodic: bool
-    communicating: bool
-    method: str
-    policy: tuple[int, ...] | None = None
-    recurrent_classes: list[list[int]] | None = None
-    transient_states: list[int] | None = None
-
-
-def _reached(adjacency: np.ndarray, start: int) -> np.ndarray:
-    """The states reachable from ``start`` along the edges of ``adjacency`` (S, S), breadth first."""
-    seen = np.zeros(adjacency.shape[0], dtype=bool)
-    seen[start] = True
-    frontier = seen.copy()
-    while frontier.any():
-        frontier = adjacency[frontier].any(axis=0) & ~seen
-        seen |= frontier
-    return seen
-
-
-def _strongly_connected(adjacency: np.ndarray) -> bool:
-    """Every state reaches state 0 and is reached from it.
-
-    Plain numpy rather than scipy's ``connected_components``: every run checks its model's
-    ergodicity, and importing ``scipy.sparse.csgraph`` costs about 0.3 s per process.
-    """
-    adjacency = np.asarray(adjacency, dtype=bool)
-    return bool(_reached(adjacency, 0).all() and _reached(adjacency.T, 0).all())
-
-
-def chain_classes(adjacency: np.ndarray) -> tuple[list[list[int]], list[int]]:
-    """Recurrent classes and transient states of a chain given by its (S, S) support.
-
-    A strongly connected component is a recurrent class iff no edge leaves it.
-    """
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import connected_components  # imported here: a non-ergodic model is rare
-
-    count, labels = connected_components(csr_matrix(adjacency), directed=True, connection="strong")
-    sources, targets = np.nonzero(adjacency)
-    leaving = np.zeros(count, dtype=bool)
-    leaving[labels[sources][labels[sources] != labels[targets]]] = True
-    recurrent = [np.flatnonzero(labels == c).tolist() for c in range(count) if not leaving[c]]
-    recurrent.sort()
-    transient = np.flatnonzero(leaving[labels]).tolist()
-    return recurrent, transient
-
-
-def _kernel(kernel: Any, name: str = "kernel") -> np.ndarray:
-    array = np.asarray(kernel, dtype=float)
-    if array.ndim != 3 or array.shape[0] != array.shape[2] or array.shape[0] < 1 or array.shape[1] < 1:
-        raise ModelError(f"{name} must have shape (S, A, S), got {array.shape}.")
-    return array
-
-
-def check_ergodicity(kernel: Any) -> ErgodicityCheck:
-    """Decide whether every deterministic stationary policy's chain is irreducible.
-
-    Exact for every size (see the module docstring for the two checks used).
-
-    Parameters
-    ----------
-    kernel : array_like, shape (S, A, S)
-        Transition probabilities; an entry counts as a transition when ``> 0``.
-
-    Returns
-    -------
-    ErgodicityCheck
-        With a counterexample policy when the answer is no.
-    """
-    support = _kernel(kernel) > 0
-    n_states, n_actions = support.shape[:2]
-    communicating = _strongly_connected(support.any(axis=1))
-    if _strongly_connected(support.all(axis=1)):
-        return ErgodicityCheck(True, communicating, SUFFICIENT_CHECK)
-    for target in range(n_states):
-        inside = np.ones(n_states, dtype=bool)
-        inside[target] = False
-        while True:
-            # stays[s, a]: every successor of (s, a) is inside the candidate closed set.
-            stays = ~support[:, :, ~inside].any(axis=2)
-            keep = inside & stays.any(axis=1)
-            if np.array_equal(keep, inside):
-                break
-            inside = keep
-        if inside.any():
-            # Inside the closed set, play an action that stays inside; elsewhere, action 0.
-            policy = np.where(inside, np.argmax(stays, axis=1), 0)
-            chain = support[np.arange(n_states), policy]
-            recurrent, transient = chain_classes(chain)
-            return ErgodicityCheck(False, communicating, EXACT_CHECK, tuple(int(a) for a in policy), recurrent, transient)
-    return ErgodicityCheck(True, communicating, EXACT_CHECK)
-
-
-def _names(model: CMDP, key: str, count: int) -> list[str]:
-    labels = model.labels.get(key)
-    if labels is not None and len(labels) == count:
-        return [str(label) for label in labels]
-    return [str(i) for i in range(count)]
-
-
-def _describe_policy(model: CMDP, policy: Sequence[int], limit: int = 12) -> str:
-    states = _names(model, "states", model.n_states)
-    actions = _names(model, "actions", model.n_actions)
-    pairs = [f"{states[s]}→{actions[a]}" for s, a in enumerate(policy)]
-    if len(pairs) > limit:
-        pairs = pairs[:limit] + [f"… ({len(policy) - limit} more states)"]
-    return "(" + ", ".join(pairs) + ")"
-
-
-def _describe_states(model: CMDP, states: Sequence[int]) -> str:
-    names = _names(model, "states", model.n_states)
-    return "{" + ", ".join(names[s] for s in states) + "}"
-
-
-def _warning_text(model: CMDP, check: ErgodicityCheck) -> str | None:
-    if check.ergodic:
-        return None
-    classes = check.recurrent_classes or []
-    text = (
-        f"model {model.name!r} is not ergodic: under the deterministic policy {_describe_policy(model, check.policy)}"
-        f" the chain has {len(classes)} recurrent class{'es' if len(classes) != 1 else ''}"
-        f" {', '.join(_describe_states(model, c) for c in classes)}"
-    )
-    if check.transient_states:
-        text += f" and transient states {_describe_states(model, check.transient_states)}"
-    return text + (
-        ". The occupancy programs assume every policy's chain is irreducible; on this model their optimum and"
-        " policies can misstate what a policy achieves (long-run averages depend on the start state)."
-    )
-
-
-def ergodicity_warning(model: CMDP) -> str | None:
-    """A warning naming a policy whose chain is reducible, or ``None`` for an ergodic model.
-
-    ``None`` too when the model has no kernel (nothing to check). Cheap: no
-    program is solved. Used by ``curlopt optimum`` and the agents.
-    """
-    if not isinstance(model, CMDP) or model.kernel is None:
-        return None
-    return _warning_text(model, check_ergodicity(model.kernel))
-
-
-# ----------------------------------------------------------------------------
-# Hitting and relaxation times
-# ----------------------------------------------------------------------------
-
-
-def _expected_hitting(kernel: np.ndarray, target: int, worst: bool, max_iterations: int) -> float:
-    """``max_s max_π E_s[τ_t]`` (``worst``) or ``max_s min_π E_s[τ_t]`` by policy iteration.
-
-    Every policy must reach ``target`` with probability 1 (an ergodic model), so
-    the iteration is well defined and ends after finitely many improvements.
-    """
-    n_states = kernel.shape[0]
-    if n_states == 1:
-        return 0.0
-    others = np.delete(np.arange(n_states), target)
-    inner = kernel[others][:, :, others]  # transitions that have not hit the target yet
-    rows = np.arange(others.size)
-    policy = np.zeros(others.size, dtype=int)
-    identity = np.eye(others.size)
-    sign = 1.0 if worst else -1.0
-    for _ in range(max_iterations):
-        try:
-            times = np.linalg.solve(identity - inner[rows, policy], np.ones(others.size))
-        except np.linalg.LinAlgError:
-            # Singular in floating point: some transition probability is below the precision of 1 - p
-            # (about 1e-16), so the expected time (~1/p) is beyond what double precision resolves.
-            return math.inf
-        if not np.all(np.isfinite(times)) or np.any(times < 0):
-            return math.inf  # the same, when the solve does not detect it
-        values = sign * (1.0 + inner @ times)  # (S-1, A): play a once, then follow the policy
-        best = values.max(axis=1)
-        # Switch only on a clear improvement, so round-off cannot make the iteration cycle.
-        improve = values[rows, policy] < best - 1e-10 * np.maximum(1.0, np.abs(best))
-        if not improve.any():
-            return float(times.max())
-        policy = np.where(improve, values.argmax(axis=1), policy)
-    raise ModelError(f"policy iteration for the hitting time to state {target} did not converge.")
-
-
-def max_hitting_time(kernel: Any, max_iterations: int = 1000) -> float:
-    """``T_M = max_π max_{s≠t} E[τ_t | s_0 = s]``, the worst expected hitting time.
-
-    Parameters
-    ----------
-    kernel : array_like, shape (S, A, S)
-    max_iterations : int, default 1000
-        Cap on policy-iteration steps per target (it converges in a handful).
-
-    Returns
-    -------
-    float
-        ``inf`` when the model is not ergodic (some policy never reaches some state), or when the time
-        exceeds what double precision resolves (a transition probability below about 1e-16).
-    """
-    array = _kernel(kernel)
-    if not check_ergodicity(array).ergodic:
-        return math.inf
-    return max(_expected_hitting(array, t, True, max_iterations) for t in range(array.shape[0]))
-
-
-def diameter(kernel: Any, max_iterations: int = 1000) -> float:
-    """``D = max_{s≠t} min_π E[τ_t | s_0 = s]``: how long the best policy needs to reach any state.
-
-    Computed for ergodic models only (by policy iteration from an arbitrary,
-    necessarily proper, policy); ``inf`` only when it exceeds what double precision
-    resolves (a transition probability below about 1e-16 makes some expected time ~1/p).
-
-    Raises
-    ------
-    ModelError
-        When the model is not ergodic (use :func:`check_ergodicity` first).
-    """
-    array = _kernel(kernel)
-    if not check_ergodicity(array).ergodic:
-        raise ModelError("the diameter is computed for ergodic models only; this kernel is not ergodic.")
-    return max(_expected_hitting(array, t, False, max_iterations) for t in range(array.shape[0]))
-
-
-def relaxation_time(kernel: Any, policy: Any = None) -> float:
-    """``1 / (1 - |λ_2|)`` of a policy's chain (default: the uniformly random policy).
-
-    ``λ_2`` is the eigenvalue of second-largest modulus; ``inf`` when it has
-    modulus 1 (a reducible or periodic chain). For one state the time is 1.
-    """
-    array = _kernel(kernel)
-    n_states, n_actions = array.shape[:2]
-    if policy is None:
-        policy = np.full((n_states, n_actions), 1.0 / n_actions)
-    chain = policy_kernel(array, np.asarray(policy, dtype=float))
-    moduli = np.sort(np.abs(np.linalg.eigvals(chain)))[::-1]
-    second = float(moduli[1]) if n_states > 1 else 0.0
-    if second >= 1.0 - 1e-12:
-        return math.inf
-    return 1.0 / (1.0 - second)
 
 
 # ----------------------------------------------------------------------------
@@ -653,7 +374,7 @@ def diagnose(model: CMDP, backend: Any = None) -> DiagnosticsReport:
         n_states=model.n_states,
         n_actions=model.n_actions,
         ergodicity=check,
-        warning=_warning_text(model, check),
+        warning=ergodicity_warning_text(model, check),
         hitting_time=hitting,
         diameter=best,
         relaxation_time=relaxation_time(kernel),

@@ -7,9 +7,9 @@ from typing import Any
 from .backends.base import Backend
 from .backends.registry import resolve_backend
 from .errors import ProgramError
-from .model import CMDP
-from .program import OccupancyProgram
-from .results import SolveResult
+from .models.cmdp import CMDP
+from .programs.occupancy import OccupancyProgram
+from .backends.results import SolveResult
 
 __all__ = ["solve_optimum"]
 

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from curlopt.backends.base import RawSolution
-from curlopt.backends.highs import CompiledHighs, HighsBackend
-from curlopt.results import Status
+from curlopt.backends.highs.backend import CompiledHighs, HighsBackend
+from curlopt.backends.results import Status
 
 settings.register_profile(
     "ci", max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True

@@ -29,9 +29,9 @@ from curlopt.agents import (
 from curlopt.envs import make
 from curlopt.errors import AgentError, CurloptError, ProgramError
 from curlopt.experiments import load_trace, run
-from curlopt.experiments.trace import TRACE_VERSION
-from curlopt.program import OptimisticProgram, l1_radius
-from curlopt.results import extract_policy, policy_from_occupancy
+from curlopt.experiments.simulation.trace import TRACE_VERSION
+from curlopt.programs.optimistic import OptimisticProgram, l1_radius
+from curlopt.programs.policy import extract_policy, policy_from_occupancy
 
 
 # -- 1. the confidence radius of UC-CURL ----------------------------------------------------------------------------

@@ -34,8 +34,9 @@ MAX_FUNCTION_LINES = 80
 class ImportGraph:
     """The modules of a package below ``root`` and the imports between them (see the module docstring)."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, type_only: bool = False):
         self.root = root
+        self.type_only = type_only  # also follow imports under ``if TYPE_CHECKING:``
         self.files = {self._module_name(path): path for path in sorted(root.rglob("*.py"))}
         self.packages = {module for module, path in self.files.items() if path.name == "__init__.py"}
         self.trees = {module: ast.parse(path.read_text(encoding="utf-8")) for module, path in self.files.items()}
@@ -53,7 +54,7 @@ class ImportGraph:
         while pending:
             node = pending.pop()
             for child in ast.iter_child_nodes(node):
-                if isinstance(child, ast.If) and _is_type_checking(child.test):
+                if isinstance(child, ast.If) and _is_type_checking(child.test) and not self.type_only:
                     pending.extend(child.orelse)
                     continue
                 if isinstance(child, (ast.Import, ast.ImportFrom)):
@@ -201,13 +202,13 @@ def test_the_graph_of_curlopt_resolves_its_imports(graph):
     # execute_task imports make_agent and the learning loop inside a function
     executors = graph.edges["curlopt.experiments.executors"]
     assert graph.defining_module("curlopt.agents", "make_agent") in executors
-    assert "curlopt.experiments.loop" in executors
+    assert "curlopt.experiments.simulation.loop" in executors
     # `from .. import __version__`: curlopt/__init__.py defines it (and imports nothing at import time)
     assert graph.edges["curlopt"] == set()
-    assert "curlopt" in graph.edges["curlopt.experiments.loop"]
+    assert "curlopt" in graph.edges["curlopt.experiments.simulation.loop"]
     # a re-exported name is an edge to its defining module
-    assert graph.defining_module("curlopt.experiments", "run") == "curlopt.experiments.loop"
-    assert graph.defining_module("curlopt", "tightness") == "curlopt.program"
+    assert graph.defining_module("curlopt.experiments", "run") == "curlopt.experiments.simulation.loop"
+    assert graph.defining_module("curlopt", "tightness") == "curlopt.programs.tightness"
 
 
 def test_the_import_graph_has_no_cycles(graph):
@@ -215,6 +216,95 @@ def test_the_import_graph_has_no_cycles(graph):
     # (cli/app.py, models/registry.py, study_reader.load_study, figures/style.SUMMARY_HASH_KEY, the registry
     # installing its finder in backends/base.py): the remedy for a new one is the same.
     assert [sorted(cycle) for cycle in graph.cycles()] == []
+
+
+# -- rooms ----------------------------------------------------------------------------------------------------------
+#: Sub-rooms: these packages' own subpackages are rooms of their own (a cycle between them is a cycle of rooms).
+NESTED_ROOMS = ("curlopt.experiments", "curlopt.backends")
+#: The core: a program is stated over a model and utilities, without knowing who solves it or who plays it.
+CORE = ("curlopt.models", "curlopt.utilities", "curlopt.programs")
+#: What each room may not import (a prefix matches the room and every module inside it).
+FORBIDDEN = {
+    **{core: ("curlopt.backends", "curlopt.agents", "curlopt.experiments", "curlopt.envs", "curlopt.cli",
+              "curlopt.testing", "curlopt.optimum", "curlopt.diagnostics") for core in CORE},
+    "curlopt.backends": ("curlopt.agents", "curlopt.experiments", "curlopt.envs", "curlopt.cli", "curlopt.testing"),
+    "curlopt.agents": ("curlopt.experiments", "curlopt.cli", "curlopt.testing"),
+}
+
+
+def room_of(module: str) -> str:
+    """The room of a module: ``curlopt.<package>`` (or ``curlopt.<package>.<subpackage>`` inside a nested room);
+    a module directly under ``curlopt`` (errors, fileio, optimum, diagnostics) is a room of its own."""
+    parts = module.split(".")
+    if ".".join(parts[:2]) in NESTED_ROOMS and len(parts) > 3:
+        return ".".join(parts[:3])
+    return ".".join(parts[:2])
+
+
+def _inside(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+@pytest.fixture(scope="module")
+def typed_graph() -> ImportGraph:
+    return ImportGraph(PACKAGE_ROOT, type_only=True)
+
+
+def room_violations(graph: ImportGraph) -> list[str]:
+    found = []
+    for module, targets in graph.edges.items():
+        for room, forbidden in FORBIDDEN.items():
+            if not _inside(module, room):
+                continue
+            found += [f"{module} -> {target}" for target in sorted(targets)
+                      if any(_inside(target, banned) for banned in forbidden)]
+    return sorted(found)
+
+
+def room_cycles(graph: ImportGraph) -> list[list[str]]:
+    """Cycles of the graph collapsed onto rooms (the package root, a lazy facade over every room, left out)."""
+    collapsed = ImportGraph.__new__(ImportGraph)
+    collapsed.edges = {}
+    for module, targets in graph.edges.items():
+        if module == "curlopt":
+            continue
+        source = room_of(module)
+        collapsed.edges.setdefault(source, set()).update(
+            room_of(target) for target in targets if target != "curlopt" and room_of(target) != source)
+    for targets in list(collapsed.edges.values()):
+        for target in targets:
+            collapsed.edges.setdefault(target, set())
+    return [sorted(cycle) for cycle in collapsed.cycles()]
+
+
+def test_room_rules_hold(typed_graph):
+    # type-only imports count: a core module that names a backend type in an annotation still depends on it
+    assert room_violations(typed_graph) == []
+
+
+def test_no_cycle_between_rooms(typed_graph):
+    assert room_cycles(typed_graph) == []
+
+
+def test_the_room_checks_find_a_forbidden_import_and_a_cycle(tmp_path):
+    root = _write_package(tmp_path, {
+        "curlopt/__init__.py": "",
+        "curlopt/programs/__init__.py": "",
+        "curlopt/programs/occupancy.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                         "    from ..backends.base import Backend\n",
+        "curlopt/backends/__init__.py": "",
+        "curlopt/backends/base.py": "from ..programs.occupancy import x\n",
+        "curlopt/experiments/__init__.py": "",
+        "curlopt/experiments/study/__init__.py": "",
+        "curlopt/experiments/study/plan.py": "from ..outputs.table import t\n",
+        "curlopt/experiments/outputs/__init__.py": "",
+        "curlopt/experiments/outputs/table.py": "def t():\n    from ..study.plan import p\n",
+    })
+    found = ImportGraph(root.parent / "curlopt", type_only=True)
+    assert room_violations(found) == ["curlopt.programs.occupancy -> curlopt.backends.base"]
+    assert sorted(room_cycles(found)) == [["curlopt.backends", "curlopt.programs"],
+                                         ["curlopt.experiments.outputs", "curlopt.experiments.study"]]
+    assert room_violations(ImportGraph(root.parent / "curlopt")) == []  # without type-only imports: none
 
 
 # -- function length --------------------------------------------------------------------------------------------------

@@ -25,7 +25,8 @@ from curlopt.backends import Backend, backend_names
 from curlopt.backends.registry import backend_class
 from curlopt.backends.base import CompiledProgram
 from curlopt.errors import BackendNotInstalledError
-from curlopt.program import tightness, l1_radius
+from curlopt.programs.tightness import tightness
+from curlopt.programs.optimistic import l1_radius
 
 
 def small_model(objective=None, constraints=()):

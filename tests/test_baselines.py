@@ -23,7 +23,7 @@ from reference import occupancy_polytope
 from curlopt.envs import make
 from curlopt.errors import CurloptError
 from curlopt.experiments import run
-from curlopt.program import BoxOptimisticProgram
+from curlopt.programs.optimistic import BoxOptimisticProgram
 
 from conftest import backend_or_skip
 

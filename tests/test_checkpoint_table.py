@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from curlopt.experiments.checkpoint_table import write_checkpoint_table
-from curlopt.experiments.configurations import ConfigurationRuns
-from curlopt.experiments.trace import Trace
+from curlopt.experiments.outputs.checkpoints import write_checkpoint_table
+from curlopt.experiments.outputs.runs import ConfigurationRuns
+from curlopt.experiments.simulation.trace import Trace
 
 
 @dataclass(frozen=True)

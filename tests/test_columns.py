@@ -1,4 +1,4 @@
-"""The ``highs-columns`` backend (curlopt/backends/columns.py): column generation for the optimistic program.
+"""The ``highs-columns`` backend (curlopt/backends/highs/columns.py): column generation for the optimistic program.
 
 Every reference is computed independently of the code under test: the optimistic program's value by the
 plain ``highs`` backend on the whole LP (docs/math.md §3), the closed-form pricing step by
@@ -13,16 +13,17 @@ import pytest
 from scipy.optimize import linprog
 
 from curlopt import OptimisticProgram, get_backend
-from curlopt.backends.columns import ColumnsBackend, CompiledColumns, optimistic_kernels
-from curlopt.backends.highs import CompiledHighs
+from curlopt.backends.highs.columns import ColumnsBackend, CompiledColumns, optimistic_kernels
+from curlopt.backends.highs.backend import CompiledHighs
 from curlopt.backends.registry import auto_candidates, backend_names
 from curlopt.errors import BackendOptionError
-from curlopt.model import CMDP
+from curlopt.models.cmdp import CMDP
 from curlopt.models import queue_model, random_model
-from curlopt.program import BoxOptimisticProgram, OccupancyProgram
-from curlopt.results import ProgramVariant, Status
+from curlopt.programs.optimistic import BoxOptimisticProgram
+from curlopt.programs.occupancy import OccupancyProgram
+from curlopt.backends.results import ProgramVariant, Status
 from curlopt.testing import run_conformance
-from curlopt.utilities import Linear, MaxOfLinear, MinOfLinear, SumOfLogs
+from curlopt.utilities.library import Linear, MaxOfLinear, MinOfLinear, SumOfLogs
 
 RELATIVE = 1e-7
 FEASIBLE = 1e-7
@@ -249,7 +250,7 @@ def test_an_agent_plans_with_the_optimal_value_every_epoch():
     program data (solved by highs, compiled on the same program object)."""
     from curlopt.agents import make_agent
     from curlopt.envs.tabular import TabularCMDPEnv
-    from curlopt.experiments.loop import run
+    from curlopt.experiments.simulation.loop import run
 
     model = queue_model()
     agent = make_agent("uc-curl", model, backend="highs-columns", radius="experiment", trigger="doubling")

@@ -22,11 +22,11 @@ from hypothesis import HealthCheck, assume, given, settings
 
 from conftest import backend_or_skip
 from curlopt import Linear, LinearBound, SumOfLogs, build_model, get_backend
-from curlopt.backends.highs import HighsBackend
+from curlopt.backends.highs.backend import HighsBackend
 from curlopt.backends.registry import auto_candidates, backend_names, choose_backend, installed_backends
 from curlopt.backends.scipy import CompiledScipy, ScipyBackend
 from curlopt.errors import BackendOptionError
-from curlopt.results import ProgramVariant, Status
+from curlopt.backends.results import ProgramVariant, Status
 from curlopt.testing import CHECK_NAMES, ConformanceError, run_conformance
 from curlopt.testing import reference as ref
 from curlopt.testing.conformance import check_solution

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from curlopt.experiments.report_figures import png_text
+from curlopt.experiments.outputs.figures.report import png_text
 from curlopt.experiments.runner import SUMMARY_HASH_KEY
 
 ROOT = Path(__file__).resolve().parent.parent

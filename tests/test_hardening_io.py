@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import curlopt
 from curlopt import CMDP, CurloptError, Linear, build_model, load_model, save_model
-from curlopt.utilities import CustomUtility
+from curlopt.utilities.library import CustomUtility
 from cli_helpers import invoke as cli
 
 LINUX = sys.platform.startswith("linux")
@@ -129,7 +129,7 @@ def test_pool_workers_and_the_resource_tracker_die_when_the_sweep_is_killed(tmp_
 
 @pytest.mark.skipif(not LINUX, reason="reads /proc")
 def test_sigterm_stops_a_sweep_like_ctrl_c_keeping_the_finished_runs(tmp_path):
-    from curlopt.experiments.trace import load_trace
+    from curlopt.experiments.simulation.trace import load_trace
 
     out = tmp_path / "out"
     process = subprocess.Popen(_reproduce_command(out, 8, 20_000), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -248,7 +248,7 @@ DAMAGE = {
 
 @pytest.mark.parametrize("case", list(DAMAGE))
 def test_load_trace_refuses_every_damaged_file_with_a_curlopt_error(case, reference_trace, tmp_path):
-    from curlopt.experiments.trace import load_trace
+    from curlopt.experiments.simulation.trace import load_trace
 
     path = tmp_path / reference_trace.name
     path.write_bytes(reference_trace.read_bytes())
@@ -259,7 +259,7 @@ def test_load_trace_refuses_every_damaged_file_with_a_curlopt_error(case, refere
 
 
 def test_three_hundred_bit_flips_load_identically_or_raise_a_curlopt_error(reference_trace, tmp_path):
-    from curlopt.experiments.trace import load_trace
+    from curlopt.experiments.simulation.trace import load_trace
 
     raw = reference_trace.read_bytes()
     reference = json.dumps(load_trace(reference_trace).to_dict())
@@ -289,7 +289,7 @@ _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | s
 @settings(max_examples=100, deadline=None)
 @given(data=st.data())
 def test_any_replaced_field_loads_consistently_or_raises_a_curlopt_error(data, reference_trace):
-    from curlopt.experiments.trace import Trace
+    from curlopt.experiments.simulation.trace import Trace
 
     document = json.loads(gzip.decompress(reference_trace.read_bytes()))
     parent, key = None, None
@@ -315,7 +315,7 @@ def test_any_replaced_field_loads_consistently_or_raises_a_curlopt_error(data, r
 
 def test_a_study_reports_and_reruns_every_damaged_run_file(tmp_path):
     from curlopt.experiments import run_study
-    from curlopt.experiments.trace import load_trace
+    from curlopt.experiments.simulation.trace import load_trace
 
     cases = list(DAMAGE)
     path = study_file(tmp_path, tmp_path / "out", seeds=len(cases), steps=30)
@@ -392,7 +392,7 @@ def _full_disk(after: int = 0):
 
 
 def test_a_full_disk_after_a_run_is_one_line_and_the_summary_is_still_shown(tmp_path, monkeypatch, capsys):
-    import curlopt.experiments.trace as trace_module
+    import curlopt.experiments.simulation.trace as trace_module
 
     monkeypatch.setattr(trace_module, "atomic_write_bytes", _full_disk())
     out = tmp_path / "t.json.gz"
@@ -403,7 +403,7 @@ def test_a_full_disk_after_a_run_is_one_line_and_the_summary_is_still_shown(tmp_
 
 @pytest.mark.parametrize("command", ["sweep", "reproduce"])
 def test_a_full_disk_stops_a_sweep_in_one_line_keeping_the_finished_runs(command, tmp_path, monkeypatch, capsys):
-    import curlopt.experiments.trace as trace_module
+    import curlopt.experiments.simulation.trace as trace_module
 
     out = tmp_path / "out"
     if command == "sweep":
@@ -526,7 +526,7 @@ def test_api_entry_points_refuse_bad_arguments_with_curlopt_errors():
 def test_models_too_large_for_memory_are_refused_before_allocating(name, params):
     import tracemalloc
 
-    from curlopt.model import MAX_MODEL_BYTES
+    from curlopt.models.cmdp import MAX_MODEL_BYTES
 
     tracemalloc.start()
     try:
@@ -573,7 +573,7 @@ def _enospc(*args, **kwargs):
 
 
 def test_a_full_disk_leaves_no_temporary_file_and_the_old_file_intact(tmp_path, monkeypatch, reference_trace):
-    from curlopt.experiments.trace import load_trace
+    from curlopt.experiments.simulation.trace import load_trace
 
     model_path = save_model(build_model("queue"), tmp_path / "model.json")
     before = model_path.read_bytes()
@@ -591,7 +591,7 @@ def test_a_full_disk_leaves_no_temporary_file_and_the_old_file_intact(tmp_path, 
 
 def test_written_files_get_the_umask_permissions_and_keep_an_existing_mode(tmp_path, reference_trace):
     from curlopt.experiments.runner import write_json
-    from curlopt.experiments.trace import load_trace
+    from curlopt.experiments.simulation.trace import load_trace
     from curlopt.fileio import atomic_write_text
 
     previous = os.umask(0o027)
@@ -699,7 +699,7 @@ def test_agent_seed_is_refused_by_name(bad):
 @pytest.mark.parametrize("line, key", [("steps = 1000000000001", "[study] steps"),
                                        ("checkpoints = 1000001", "[study] checkpoints")])
 def test_study_steps_and_checkpoints_are_bounded_before_anything_runs(tmp_path, line, key):
-    from curlopt.experiments.study_reader import load_study
+    from curlopt.experiments.study.reader import load_study
 
     base = {"steps": "steps = 100", "checkpoints": "checkpoints = 10"}
     base[key.split()[-1]] = line

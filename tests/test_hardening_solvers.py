@@ -19,9 +19,11 @@ from curlopt.backends.registry import backend_class
 from curlopt.errors import (AgentError, BackendError, BackendOptionError, CurloptError, ProgramError,
                             UtilityCodeError)
 from curlopt.optimum import solve_optimum
-from curlopt.program import EPSILON_MAX, TIGHTNESS_CONSTANT_MAX, OccupancyProgram, OptimisticProgram, tightness
-from curlopt.results import ProgramVariant, Status
-from curlopt.utilities import AlphaFairness, CustomUtility, LinearBound, Linear, SumOfLogs
+from curlopt.programs.tightness import EPSILON_MAX, TIGHTNESS_CONSTANT_MAX, tightness
+from curlopt.programs.occupancy import OccupancyProgram
+from curlopt.programs.optimistic import OptimisticProgram
+from curlopt.backends.results import ProgramVariant, Status
+from curlopt.utilities.library import AlphaFairness, CustomUtility, LinearBound, Linear, SumOfLogs
 
 HAS = set(installed_backends())
 needs_cvxpy = pytest.mark.skipif("cvxpy" not in HAS, reason="cvxpy backend not installed")
@@ -90,7 +92,7 @@ def test_highs_refuses_a_bound_it_would_read_as_infinite():
         from curlopt import CMDP, build_model
         from curlopt.errors import BackendError
         from curlopt.optimum import solve_optimum
-        from curlopt.utilities import LinearBound
+        from curlopt.utilities.library import LinearBound
         queue = build_model("queue")
         model = CMDP(queue.rewards, queue.costs, queue.objective, [LinearBound(np.ones(queue.n_costs), -1e25)],
                      queue.kernel)
@@ -251,7 +253,7 @@ def test_pyomo_messages_are_one_line_on_stderr():
             get_backend("pyomo", solver="no_such_solver")  # Pyomo logged a warning and a traceback on stdout
         except BackendError as exc:
             print("refused:", exc)
-        from curlopt.backends.pyomo import pyomo_messages
+        from curlopt.backends.pyomo.solvers import pyomo_messages
         with pyomo_messages():
             try:
                 raise RuntimeError("inner")
@@ -272,8 +274,8 @@ NOISY = textwrap.dedent("""
     import os, sys
     from curlopt.backends import register_backend
     from curlopt.backends.base import RawSolution
-    from curlopt.backends.highs import CompiledHighs, HighsBackend
-    from curlopt.results import Status
+    from curlopt.backends.highs.backend import CompiledHighs, HighsBackend
+    from curlopt.backends.results import Status
 
     class Noisy(HighsBackend):
         name = "noisy"

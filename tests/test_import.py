@@ -25,8 +25,8 @@ def test_import_curlopt_loads_no_solver_agent_env_or_plotting():
 
 def test_programs_backends_and_models_import_alone():
     code = (
-        "import curlopt, curlopt.program, curlopt.backends, curlopt.backends.highs, curlopt.backends.cvxpy,"
-        " curlopt.backends.registry, curlopt.lp, curlopt.models, curlopt.optimum\n"
+        "import curlopt, curlopt.programs, curlopt.backends, curlopt.backends.highs.backend, curlopt.backends.cvxpy,"
+        " curlopt.backends.registry, curlopt.programs.lp, curlopt.models, curlopt.optimum\n"
         "from curlopt import OccupancyProgram, OptimisticProgram, build_model\n"
         "m = build_model('queue'); OccupancyProgram(m); OptimisticProgram(m)"
     )
@@ -34,7 +34,7 @@ def test_programs_backends_and_models_import_alone():
 
 
 def test_pyomo_backend_module_imports_without_its_solver():
-    code = "import importlib.util\nif importlib.util.find_spec('curlopt.backends.pyomo'): import curlopt.backends.pyomo"
+    code = "import importlib.util\nif importlib.util.find_spec('curlopt.backends.pyomo'): import curlopt.backends.pyomo.backend"
     assert heavy_in(loaded_after(code)) == []
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from curlopt import CMDP, Linear, LinearBound, ModelError, SumOfLogs
-from curlopt.model import stationary_occupancy
+from curlopt.models.cmdp import stationary_occupancy
 
 
 def tiny(**overrides):

@@ -114,7 +114,7 @@ OLD_FORMAT_UTILITIES = [
 
 @pytest.mark.parametrize("spec", OLD_FORMAT_UTILITIES, ids=lambda s: f"{s['type']}-{s.get('ord', '')}")
 def test_the_utility_format_is_unchanged(spec):
-    from curlopt.modelfile import utility_from_spec, utility_to_spec
+    from curlopt.models.files import utility_from_spec, utility_to_spec
 
     utility = utility_from_spec(json.loads(json.dumps(spec)), "objective")
     assert type(utility).__name__ == spec["type"]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from curlopt import CMDP, Linear, LinearBound, OccupancyProgram, OptimisticProgram, build_model
-from curlopt.results import policy_from_occupancy
+from curlopt.programs.policy import policy_from_occupancy
 from curlopt.testing.reference import model_optimum
 from conftest import backend_or_skip
 

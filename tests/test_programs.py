@@ -45,7 +45,7 @@ from conftest import backend_or_skip
 from curlopt import CMDP, Linear, LinearBound, OccupancyProgram, OptimisticProgram, get_backend
 from curlopt.backends import installed_backends
 from curlopt.errors import UnsupportedUtilityError
-from curlopt.results import ProgramVariant, Status
+from curlopt.backends.results import ProgramVariant, Status
 from reference import (
     LinearObjective,
     constraint_value,

@@ -355,7 +355,7 @@ def test_bad_ipopt_option_is_refused_when_the_backend_is_built():
 
 
 def test_ipopt_status_table():
-    from curlopt.backends.pyomo import IPOPT_STATUS
+    from curlopt.backends.pyomo.solvers import IPOPT_STATUS
 
     # reduced accuracy has its own status, judged once for every backend (tests/test_status.py)
     assert IPOPT_STATUS[0] is Status.OPTIMAL and IPOPT_STATUS[1] is Status.ALMOST_OPTIMAL
@@ -466,7 +466,7 @@ def test_non_smooth_utilities_through_epigraph_rows_agree_with_highs(objective, 
 
 
 def test_non_smooth_utility_without_pieces_is_refused():
-    from curlopt.backends.pyomo import PyomoBackend
+    from curlopt.backends.pyomo.backend import PyomoBackend
 
     kinked = CustomUtility(2, "concave", value=lambda y: float(min(y)), smooth=False)
     assert not PyomoBackend.accepts(kinked)
@@ -477,7 +477,7 @@ def test_non_smooth_utility_without_pieces_is_refused():
 
 
 def test_utility_without_derivatives_or_expression_is_refused():
-    from curlopt.backends.pyomo import PyomoBackend
+    from curlopt.backends.pyomo.backend import PyomoBackend
 
     bare = CustomUtility(2, "concave", value=lambda y: float(np.sum(np.log(y))))
     assert not PyomoBackend.accepts(bare)
@@ -533,7 +533,7 @@ def test_named_pyomo_solver_appsi_highs_on_a_linear_program():
 
 def test_import_does_not_load_pyomo_or_cyipopt():
     code = (
-        "import sys, curlopt.backends.pyomo as m\n"
+        "import sys, curlopt.backends.pyomo.backend as m\n"
         "b = m.PyomoBackend()\n"
         "from curlopt import get_backend; get_backend('pyomo')\n"
         "from curlopt.backends import installed_backends; installed_backends()\n"
@@ -544,7 +544,7 @@ def test_import_does_not_load_pyomo_or_cyipopt():
 
 
 def test_backend_is_registered_and_declares_its_extra():
-    from curlopt.backends.pyomo import PyomoBackend
+    from curlopt.backends.pyomo.backend import PyomoBackend
     from curlopt.backends.registry import backend_class
 
     assert backend_class("pyomo") is PyomoBackend
@@ -568,7 +568,7 @@ def test_pyomo_refuses_a_utility_whose_hessian_contradicts_its_curvature():
 def test_each_solver_path_is_its_own_compiled_class():
     from pyomo.opt import SolverFactory
 
-    from curlopt.backends.pyomo import CompiledPyomo, CompiledPyomoBridge, CompiledPyomoSolver
+    from curlopt.backends.pyomo.compiled import CompiledPyomo, CompiledPyomoBridge, CompiledPyomoSolver
 
     program = OccupancyProgram(queue_model(buffer=3), epsilon=0.05)
     bridged = get_backend("pyomo").compile(program)
@@ -585,7 +585,7 @@ def test_epigraph_rows_of_kinked_utilities_are_the_lp_rows():
     ``W R`` and ``W C`` computed here by dense numpy."""
     from pyomo.repn import generate_standard_repn
 
-    from curlopt.backends.pyomo import build_pyomo_model
+    from curlopt.backends.pyomo.expressions import build_pyomo_model
 
     w_f, c_f = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]]), np.array([0.0, 0.1, -0.2])
     w_g, b_g = np.array([[1.0, 0.0], [0.3, 1.0]]), np.array([0.45, 0.5])
@@ -617,8 +617,8 @@ def test_a_safe_mode_utility_is_one_pyomo_expression():
     """``u(y[:n]) + k·y[n:]`` (AugmentedUtility's form) written by the Pyomo compiler equals its numpy value."""
     import pyomo.environ as pyo
 
-    from curlopt.augmented import AugmentedUtility
-    from curlopt.backends.pyomo import can_express, pyomo_expression
+    from curlopt.utilities.augmented import AugmentedUtility
+    from curlopt.backends.pyomo.expressions import can_express, pyomo_expression
 
     wrapped = AugmentedUtility(SumOfLogs(weights=[1.0, 2.0], shift=0.1), [0.5, 0.0, -2.0])
     assert can_express(wrapped) and not can_express(AugmentedUtility(MinOfLinear.max_min(2), [1.0]))

@@ -27,8 +27,9 @@ from curlopt.agents import AGENTS, Agent, EpochPlan, PlanSource, ProgramAgent, r
 from curlopt.backends import backend_names, installed_backends, register_backend
 from curlopt.backends.registry import _REGISTRY
 from curlopt.models import MODELS, register_model
-from curlopt.program import OccupancyProgram, tightness
-from curlopt.results import ProgramVariant
+from curlopt.programs.occupancy import OccupancyProgram
+from curlopt.programs.tightness import tightness
+from curlopt.backends.results import ProgramVariant
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -223,8 +224,8 @@ def _env():
 
 
 def test_reports_and_figures_know_every_plan_source():
-    from curlopt.experiments.figures.epochs import SOURCES as FIGURE_SOURCES
-    from curlopt.experiments.report import SOURCES as REPORT_SOURCES
+    from curlopt.experiments.outputs.figures.epochs import SOURCES as FIGURE_SOURCES
+    from curlopt.experiments.outputs.report import SOURCES as REPORT_SOURCES
 
     assert list(REPORT_SOURCES) == [s.value for s in PlanSource]
     assert list(FIGURE_SOURCES) == [s.value for s in PlanSource]

@@ -16,10 +16,10 @@ import pytest
 from curlopt import Status, build_model
 from curlopt.agents import PlanSource, PsCurl, UcCurl
 from curlopt.backends.base import RawSolution
-from curlopt.backends.highs import CompiledHighs, HighsBackend
+from curlopt.backends.highs.backend import CompiledHighs, HighsBackend
 from curlopt.envs import make
 from curlopt.experiments import run
-from curlopt.experiments.summary import TIME_COLUMNS
+from curlopt.experiments.outputs.summary import TIME_COLUMNS
 
 
 class FaultyHighs(HighsBackend):

@@ -15,19 +15,10 @@ import numpy as np
 import pytest
 
 from curlopt.errors import CurloptError
-from curlopt.experiments.summary import STUDY_COLUMN_DOCS, TIME_COLUMNS, study_columns
-from curlopt.experiments.sweep import (
-    EXPERIMENTS,
-    AlgorithmSpec,
-    Experiment,
-    Scale,
-    SettingSpec,
-    experiment_study,
-    plan_tasks,
-    reproduce,
-    task_status,
-)
-from curlopt.experiments.trace import load_trace
+from curlopt.experiments.outputs.summary import STUDY_COLUMN_DOCS, TIME_COLUMNS, study_columns
+from curlopt.experiments.presets import (EXPERIMENTS, AlgorithmSpec, Experiment, Scale, SettingSpec, experiment_study,
+    plan_tasks, reproduce, task_status)
+from curlopt.experiments.simulation.trace import load_trace
 from cli_helpers import invoke as _cli
 
 STEPS = 2000
@@ -262,7 +253,7 @@ def test_the_profiles_set_the_options_the_paper_states_and_the_analysis_uses():
     assert override.profile["overrides"] == {"tightness_constant": 3, "backend": "pyomo"}
 
     # Each profile's configurations are their own folders: both can live in one output folder.
-    from curlopt.experiments.planning import plan_study
+    from curlopt.experiments.study.planning import plan_study
 
     keys = {name: {c.algorithm.key: c.key for c in plan_study(experiment_study("queue", profile=name)[0]).configurations}
             for name in ("paper", "analysis")}

@@ -17,15 +17,15 @@ from scipy.stats import dirichlet
 
 from curlopt import CMDP, CustomUtility, Linear, LinearBound
 from curlopt.agents import AGENTS, PlanSource, SafeCurl, make_agent
-from curlopt.augmented import AugmentedUtility
+from curlopt.utilities.augmented import AugmentedUtility
 from curlopt.envs.tabular import TabularCMDPEnv
 from curlopt.errors import AgentError, ProgramError
 from curlopt.experiments import run
 from curlopt.models import random_model
-from curlopt.safe_program import LeastViolationProgram, SafeProgram
-from curlopt.safe_sizing import (bias_spans, lipschitz_bounds, mixing_factor, plug_in_kernel, posterior_uncertainty,
-                                 radius_uncertainty)
-from curlopt.utilities import ConvexQuadratic, MaxOfLinear, Norm, SumOfLogs
+from curlopt.programs.safe import LeastViolationProgram, SafeProgram
+from curlopt.agents.safe_sizing import (bias_spans, lipschitz_bounds, mixing_factor, plug_in_kernel,
+    posterior_uncertainty, radius_uncertainty)
+from curlopt.utilities.library import ConvexQuadratic, MaxOfLinear, Norm, SumOfLogs
 
 from cli_helpers import invoke
 from conftest import backend_or_skip

@@ -12,12 +12,12 @@ from bisect import bisect_right
 import numpy as np
 import pytest
 
-from curlopt.diagnostics import _strongly_connected
-from curlopt.experiments.loop import _cumulative_rows, _ExactEvaluator, _fast_epoch
-from curlopt.experiments.streams import UniformStream
-from curlopt.model import stationary_occupancy
+from curlopt.models.chains import _strongly_connected
+from curlopt.experiments.simulation.loop import _cumulative_rows, _ExactEvaluator, _fast_epoch
+from curlopt.experiments.simulation.streams import UniformStream
+from curlopt.models.cmdp import stationary_occupancy
 from curlopt.models import queue_model, random_model
-from curlopt.program import BoxOptimisticProgram
+from curlopt.programs.optimistic import BoxOptimisticProgram
 
 
 def _full_box_values(program: BoxOptimisticProgram) -> np.ndarray:

@@ -18,9 +18,9 @@ import pytest
 from curlopt import Linear, LinearBound
 from curlopt.backends.base import CompiledProgram, RawSolution
 from curlopt.backends.registry import backend_class, backend_names
-from curlopt.model import CMDP
-from curlopt.program import OccupancyProgram
-from curlopt.results import ALMOST_OPTIMAL_TOLERANCE, ProgramVariant, Status
+from curlopt.models.cmdp import CMDP
+from curlopt.programs.occupancy import OccupancyProgram
+from curlopt.backends.results import ALMOST_OPTIMAL_TOLERANCE, ProgramVariant, Status
 
 
 def _installed(module: str) -> bool:
@@ -86,7 +86,7 @@ def _ipopt_return_codes() -> dict[str, int]:
 def test_pyomo_maps_every_ipopt_return_code_and_termination_condition():
     from pyomo.opt import TerminationCondition
 
-    from curlopt.backends import pyomo as pyomo_backend
+    from curlopt.backends.pyomo import solvers as pyomo_backend
 
     codes = _ipopt_return_codes()
     assert codes["Solved_To_Acceptable_Level"] == 1

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from curlopt.errors import CurloptError
 from curlopt.experiments import load_study, run_study
-from curlopt.experiments.planning import MAX_KEY_LENGTH, configuration_key, plan_study
-from curlopt.experiments.study import canonical
-from curlopt.experiments.trace import load_trace
+from curlopt.experiments.study.planning import MAX_KEY_LENGTH, configuration_key, plan_study
+from curlopt.experiments.study.spec import canonical
+from curlopt.experiments.simulation.trace import load_trace
 from cli_helpers import invoke as _cli
 
 STEPS = 400
@@ -254,7 +254,7 @@ def test_a_killed_study_resumes_to_the_same_summary(tmp_path, monkeypatch):
 
 def test_model_files_and_dry_runs(tmp_path, capsys):
     from curlopt.models import build_model
-    from curlopt.modelfile import save_model
+    from curlopt.models.files import save_model
 
     (tmp_path / "models").mkdir()
     save_model(build_model("queue", buffer=3), tmp_path / "models" / "small-queue.json")
@@ -349,7 +349,7 @@ def test_a_bad_study_is_refused_with_one_line_naming_the_file_and_key(case, tmp_
 
 
 def test_the_api_reads_the_same_study_as_the_file(tmp_path):
-    from curlopt.experiments.study_reader import study_from_dict
+    from curlopt.experiments.study.reader import study_from_dict
 
     path = _study(tmp_path, GRID.format(values="[1, 3]"))
     import tomllib
@@ -388,7 +388,7 @@ def test_the_example_study_plans_without_running(tmp_path, capsys):
 
 
 def test_none_in_model_parameters(tmp_path):
-    from curlopt.experiments.sweep import EXPERIMENTS
+    from curlopt.experiments.presets import EXPERIMENTS
 
     path = _study(tmp_path, """
 [model]

@@ -21,9 +21,9 @@ import pytest
 from scipy import stats
 
 from curlopt.errors import CurloptError
-from curlopt.experiments import summary as S
-from curlopt.experiments.configurations import ConfigurationRuns
-from curlopt.experiments.trace import EpochRecord, Trace
+from curlopt.experiments.outputs import summary as S
+from curlopt.experiments.outputs.runs import ConfigurationRuns
+from curlopt.experiments.simulation.trace import EpochRecord, Trace
 
 T = 1000
 OPTIMUM = 2.0
@@ -253,7 +253,7 @@ def test_significant_digits():
 
 
 # -- figures --------------------------------------------------------------------------------------------------------
-from curlopt.experiments import plots as P  # noqa: E402  (matplotlib loads when a figure is drawn)
+from curlopt.experiments.outputs.figures import plots as P  # noqa: E402  (matplotlib loads when a figure is drawn)
 
 try:
     import matplotlib as mpl
@@ -506,9 +506,9 @@ def test_missing_matplotlib_raises_a_curlopt_error(monkeypatch, tmp_path):
 
 
 def test_figure_modules_import_without_matplotlib_and_export_what_they_list():
-    code = ("import sys\nimport curlopt.experiments.plots, curlopt.experiments.summary\n"
-            "import curlopt.experiments.figures.curves, curlopt.experiments.figures.frontier\n"
-            "import curlopt.experiments.figures.epochs\n"
+    code = ("import sys\nimport curlopt.experiments.outputs.figures.plots, curlopt.experiments.outputs.summary\n"
+            "import curlopt.experiments.outputs.figures.curves, curlopt.experiments.outputs.figures.frontier\n"
+            "import curlopt.experiments.outputs.figures.epochs\n"
             "assert not [m for m in sys.modules if m == 'matplotlib' or m.startswith('matplotlib.')]")
     subprocess.run([sys.executable, "-c", code], check=True)
     for module in (P, S):
@@ -537,7 +537,7 @@ def test_frontier_survives_seeds_that_all_end_at_the_same_value(tmp_path):
     # np.mean([0.1] * 3) = 0.10000000000000002 > 0.1 = the degenerate interval's ends: a bar of length -1e-17.
     assert np.mean([0.1] * 3) != 0.1
     same = group("PS-CURL (K_ε=1)", [make_trace(s, 0.1, [-0.2, -0.3]) for s in range(3)], varied={"tightness_constant": 1})
-    from curlopt.experiments.plots import plot_study
+    from curlopt.experiments.outputs.figures.plots import plot_study
 
     paths = plot_study([same], tmp_path)
     assert any(path.name.endswith("-frontier.png") and path.stat().st_size > 0 for path in paths)

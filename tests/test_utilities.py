@@ -109,7 +109,7 @@ def test_cvxpy_expression_matches_value_and_is_dcp(utility):
 @pytest.mark.parametrize("utility", [u for u in library() if u.smooth], ids=repr)
 def test_pyomo_expression_matches_value(utility):
     pyo = pytest.importorskip("pyomo.environ")
-    from curlopt.backends.pyomo import pyomo_expression
+    from curlopt.backends.pyomo.expressions import pyomo_expression
 
     for y in points(3):
         model = pyo.ConcreteModel()
@@ -194,13 +194,13 @@ def test_custom_utility_exposes_what_it_was_given():
 
 @pytest.mark.parametrize("utility", library(), ids=repr)
 def test_shipped_utilities_pass_the_curvature_check(utility):
-    from curlopt.utilities import curvature_violation
+    from curlopt.utilities.library import curvature_violation
 
     assert curvature_violation(utility) is None
 
 
 def test_a_utility_lying_about_its_curvature_is_caught():
-    from curlopt.utilities import curvature_violation
+    from curlopt.utilities.library import curvature_violation
 
     # f(y) = y0^2 + y1^2 is convex; declared concave it must be caught (Hessian 2I has eigenvalue 2 > 0)
     liar = CustomUtility(2, "concave", value=lambda y: float((y**2).sum()), gradient=lambda y: 2 * y,
@@ -214,8 +214,8 @@ def test_a_utility_lying_about_its_curvature_is_caught():
 
 def form_value(form, y):
     """The value of a form at ``y``, by numpy from the form's own numbers (not from any utility's code,
-    except :class:`~curlopt.utility_forms.Of`, which stands for a utility)."""
-    from curlopt import utility_forms as F
+    except :class:`~curlopt.utilities.forms.Of`, which stands for a utility)."""
+    from curlopt.utilities.library import forms as F
 
     y = np.asarray(y, dtype=float)
     if isinstance(form, F.AffinePieces):
@@ -243,7 +243,7 @@ def form_value(form, y):
 
 
 def registered():
-    from curlopt.utilities import UTILITY_TYPES
+    from curlopt.utilities.library import UTILITY_TYPES
 
     return sorted(UTILITY_TYPES)
 
@@ -256,7 +256,7 @@ def examples(name):
 
 @pytest.mark.parametrize("name", registered())
 def test_every_registered_type_round_trips_through_its_spec(name):
-    from curlopt.utilities import UTILITY_TYPES
+    from curlopt.utilities.library import UTILITY_TYPES
 
     for utility in examples(name):
         spec = json.loads(json.dumps(utility.to_spec()))  # what a model file holds
@@ -293,7 +293,7 @@ def test_only_registered_types_have_a_spec():
 
 
 def test_a_registered_user_type_loads_from_a_spec():
-    from curlopt.utilities import UTILITY_TYPES, register_utility
+    from curlopt.utilities.library import UTILITY_TYPES, register_utility
 
     @register_utility
     class Doubled(Linear):
@@ -313,7 +313,7 @@ def test_a_registered_user_type_loads_from_a_spec():
 
 
 def test_compositions_of_forms_have_their_values_and_pieces():
-    from curlopt import utility_forms as F
+    from curlopt.utilities.library import forms as F
 
     rng = np.random.default_rng(7)
     a = F.AffinePieces([[1.0, -1.0], [0.5, 2.0]], [0.1, -0.3], "max")
@@ -341,8 +341,8 @@ def test_compositions_of_forms_have_their_values_and_pieces():
 
 
 def test_a_custom_utility_described_by_a_form_compiles_everywhere():
-    from curlopt import utility_forms as F
-    from curlopt.utilities import curvature_violation
+    from curlopt.utilities.library import forms as F
+    from curlopt.utilities.library import curvature_violation
 
     # -max(y0 + y1 - 1, 2 y0 - 1.5) as Negated(Maximum of two affine pieces): LP pieces and a CVXPY expression
     form = F.Negated(F.AffinePieces([[1.0, 1.0], [2.0, 0.0]], [-1.0, -1.5], "max"))
@@ -359,7 +359,7 @@ def test_a_custom_utility_described_by_a_form_compiles_everywhere():
     expr = cvxpy_expression(u, y)
     y.value = np.array([0.3, 0.9])
     assert expr.is_concave() and float(expr.value) == pytest.approx(-0.2)
-    with pytest.raises(UtilityError, match="form must be a curlopt.utility_forms.Form of input length 2"):
+    with pytest.raises(UtilityError, match="form must be a curlopt.utilities.forms.Form of input length 2"):
         CustomUtility(2, "concave", value=sum, form=F.Logs([1.0]))
 
 
@@ -383,7 +383,7 @@ def test_a_users_own_expression_comes_before_the_inherited_form():
 
 def test_a_users_own_pyomo_expression_comes_before_the_inherited_form():
     pyo = pytest.importorskip("pyomo.environ")
-    from curlopt.backends.pyomo import can_express, pyomo_expression
+    from curlopt.backends.pyomo.expressions import can_express, pyomo_expression
 
     class Halved(SumOfLogs):
         def value(self, y):

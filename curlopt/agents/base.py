@@ -1,7 +1,7 @@
 """The agent interface used by the learning loop, and the base class of the program-solving agents.
 
 An agent plans once per epoch and learns from the epoch's transitions; the loop
-(:mod:`curlopt.experiments.loop`) draws actions from the plan's policy, steps the
+(:mod:`curlopt.experiments.simulation.loop`) draws actions from the plan's policy, steps the
 environment, and asks the agent's trigger when the epoch ends. Keeping actions
 and stepping in the loop is what lets the fast tabular path and the generic
 Gymnasium path produce the same trajectory for every agent.
@@ -28,9 +28,11 @@ import numpy as np
 
 from ..backends import Backend, resolve_backend
 from ..errors import AgentError, BackendOptionError, CurloptError
-from ..model import CMDP
-from ..program import EPSILON_MAX, TIGHTNESS_CONSTANT_MAX, Program, tightness
-from ..results import SolveResult, check_unreached, extract_policy
+from ..models.cmdp import CMDP
+from ..programs.tightness import EPSILON_MAX, TIGHTNESS_CONSTANT_MAX, tightness
+from ..programs.blocks import Program
+from ..backends.results import SolveResult
+from ..programs.policy import check_unreached, extract_policy
 from .triggers import EpochTrigger, make_trigger, trigger_rule
 
 __all__ = ["Agent", "EpochPlan", "PlanSource", "ProgramAgent"]
@@ -176,7 +178,7 @@ class ProgramAgent(Agent):
     ``super().describe()``). Options the subclass reads in ``_build_program`` must be
     set before ``super().__init__``. The base class then plans each epoch: it updates
     and solves the program, extracts the policy from the solution's occupancy ρ with
-    :func:`curlopt.results.extract_policy` and the agent's ``unreached`` rule
+    :func:`curlopt.programs.policy.extract_policy` and the agent's ``unreached`` rule
     (``uniform`` or ``safe``) for the states ρ gives no mass, records how many states
     that rule filled (``EpochPlan.unreached``), labels an infeasible ε-tight program's
     replacement as :attr:`PlanSource.FALLBACK`, and after a solver failure keeps the

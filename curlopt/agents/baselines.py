@@ -19,8 +19,9 @@ import numpy as np
 
 from ..backends import Backend
 from ..errors import AgentError, UnsupportedModelError
-from ..model import CMDP
-from ..program import BoxOptimisticProgram, Program
+from ..models.cmdp import CMDP
+from ..programs.optimistic import BoxOptimisticProgram
+from ..programs.blocks import Program
 from .base import Agent, EpochPlan, PlanSource, ProgramAgent
 from .triggers import FixedLengthTrigger
 
@@ -121,7 +122,7 @@ class UcrlCmdp(ProgramAgent):
     the optimistic program over per-entry confidence boxes
     ``|P~(s'|s,a) - P^(s'|s,a)| <= b(s,a)``,
     ``b(s,a) = min(1, sqrt(ln(2 S² A T²) / (2 max(1, N(s,a)))))``
-    (:class:`curlopt.program.BoxOptimisticProgram`) with ε = 0, and plays the
+    (:class:`curlopt.programs.optimistic.BoxOptimisticProgram`) with ε = 0, and plays the
     extracted policy until the epoch ends. When the program with the constraint rows
     is infeasible, the backend solves it without them and the epoch is recorded
     as ``fallback``; when the solver fails, the previous policy is kept
@@ -145,7 +146,7 @@ class UcrlCmdp(ProgramAgent):
         The agent's own seed (UCRL-CMDP draws nothing).
     unreached : {"uniform", "safe"}, default "uniform"
         The policy in states the plan's occupancy does not reach, as for
-        :class:`~curlopt.agents.UcCurl` (:func:`curlopt.results.extract_policy`).
+        :class:`~curlopt.agents.UcCurl` (:func:`curlopt.programs.policy.extract_policy`).
     **backend_options
         Passed to the backend when ``backend`` is a name.
 

@@ -8,7 +8,9 @@ import numpy as np
 
 from ..backends import Backend
 from ..errors import AgentError, CurloptError
-from ..program import OccupancyProgram, OptimisticProgram, Program, check_radius
+from ..programs.occupancy import OccupancyProgram
+from ..programs.optimistic import OptimisticProgram, check_radius
+from ..programs.blocks import Program
 from .base import ProgramAgent
 from .triggers import EpochTrigger
 
@@ -57,7 +59,7 @@ class UcCurl(ProgramAgent):
         The agent's own seed (UC-CURL itself draws nothing).
     radius : {"analysis", "experiment"}, default "analysis"
         The L1 confidence radius β of the optimistic program
-        (:func:`curlopt.program.l1_radius`). ``analysis``,
+        (:func:`curlopt.programs.optimistic.l1_radius`). ``analysis``,
         ``sqrt(14 S ln(2 A t_e) / max(1, N(s,a)))``, is the radius of the paper's
         regret analysis, so the default is the analysed algorithm.
         ``experiment``, ``sqrt(S ln(A t_e) / max(1, N(s,a)))``, is the smaller
@@ -67,7 +69,7 @@ class UcCurl(ProgramAgent):
         A finite factor >= 0 multiplying β.
     unreached : {"uniform", "safe"}, default "uniform"
         The policy in states the plan's occupancy does not reach
-        (:func:`curlopt.results.extract_policy`): uniform over actions, or uniform
+        (:func:`curlopt.programs.policy.extract_policy`): uniform over actions, or uniform
         over the actions that least increase the constraints, linearised at the
         plan (uniform for a model without constraints).
     **backend_options

@@ -1,6 +1,6 @@
 """Safe mode: optimistic in the objective, pessimistic in the constraints (docs/safe-mode.md).
 
-Each epoch the agent solves :class:`curlopt.safe_program.SafeProgram` on an estimated
+Each epoch the agent solves :class:`curlopt.programs.safe.SafeProgram` on an estimated
 kernel (the plug-in estimate, or a posterior sample), with
 
 * an exploration bonus ``b(s,a) = bonus · S_f · u(s,a)`` in the objective;
@@ -8,7 +8,7 @@ kernel (the plug-in estimate, or a posterior sample), with
 
 where ``u(s,a)`` bounds the pair's kernel error in L1 (the confidence radius, or the
 posterior width) and the sensitivities ``S_f``, ``S_m`` come from the model and the data
-(:mod:`curlopt.safe_sizing`): a Lipschitz bound of the utility times half the bias span
+(:mod:`curlopt.agents.safe_sizing`): a Lipschitz bound of the utility times half the bias span
 of each signal under the last policy on the estimated kernel. When the program is
 infeasible it plays the least-violation policy instead of dropping the constraints.
 """
@@ -23,11 +23,12 @@ import numpy as np
 
 from ..backends import Backend
 from ..errors import AgentError
-from ..program import Program, check_radius
-from ..results import Status
-from ..safe_program import LeastViolationProgram, SafeProgram
-from ..safe_sizing import (bias_spans, lipschitz_bounds, mixing_factor, plug_in_kernel, posterior_uncertainty,
-                           radius_uncertainty)
+from ..programs.blocks import Program
+from ..programs.optimistic import check_radius
+from ..backends.results import Status
+from ..programs.safe import LeastViolationProgram, SafeProgram
+from .safe_sizing import (bias_spans, lipschitz_bounds, mixing_factor, plug_in_kernel, posterior_uncertainty,
+    radius_uncertainty)
 from .base import EpochPlan, PlanSource, ProgramAgent
 from .curl import MAX_PRIOR, sample_posterior_kernel
 from .triggers import EpochTrigger
@@ -74,7 +75,7 @@ class SafeCurl(ProgramAgent):
         The agent's own seed: it drives the posterior samples (``kernel="posterior"``).
     kernel : {"posterior", "plug-in"}, default "posterior"
         ``posterior``: a Dirichlet posterior sample, as PS-CURL draws, with ``u`` the posterior
-        width (:func:`curlopt.safe_sizing.posterior_uncertainty`); ``plug-in``: the empirical
+        width (:func:`curlopt.agents.safe_sizing.posterior_uncertainty`); ``plug-in``: the empirical
         kernel (uniform rows for unvisited pairs) with ``u`` the L1 radius.
     radius : {"analysis", "experiment"}, default "experiment"
         The L1 radius for ``kernel="plug-in"``; ``radius_scale`` multiplies it. ``u`` is capped at 2.
@@ -90,7 +91,7 @@ class SafeCurl(ProgramAgent):
     sizing : {"mixing", "bias-span", "range"}, default "mixing"
         How far a signal's average can move per unit of kernel error. ``mixing``: the signal's
         range times half the mixing factor τ of the estimated kernel under the uniform policy
-        (:func:`curlopt.safe_sizing.mixing_factor`); ``bias-span``: half the span of the
+        (:func:`curlopt.agents.safe_sizing.mixing_factor`); ``bias-span``: half the span of the
         signal's (discounted) bias under the last policy on the estimated kernel, which swings
         with that policy; ``range``: the signal's range alone.
     cost_lipschitz : float or sequence of float, optional
@@ -101,7 +102,7 @@ class SafeCurl(ProgramAgent):
         constraint value (``least-violation``), or the program without constraint rows (``drop``,
         as UC-CURL and PS-CURL do).
     unreached : {"uniform", "safe"}, default "safe"
-        The policy in states the plan does not reach (see :func:`curlopt.results.extract_policy`).
+        The policy in states the plan does not reach (see :func:`curlopt.programs.policy.extract_policy`).
 
     Raises
     ------

@@ -21,11 +21,11 @@ from typing import Any, Callable, ClassVar, Iterator
 
 import numpy as np
 
-from ..errors import (BackendError, BackendNotInstalledError, CurloptError, UnsupportedUtilityError,
-                      UtilityCodeError)
-from ..program import Program
-from ..results import ALMOST_OPTIMAL_TOLERANCE, ProgramVariant, SolveResult, Status, policy_from_occupancy
-from ..utilities import CustomUtility, Utility
+from ..errors import BackendError, BackendNotInstalledError, CurloptError, UnsupportedUtilityError, UtilityCodeError
+from ..programs.blocks import Program
+from .results import ALMOST_OPTIMAL_TOLERANCE, ProgramVariant, SolveResult, Status
+from ..programs.policy import policy_from_occupancy
+from ..utilities.library import CustomUtility, Utility
 
 __all__ = [
     "Backend", "CompiledProgram", "RawSolution", "call_utility", "is_user_utility", "expression_error",
@@ -209,7 +209,7 @@ class Backend(ABC):
     #: what the backend takes, in words, for error messages
     takes: ClassVar[str] = ""
     #: every status the solver can return, in the solver's own spelling, mapped to a
-    #: :class:`~curlopt.results.Status`; the tests check it against the solver's own list
+    #: :class:`~curlopt.backends.results.Status`; the tests check it against the solver's own list
     STATUS_MAP: ClassVar[dict[Any, Status]] = {}
 
     @classmethod
@@ -347,10 +347,10 @@ class CompiledProgram(ABC):
         return result
 
     def _judge_almost_optimal(self, raw: RawSolution, variant: ProgramVariant, message: str) -> str:
-        """Keep or discard a point solved to reduced accuracy (the rule of :class:`~curlopt.results.Status`).
+        """Keep or discard a point solved to reduced accuracy (the rule of :class:`~curlopt.backends.results.Status`).
 
         The point is kept when every residual of the program that was solved (the ε-tight constraints
-        only for the tight variant) is at most :data:`~curlopt.results.ALMOST_OPTIMAL_TOLERANCE`;
+        only for the tight variant) is at most :data:`~curlopt.backends.results.ALMOST_OPTIMAL_TOLERANCE`;
         otherwise ``raw`` becomes a ``NUMERICAL_ERROR`` without a point. Returns the result's message.
         """
         x = None if raw.x is None else np.asarray(raw.x, dtype=float)

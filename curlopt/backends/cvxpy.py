@@ -11,7 +11,7 @@ for the optimistic program at (S, A) = (60, 10); ~0.4 GiB in all with ``diag``).
 The ε-tight and the fallback problems share variables and parameters; the
 fallback is built the first time it is needed.
 
-Utilities enter as CVXPY expressions compiled from their forms (:mod:`curlopt.utility_forms`,
+Utilities enter as CVXPY expressions compiled from their forms (:mod:`curlopt.utilities.forms`,
 :func:`cvxpy_expression`), or written by a utility's own ``cvxpy_expr``.
 
 Solvers are tried in order (default Clarabel, then SCS), because conic solvers
@@ -29,11 +29,11 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from .. import utility_forms as forms
+from ..utilities import forms
 from ..errors import BackendError, BackendOptionError, CurloptError, UnsupportedUtilityError
-from ..program import Program
-from ..results import Status
-from ..utilities import Utility
+from ..programs.blocks import Program
+from .results import Status
+from ..utilities.library import Utility
 from .base import Backend, CompiledProgram, RawSolution, expression_error
 
 __all__ = ["CvxpyBackend", "DEFAULT_SOLVERS", "DEFAULT_SOLVER_OPTIONS", "cvxpy_expression", "can_express", "STATUS_MAP"]
@@ -99,7 +99,7 @@ def check_solver_settings(solver: str, settings: dict[str, Any]) -> None:
 #: -> Status. Strings, so that this module needs no CVXPY import to be read.
 STATUS_MAP: dict[str, Status] = {
     "optimal": Status.OPTIMAL,
-    "optimal_inaccurate": Status.ALMOST_OPTIMAL,  # kept or discarded by the rule of curlopt.results.Status
+    "optimal_inaccurate": Status.ALMOST_OPTIMAL,  # kept or discarded by the rule of curlopt.backends.results.Status
     "infeasible": Status.INFEASIBLE,
     # An inaccurate certificate is not a proof: it must not send the program to its fallback.
     "infeasible_inaccurate": Status.NUMERICAL_ERROR,
@@ -118,7 +118,7 @@ STATUS_MAP: dict[str, Status] = {
 
 def can_express(utility: Utility) -> bool:
     """True when ``utility`` gives its own ``cvxpy_expr``, or a form whose utilities
-    (:class:`~curlopt.utility_forms.Of`) can all be expressed."""
+    (:class:`~curlopt.utilities.forms.Of`) can all be expressed."""
     if utility.has_cvxpy:
         return True
     form = utility.describe()
@@ -135,7 +135,7 @@ def can_express(utility: Utility) -> bool:
 
 def cvxpy_expression(utility: Utility, y: Any, role: str = "the utility") -> Any:
     """The CVXPY expression of ``utility`` at the CVXPY expression ``y``: its own ``cvxpy_expr`` when it
-    gives one (an optional expression, see :class:`~curlopt.utilities.Utility`), else its compiled form.
+    gives one (an optional expression, see :class:`~curlopt.utilities.library.Utility`), else its compiled form.
 
     An exception names the utility and its ``role`` (see :func:`~curlopt.backends.base.expression_error`).
     """

@@ -8,7 +8,7 @@ import warnings
 from typing import Any, Callable, Sequence
 
 from ..errors import BackendError, BackendOptionError
-from ..utilities import Utility
+from ..utilities.library import Utility
 from .base import Backend, set_backend_finder
 
 __all__ = [
@@ -18,13 +18,13 @@ __all__ = [
 
 # name -> "module:Class" (imported lazily so that naming a backend never imports its solver)
 _BUILTIN = {
-    "highs": "curlopt.backends.highs:HighsBackend",
+    "highs": "curlopt.backends.highs.backend:HighsBackend",
     "cvxpy": "curlopt.backends.cvxpy:CvxpyBackend",
-    "pyomo": "curlopt.backends.pyomo:PyomoBackend",
+    "pyomo": "curlopt.backends.pyomo.backend:PyomoBackend",
     # the worked example of docs/extending.md; never the ``auto`` choice (see ``auto_choice``)
     "scipy": "curlopt.backends.scipy:ScipyBackend",
     # UC-CURL's optimistic program by column generation (same optimal value as highs); never the ``auto`` choice
-    "highs-columns": "curlopt.backends.columns:ColumnsBackend",
+    "highs-columns": "curlopt.backends.highs.columns:ColumnsBackend",
 }
 _REGISTRY: dict[str, str | type[Backend] | Callable[..., Backend]] = dict(_BUILTIN)
 

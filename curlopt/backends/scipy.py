@@ -1,7 +1,7 @@
 """The ``scipy`` backend: ``scipy.optimize.linprog`` (HiGHS inside SciPy) for LP-representable programs.
 
 This backend is the worked example of docs/extending.md: a whole backend in one
-module, built on :class:`~curlopt.lp.LPForm` (which turns a program with
+module, built on :class:`~curlopt.programs.lp.LPForm` (which turns a program with
 LP-representable utilities into one LP) and on the shared ε-tight / fallback
 logic of :class:`~curlopt.backends.base.CompiledProgram`. It is deliberately
 simple: ``linprog`` has no model object to keep, so every solve rebuilds the
@@ -18,10 +18,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import BackendOptionError
-from ..lp import LPForm
-from ..program import Program
-from ..results import Status
-from ..utilities import Utility
+from ..programs.lp import LPForm
+from ..programs.blocks import Program
+from .results import Status
+from ..utilities.library import Utility
 from .base import Backend, CompiledProgram, RawSolution
 
 __all__ = ["ScipyBackend", "CompiledScipy", "STATUS_MAP"]

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from ..errors import CurloptError
-from ..model import CMDP
+from ..models.cmdp import CMDP
 
 
 #: words read as Python constants in key=value options
@@ -46,7 +46,7 @@ def parse_params(items: list[str] | None, flag: str = "--param") -> dict[str, An
 def load_model(env: str, params: list[str] | None) -> CMDP:
     """The built-in model ``env`` with ``--param`` values, or a JSON model file when ``env`` ends in ``.json``."""
     if env.endswith(".json"):
-        from ..modelfile import load_model as load_file
+        from ..models.files import load_model as load_file
 
         if params:
             raise CurloptError("--param applies to built-in models, not to a model file.")

@@ -58,7 +58,7 @@ def optimum_command(
 
 def _warn_if_not_ergodic(model) -> None:
     """Warn (stderr) when the diagnostics find the model is not ergodic."""
-    from ..diagnostics import ergodicity_warning
+    from ..models.chains import ergodicity_warning
 
     from .logs import warn
 

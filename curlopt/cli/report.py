@@ -24,8 +24,8 @@ def report_command(
     """
     from pathlib import Path
 
-    from ..experiments.report import load_study_output, print_summary, render_report
-    from ..experiments.summary import study_rows
+    from ..experiments.outputs.report import load_study_output, print_summary, render_report
+    from ..experiments.outputs.summary import study_rows
     from ..fileio import atomic_write_text, check_output_file, write_error
 
     output = load_study_output(results)

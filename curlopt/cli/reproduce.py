@@ -37,7 +37,7 @@ def reproduce_command(
     output states the scale, the profile and every algorithm's options (also written to study.json). Re-running
     the same command skips the runs already finished in --out.
     """
-    from ..experiments.sweep import reproduce
+    from ..experiments.presets import reproduce
     from ..fileio import check_output_dir
     from .common import exit_interrupted, sigterm_interrupts
     from .sweep import forced_jobs, report

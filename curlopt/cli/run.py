@@ -37,7 +37,7 @@ def run_command(
     from ..envs import make
     from ..errors import CurloptError
     from ..experiments import run
-    from ..experiments.loop import MAX_CHECKPOINTS, MAX_STEPS
+    from ..experiments.simulation.loop import MAX_CHECKPOINTS, MAX_STEPS
     from ..fileio import check_output_file, write_error
 
     # Every argument is checked before any work, the output path included (created, and written to once).

@@ -9,7 +9,7 @@ import gymnasium
 from gymnasium.envs.registration import EnvSpec
 
 from .. import models
-from ..model import CMDP
+from ..models.cmdp import CMDP
 from .tabular import TabularCMDPEnv
 
 __all__ = ["make", "ENV_IDS", "env_id", "register_env", "register_envs"]

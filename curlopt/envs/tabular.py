@@ -23,7 +23,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..errors import EnvError
-from ..model import CMDP
+from ..models.cmdp import CMDP
 
 __all__ = ["TabularCMDPEnv"]
 

@@ -7,22 +7,22 @@ Nothing heavy is imported here: matplotlib loads when a figure is drawn, Ray whe
 its executor is chosen.
 """
 
-from .configurations import ConfigurationRuns
+from .outputs.runs import ConfigurationRuns
 from .executors import LocalExecutor, RayExecutor
-from .loop import checkpoint_times, run
-from .planning import Configuration, Task, configuration_key, plan_study
-from .plots import plot_study
-from .runner import SweepResult, run_study
-from .study import SettingSpec, Study, StudyAlgorithm
-from .study_reader import load_study
-from .summary import write_study_summary
-from .sweep import EXPERIMENTS, PROFILES, AlgorithmSpec, Experiment, Scale, experiment_study, plan_tasks, reproduce
-from .trace import EpochRecord, Trace, load_trace
+from .simulation.loop import checkpoint_times, run
+from .study.planning import Configuration, Task, configuration_key, plan_study
+from .outputs.figures.plots import plot_study
+from .runner import StudyResult, run_study
+from .study.spec import SettingSpec, Study, StudyAlgorithm
+from .study.reader import load_study
+from .outputs.summary import write_study_summary
+from .presets import EXPERIMENTS, PROFILES, AlgorithmSpec, Experiment, Scale, experiment_study, plan_tasks, reproduce
+from .simulation.trace import EpochRecord, Trace, load_trace
 
 __all__ = [
     "run", "checkpoint_times", "Trace", "EpochRecord", "load_trace",
     "run_study", "load_study", "Study", "StudyAlgorithm", "SettingSpec", "plan_study", "Configuration",
-    "configuration_key", "Task", "ConfigurationRuns", "SweepResult", "write_study_summary", "plot_study",
+    "configuration_key", "Task", "ConfigurationRuns", "StudyResult", "write_study_summary", "plot_study",
     "reproduce", "experiment_study", "EXPERIMENTS", "PROFILES", "Experiment", "AlgorithmSpec", "Scale", "plan_tasks",
     "LocalExecutor", "RayExecutor",
 ]

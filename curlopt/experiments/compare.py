@@ -26,10 +26,13 @@ import numpy as np
 
 from ..backends.registry import backend_class, get_backend, installed_backends
 from ..errors import CurloptError, UnsupportedUtilityError, UtilityCodeError
-from ..model import CMDP
-from ..program import OccupancyProgram, OptimisticProgram, Program, tightness
-from ..results import ProgramVariant, Status
-from .loop import ChainSimulator
+from ..models.cmdp import CMDP
+from ..programs.occupancy import OccupancyProgram
+from ..programs.optimistic import OptimisticProgram
+from ..programs.blocks import Program
+from ..programs.tightness import tightness
+from ..backends.results import ProgramVariant, Status
+from .simulation.loop import ChainSimulator
 
 __all__ = ["PROGRAMS", "SolverRow", "ComparisonReport", "compare_solvers", "program_instances", "check_tolerance"]
 
@@ -113,7 +116,7 @@ class ComparisonReport:
 def _simulate_counts(model: CMDP, steps: int, snapshots: int, rng: np.random.Generator) -> list[tuple[int, np.ndarray]]:
     """Counts of a fixed random policy's run, taken at ``snapshots`` log-spaced times.
 
-    The run is the learning loop's own simulator (:class:`~curlopt.experiments.loop.ChainSimulator`),
+    The run is the learning loop's own simulator (:class:`~curlopt.experiments.simulation.loop.ChainSimulator`),
     with action and transition streams spawned from ``rng``.
     """
     S, A = model.n_states, model.n_actions

@@ -1,7 +1,7 @@
 """Executors: run a sweep's independent tasks in this process, a local process pool, or on a Ray cluster.
 
 Every executor runs the same function, :func:`execute_task`,
-on the same :class:`~curlopt.experiments.planning.Task` objects and hands the
+on the same :class:`~curlopt.experiments.study.planning.Task` objects and hands the
 traces back to the caller as they finish (the caller writes the files), so the
 results do not depend on the executor: a run's trace is a function of its task
 (seed included), apart from the measured wall and solve times.
@@ -52,8 +52,8 @@ FORCE_JOBS_VARIABLE = "CURLOPT_FORCE_JOBS"
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .planning import Task
-    from .trace import Trace
+    from .study.planning import Task
+    from .simulation.trace import Trace
 
 __all__ = ["LocalExecutor", "RayExecutor", "make_executor", "default_jobs", "execute_task"]
 
@@ -115,7 +115,7 @@ def execute_task(task: "Task", progress: bool | None = False) -> "Trace":
     """
     from ..agents import make_agent
     from ..envs import make
-    from .loop import run
+    from .simulation.loop import run
 
     configuration = task.configuration
     model = task.setting.build()

@@ -7,15 +7,15 @@ Files under the study's output folder::
     runs/<setting>/<algorithm>/<configuration>/
         config.json                              the configuration: setting, algorithm, every option
         T<steps>-seed<seed:03d>.json.gz          one trace per run
-    summary.csv, summary.md                      see curlopt.experiments.summary
-    checkpoints.csv                              see curlopt.experiments.checkpoint_table
-    figures/                                     see curlopt.experiments.plots; every PNG records the
+    summary.csv, summary.md                      see curlopt.experiments.outputs.summary
+    checkpoints.csv                              see curlopt.experiments.outputs.checkpoints
+    figures/                                     see curlopt.experiments.outputs.figures.plots; every PNG records the
                                                  SHA-256 of summary.csv in its text chunk
                                                  ``curlopt-summary-sha256``
-    report.html                                  see curlopt.experiments.report
+    report.html                                  see curlopt.experiments.outputs.report
 
 ``<configuration>`` is a key of every agent option of the configuration (see
-:func:`curlopt.experiments.planning.configuration_key`), so changing an option
+:func:`curlopt.experiments.study.planning.configuration_key`), so changing an option
 (K_ε, the backend, a trigger) writes new run files next to the earlier ones and
 never over them.
 
@@ -42,13 +42,13 @@ from typing import Any, Callable
 
 from ..errors import CurloptError
 from ..fileio import atomic_write_text, write_error
-from .planning import OPTION_NAMES, Configuration, Plan, Task, option_label, plan_study, value_label
+from .study.planning import OPTION_NAMES, Configuration, Plan, Task, option_label, plan_study, value_label
 from .executors import execute_task, make_executor
-from .figures.style import SUMMARY_HASH_KEY  # re-exported: the runner writes it into every figure
-from .study import EXECUTORS, Study
-from .study_reader import load_study
+from .outputs.figures.style import SUMMARY_HASH_KEY  # re-exported: the runner writes it into every figure
+from .study.spec import EXECUTORS, Study
+from .study.reader import load_study
 
-__all__ = ["SweepResult", "run_study", "execute_task", "task_status", "format_duration", "write_json",
+__all__ = ["StudyResult", "run_study", "execute_task", "task_status", "format_duration", "write_json",
            "SUMMARY_HASH_KEY"]
 
 
@@ -62,7 +62,7 @@ def task_status(task: Task, out: str | os.PathLike) -> tuple[str, str]:
 
 def _check_run_file(task: Task, out: str | os.PathLike) -> tuple[str, str, Any]:
     """:func:`task_status`, and the trace it loaded when the run is done (so it need not be read again)."""
-    from .trace import load_trace
+    from .simulation.trace import load_trace
 
     path = Path(out) / task.relative_path
     if path.is_dir():
@@ -107,7 +107,7 @@ def write_json(path: Path, data: Any) -> bool:
 
 # -- the result -----------------------------------------------------------------------------------------------------
 @dataclass
-class SweepResult:
+class StudyResult:
     """What :func:`run_study` (and ``reproduce``) did and wrote.
 
     Attributes
@@ -134,10 +134,10 @@ class SweepResult:
     notes : list of str
         What was left out or not expanded (agents refusing a model, options an agent does not take).
     rows : list of dict
-        The summary table (see :mod:`curlopt.experiments.summary`).
+        The summary table (see :mod:`curlopt.experiments.outputs.summary`).
     summary_csv, summary_md : Path
     checkpoints_csv : Path
-        The mean curves at every checkpoint (see :mod:`curlopt.experiments.checkpoint_table`).
+        The mean curves at every checkpoint (see :mod:`curlopt.experiments.outputs.checkpoints`).
     figures : list of Path
     wall_time : float
         Seconds for the whole call.
@@ -151,7 +151,7 @@ class SweepResult:
     dry_run : bool
         Planned only: nothing was run or written.
     report : Path or None
-        The HTML report (``report.html``, see :mod:`curlopt.experiments.report`); None when it was not written.
+        The HTML report (``report.html``, see :mod:`curlopt.experiments.outputs.report`); None when it was not written.
     """
 
     experiment: str
@@ -197,7 +197,7 @@ def run_study(
     dry_run: bool = False,
     echo: Callable[[str], None] | None = print,
     heading: str = "",
-) -> SweepResult:
+) -> StudyResult:
     """Run (or resume) a study, then write its summary tables and figures.
 
     Parameters
@@ -220,12 +220,12 @@ def run_study(
 
     Returns
     -------
-    SweepResult
+    StudyResult
 
     Notes
     -----
     The whole study is checked before anything runs or is written (see
-    :func:`curlopt.experiments.planning.plan_study`). The local pool starts its
+    :func:`curlopt.experiments.study.planning.plan_study`). The local pool starts its
     workers with ``spawn``, so a script calling this with ``jobs > 1`` needs the
     ``if __name__ == "__main__":`` guard. Runs that raise are reported in
     ``failed`` and left out of the summary; the next call retries them.
@@ -273,16 +273,16 @@ def _run_settings(study: Study | str | os.PathLike, jobs: int | None, executor: 
     return study, executor, jobs, address, Path(out) if out is not None else study.default_out
 
 
-def _new_result(plan: Plan, out: Path, executor: str, dry_run: bool) -> SweepResult:
-    """The :class:`SweepResult` of a planned study before anything runs."""
+def _new_result(plan: Plan, out: Path, executor: str, dry_run: bool) -> StudyResult:
+    """The :class:`StudyResult` of a planned study before anything runs."""
     study = plan.study
     backends = sorted({str(dict(c.options)["backend"]) for c in plan.configurations if "backend" in dict(c.options)})
-    return SweepResult(study.name, out, study.steps, list(study.seeds), ", ".join(backends), executor, plan.tasks,
+    return StudyResult(study.name, out, study.steps, list(study.seeds), ", ".join(backends), executor, plan.tasks,
                        notes=list(plan.notes), study=study, configurations=plan.configurations,
                        profile=(study.profile or {}).get("name"), dry_run=dry_run)
 
 
-def _pending_tasks(plan: Plan, out: Path, result: SweepResult, finished: dict[str, Any],
+def _pending_tasks(plan: Plan, out: Path, result: StudyResult, finished: dict[str, Any],
                    say: Callable[[str], None]) -> list[Task]:
     """The tasks to run, seed-major; a finished run goes to ``result.skipped`` and its trace to ``finished``.
 
@@ -308,7 +308,7 @@ def _pending_tasks(plan: Plan, out: Path, result: SweepResult, finished: dict[st
     return pending
 
 
-def _summarise(result: SweepResult, plan: Plan, out: Path, finished: dict[str, Any], figures: bool,
+def _summarise(result: StudyResult, plan: Plan, out: Path, finished: dict[str, Any], figures: bool,
                say: Callable[[str], None]) -> None:
     """Group the finished runs by configuration and write the tables, figures and report (when any run finished)."""
     study = plan.study
@@ -382,7 +382,7 @@ def _write_descriptions(plan: Plan, out: Path) -> None:
     })
 
 
-def _execute(pending: list[Task], runner, out: Path, result: SweepResult, progress: bool | None,
+def _execute(pending: list[Task], runner, out: Path, result: StudyResult, progress: bool | None,
              say: Callable[[str], None], name: str, finished: dict[str, Any]) -> None:
     if not pending:
         return
@@ -441,8 +441,8 @@ def collect_runs(plan: Plan, out: Path, failed: set[str] = frozenset(), loaded: 
     ``loaded`` maps task keys to traces already in memory (checked or just run); the others are read from ``out``.
     """
     loaded = loaded or {}
-    from .configurations import ConfigurationRuns
-    from .trace import load_trace
+    from .outputs.runs import ConfigurationRuns
+    from .simulation.trace import load_trace
 
     groups = []
     for configuration in plan.configurations:
@@ -463,11 +463,11 @@ def collect_runs(plan: Plan, out: Path, failed: set[str] = frozenset(), loaded: 
     return groups
 
 
-def _write_outputs(result: SweepResult, study: Study, out: Path, notes: list[str], figures: bool,
+def _write_outputs(result: StudyResult, study: Study, out: Path, notes: list[str], figures: bool,
                    say: Callable[[str], None]) -> None:
-    from .checkpoint_table import write_checkpoint_table
-    from .plots import plot_study
-    from .summary import write_study_summary
+    from .outputs.checkpoints import write_checkpoint_table
+    from .outputs.figures.plots import plot_study
+    from .outputs.summary import write_study_summary
 
     title = study.name
     if study.profile:
@@ -482,7 +482,7 @@ def _write_outputs(result: SweepResult, study: Study, out: Path, notes: list[str
         except CurloptError as exc:  # matplotlib missing
             say(f"note: figures skipped: {exc}")
     try:  # the HTML report of everything above; it never stops a study
-        from .report import write_report
+        from .outputs.report import write_report
 
         result.report = write_report(out, groups=result.groups, rows=result.rows, figures=figures, notes=notes)
     except Exception as exc:  # noqa: BLE001  (a report failure is one line, whatever it is)

@@ -12,8 +12,8 @@ import math
 import numpy as np
 
 from ..errors import ModelError
-from ..model import CMDP
-from ..utilities import Linear, LinearBound
+from .cmdp import CMDP
+from ..utilities.library import Linear, LinearBound
 
 __all__ = ["nonergodic_model", "STATES", "ACTIONS"]
 

@@ -7,8 +7,8 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import ModelError
-from ..model import CMDP, check_model_size
-from ..utilities import Linear, LinearBound
+from .cmdp import CMDP, check_model_size
+from ..utilities.library import Linear, LinearBound
 
 __all__ = ["queue_model", "SERVICE_GRID", "FLOW_GRID"]
 

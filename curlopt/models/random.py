@@ -7,8 +7,8 @@ import math
 import numpy as np
 
 from ..errors import ModelError
-from ..model import CMDP, check_model_size, stationary_occupancy
-from ..utilities import Linear, LinearBound, SumOfLogs
+from .cmdp import CMDP, check_model_size, stationary_occupancy
+from ..utilities.library import Linear, LinearBound, SumOfLogs
 
 __all__ = ["random_model", "OBJECTIVES", "SUPPORT_FLOOR"]
 

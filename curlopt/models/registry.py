@@ -11,7 +11,7 @@ import re
 from typing import Any, Callable
 
 from ..errors import ModelError
-from ..model import CMDP
+from .cmdp import CMDP
 
 __all__ = ["MODELS", "build_model", "env_name", "on_register", "register_model"]
 

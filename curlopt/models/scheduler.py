@@ -7,8 +7,8 @@ import math
 import numpy as np
 
 from ..errors import ModelError
-from ..model import CMDP
-from ..utilities import LinearBound, SumOfLogs
+from .cmdp import CMDP
+from ..utilities.library import LinearBound, SumOfLogs
 
 __all__ = ["scheduler_model", "CLIENT_REWARDS", "STAY_PROBABILITY"]
 

@@ -90,8 +90,8 @@ class Case:
     # -- the curlopt side ------------------------------------------------------
     def model(self):
         """The curlopt CMDP of this case (with the kernel; the optimistic programs ignore it)."""
-        from curlopt.model import CMDP
-        from curlopt.utilities import Linear, LinearBound, MaxOfLinear, MinOfLinear, SumOfLogs
+        from ..models.cmdp import CMDP
+        from ..utilities.library import Linear, LinearBound, MaxOfLinear, MinOfLinear, SumOfLogs
 
         if self.objective_kind == "linear":
             objective = Linear(self.objective_weights, offset=self.objective_shift)
@@ -105,7 +105,8 @@ class Case:
 
     def program(self, kind: str):
         """The curlopt program of ``kind`` (one of :data:`PROGRAM_KINDS`) on this case's data."""
-        from curlopt.program import BoxOptimisticProgram, OccupancyProgram, OptimisticProgram
+        from ..programs.optimistic import BoxOptimisticProgram, OptimisticProgram
+        from ..programs.occupancy import OccupancyProgram
 
         model = self.model()
         if kind == "occupancy":

@@ -226,7 +226,7 @@ def _check_objective(result: Any, expected: ref.Reference, tol: Tolerances, wher
 
 def _check_result(case: Case, kind: str, result: Any, backend: Any, tol: Tolerances, where: str = "") -> None:
     """The result of solving ``case``'s ``kind`` program equals the reference's (variant, status, optimum)."""
-    from ..results import ProgramVariant, SolveResult, Status
+    from ..backends.results import ProgramVariant, SolveResult, Status
 
     _require(isinstance(result, SolveResult), f"{where}solve() returned a {type(result).__name__}, not a SolveResult")
     _require(result.backend == backend.name, f"{where}result.backend is {result.backend!r}, not {backend.name!r}")
@@ -300,7 +300,7 @@ def _optimum(backend: Any, settings: _Settings, name: str, kind: str, objective:
 
 
 def _fallback(backend: Any, settings: _Settings, name: str, kind: str, objective: str) -> str:
-    from ..results import ProgramVariant
+    from ..backends.results import ProgramVariant
 
     for example in range(settings.examples):
         case = draw_case(_seed(settings, name, example), objective, min_constraints=1,
@@ -339,10 +339,11 @@ def _update(backend: Any, settings: _Settings, name: str, kind: str, objective: 
 
 def _closed_form(backend: Any, settings: _Settings, name: str) -> str:
     """The two-state model solved by hand (:func:`curlopt.testing.reference.two_state_problems`): no LP involved."""
-    from ..model import CMDP
-    from ..program import BoxOptimisticProgram, OccupancyProgram, OptimisticProgram
-    from ..results import ProgramVariant, Status
-    from ..utilities import Linear, LinearBound
+    from ..models.cmdp import CMDP
+    from ..programs.optimistic import BoxOptimisticProgram, OptimisticProgram
+    from ..programs.occupancy import OccupancyProgram
+    from ..backends.results import ProgramVariant
+    from ..utilities.library import Linear, LinearBound
 
     problems = ref.two_state_problems()
     for problem in problems:
@@ -371,7 +372,7 @@ def _closed_form(backend: Any, settings: _Settings, name: str) -> str:
 
 def _declaration(backend: Any, settings: _Settings, name: str) -> str:
     from ..backends.base import Backend
-    from ..utilities import Linear, LinearBound
+    from ..utilities.library import Linear, LinearBound
 
     _require(isinstance(backend, Backend), f"{backend!r} is not a curlopt.backends.Backend")
     _require(isinstance(backend.name, str) and bool(backend.name), f"the backend's name is {backend.name!r}")

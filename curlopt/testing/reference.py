@@ -2,7 +2,7 @@
 
 Nothing here imports curlopt: every row is written again from the formulas of
 docs/math.md and handed to ``scipy.optimize.linprog`` (HiGHS through SciPy's own
-interface), so a slip in ``curlopt.program``, ``curlopt.lp`` or a backend cannot
+interface), so a slip in ``curlopt.programs``, ``curlopt.programs.lp`` or a backend cannot
 be copied into the reference. On purpose the structure differs from the library's:
 
 * the occupancy LP (section 2) keeps **all** S flow-balance rows (the library
@@ -69,7 +69,7 @@ _LINPROG_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tol
 
 
 # ----------------------------------------------------------------------------
-# Objectives (written from the formulas, not from curlopt.utilities)
+# Objectives (written from the formulas, not from curlopt.utilities.library)
 # ----------------------------------------------------------------------------
 
 

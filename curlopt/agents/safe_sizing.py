@@ -1,0 +1,165 @@
+"""How safe mode sizes its bonus and penalties from the model and the data (docs/safe-mode.md).
+
+For a policy π, its occupancy ρ̂ on an estimated kernel P̂ and the true kernel P, the
+average of a signal r differs by (the simulation identity of average-reward chains)
+
+    λ_P - λ_P̂ = Σ_{s,a} ρ̂(s,a) Σ_{s'} (P - P̂)(s'|s,a) h(s'),   so   |λ_P - λ_P̂| <= Σ ρ̂(s,a) ‖P - P̂‖₁(s,a) · sp(h)/2,
+
+with h the bias (relative value) of r under π and sp(h) = max h - min h. With
+``u(s,a)`` a bound on ``‖P - P̂‖₁(s,a)``, a constraint g_m with per-cost Lipschitz bounds
+``L_{m,i}`` is off by at most ``Σ_i L_{m,i} sp(h_i)/2 · Σ ρ̂ u``. This module computes the
+pieces: the uncertainty ``u``, the bias spans and the Lipschitz bounds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import AgentError
+from ..programs.optimistic import l1_radius
+from ..utilities.library import ConvexQuadratic, Norm, Utility
+
+__all__ = ["plug_in_kernel", "radius_uncertainty", "posterior_uncertainty", "bias_spans", "mixing_factor", "lipschitz_bounds",
+           "UNCERTAINTY_CAP"]
+
+#: Two distributions are at most 2 apart in L1, so a larger radius says nothing more.
+UNCERTAINTY_CAP = 2.0
+
+
+def plug_in_kernel(counts: np.ndarray) -> np.ndarray:
+    """``P̂(s'|s,a) = n(s,a,s') / N(s,a)``, with uniform rows for unvisited pairs (so it is a kernel)."""
+    visits = counts.sum(axis=2, keepdims=True)
+    S = counts.shape[2]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(visits > 0, counts / np.where(visits > 0, visits, 1.0), 1.0 / S)
+
+
+def radius_uncertainty(counts: np.ndarray, time: float, kind: str, scale: float) -> np.ndarray:
+    """``min(2, scale · β(s,a))`` with β the named L1 radius (:func:`curlopt.programs.optimistic.l1_radius`)."""
+    S, A = counts.shape[0], counts.shape[1]
+    beta = scale * l1_radius(counts.sum(axis=2), time, S, A, kind)
+    return np.minimum(UNCERTAINTY_CAP, beta)
+
+
+def posterior_uncertainty(counts: np.ndarray, prior: float) -> np.ndarray:
+    """The posterior width ``Σ_{s'} std P̃(s'|s,a)`` of ``Dirichlet(prior + n(s,a,·))``, capped at 2.
+
+    The sum of the marginal standard deviations bounds the expected L1 distance of a sample
+    from the posterior mean (``E|X - m| <= std X`` for each entry); it shrinks like
+    ``sqrt((S-1)/N)``, as the L1 radius does, without its logarithm.
+    """
+    alpha = prior + counts
+    total = alpha.sum(axis=2, keepdims=True)
+    mean = alpha / total
+    std = np.sqrt(mean * (1.0 - mean) / (total + 1.0))
+    return np.minimum(UNCERTAINTY_CAP, std.sum(axis=2))
+
+
+#: The horizon 1/(1-γ) of the discounted values whose span estimates a bias span (see :func:`bias_spans`).
+SPAN_HORIZON = 100.0
+
+
+def bias_spans(kernel: np.ndarray, policy: np.ndarray, signals: np.ndarray, horizon: float = SPAN_HORIZON
+               ) -> np.ndarray:
+    """The span of each signal's discounted value under ``policy`` on ``kernel``, discount ``γ = 1 - 1/horizon``.
+
+    For a chain with one recurrent class the span of the discounted value tends to the span
+    of the bias as ``γ → 1`` and is close to it once ``horizon`` exceeds the chain's mixing
+    time. Unlike the bias it exists for every chain: an estimated kernel under a
+    deterministic policy often has several recurrent classes (pairs seen a few times with
+    one outcome), where the bias is not defined and a Poisson solve returns huge numbers.
+    It never exceeds ``horizon`` times the signal's range.
+
+    Parameters
+    ----------
+    kernel : ndarray, shape (S, A, S)
+    policy : ndarray, shape (S, A)
+    signals : ndarray, shape (n, S, A)
+    horizon : float, default SPAN_HORIZON
+
+    Returns
+    -------
+    ndarray, shape (n,)
+    """
+    S = kernel.shape[0]
+    gamma = 1.0 - 1.0 / horizon
+    chain = np.einsum("sa,sat->st", policy, kernel)
+    values = np.linalg.solve(np.eye(S) - gamma * chain, np.einsum("sa,nsa->sn", policy, signals))  # (S, n)
+    return values.max(axis=0) - values.min(axis=0)
+
+
+def mixing_factor(kernel: np.ndarray, horizon: float = SPAN_HORIZON) -> float:
+    """``τ = max_s sp(V_s)``: how long the chain under the uniform policy remembers where it started.
+
+    ``V_s`` is the discounted value (discount ``1 - 1/horizon``) of the indicator of state
+    ``s`` under the uniform policy on ``kernel``. For a signal of range ``r`` and a chain that
+    mixes in about ``τ`` steps, the bias span of the signal is of order ``r τ``. The uniform
+    policy is the reference because it exists before any plan and visits every action, so
+    ``τ`` does not swing with the last plan's choices (a plan that plays one action
+    everywhere makes an action-dependent cost look constant).
+    """
+    S, A = kernel.shape[0], kernel.shape[1]
+    indicators = np.repeat(np.eye(S)[:, :, None], A, axis=2)
+    return float(bias_spans(kernel, np.full((S, A), 1.0 / A), indicators, horizon).max())
+
+
+def _box_lipschitz(utility: Utility, lower: np.ndarray, upper: np.ndarray) -> np.ndarray | None:
+    """Per-component bounds of ``|∂u/∂y_i|`` over the box ``[lower, upper]``, or None if unknown."""
+    pieces = utility.affine_pieces()
+    if pieces is not None:                      # exact: the largest slope among the pieces
+        return np.abs(pieces[0]).max(axis=0)
+    if isinstance(utility, Norm):               # every subgradient of an L1, L2 or L∞ norm has entries in [-1, 1]
+        return np.ones(utility.dim)
+    if isinstance(utility, ConvexQuadratic):    # the gradient is affine: centre value plus the Hessian's reach
+        centre, half = (lower + upper) / 2.0, (upper - lower) / 2.0
+        return np.abs(utility.gradient(centre)) + np.abs(utility.hessian(centre)) @ half
+    return None
+
+
+def lipschitz_bounds(constraints: Any, costs: np.ndarray, override: Any = None) -> np.ndarray:
+    """``L[m, i]``: a bound of ``|∂g_m/∂ζ_i|`` over the box of the model's cost ranges.
+
+    Parameters
+    ----------
+    constraints : sequence of Utility
+    costs : ndarray, shape (d, S, A)
+    override : float or sequence of float, optional
+        The user's bound for each constraint (``cost_lipschitz``): a scalar applies to every
+        component of every constraint; a sequence gives one scalar per constraint.
+
+    Raises
+    ------
+    AgentError
+        For a constraint whose bound the toolkit cannot compute when no override is given
+        (the message names the option), or an override that is negative or not finite.
+    """
+    d = costs.shape[0]
+    lower, upper = costs.reshape(d, -1).min(axis=1), costs.reshape(d, -1).max(axis=1)
+    if override is not None:
+        values = np.atleast_1d(np.asarray(override, dtype=float)) if _numbers(override) else None
+        if values is None or values.ndim != 1 or values.size not in (1, len(constraints)) \
+                or not np.all(np.isfinite(values)) or np.any(values < 0):
+            raise AgentError(
+                f"cost_lipschitz must be a finite number >= 0 or one per constraint ({len(constraints)}), got {override!r}."
+            )
+        return np.repeat(np.broadcast_to(values, (len(constraints),))[:, None], d, axis=1).astype(float)
+    bounds = []
+    for m, g in enumerate(constraints):
+        bound = _box_lipschitz(g, lower, upper)
+        if bound is None:
+            raise AgentError(
+                f"safe mode cannot bound the slope of constraint {m} {g!r} (it knows affine pieces, norms and"
+                " convex quadratics): give one with the option cost_lipschitz (a bound of |∂g/∂ζ_i|, a number"
+                " or one per constraint)."
+            )
+        bounds.append(bound)
+    return np.array(bounds, dtype=float).reshape(len(constraints), d)
+
+
+def _numbers(value: Any) -> bool:
+    """True for a real number or a non-empty flat sequence of them (no bools, strings or None)."""
+    items = list(np.ravel(value)) if isinstance(value, (list, tuple, np.ndarray)) else [value]
+    return len(items) > 0 and all(
+        isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in items)

@@ -1,0 +1,385 @@
+"""The ``highs`` backend: HiGHS through highspy, for linear and LP-representable utilities.
+
+The LP is passed to HiGHS once, from numpy/scipy arrays. Before each re-solve only
+what changed is pushed: the parameter coefficients that differ from the last
+solve (``changeCoeff``) and the g rows' upper bounds (ε, or +inf for the
+fallback). HiGHS keeps its basis across these changes, so a re-solve is a hot
+start of the dual simplex. The solution is read back through HiGHS's C API
+straight into numpy when it can be (see :class:`SolutionReader`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...errors import BackendError, BackendOptionError
+from ...programs.lp import LPForm
+from ...programs.tightness import EPSILON_MAX
+from ...programs.blocks import Program
+from ..results import Status
+from ...utilities.library import Utility
+from ..base import Backend, CompiledProgram, RawSolution
+from .solution import SolutionReader
+
+__all__ = ['HighsBackend', 'STATUS_MAP']
+
+
+#: quiet, and feasibility tolerances tight enough that every row holds to ~1e-9
+DEFAULT_OPTIONS: dict[str, Any] = {
+    "output_flag": False,
+    "primal_feasibility_tolerance": 1e-9,
+    "dual_feasibility_tolerance": 1e-9,
+}
+
+
+#: HiGHS's model status (``highspy.HighsModelStatus`` member name) -> Status, for every status it defines
+STATUS_MAP: dict[str, Status] = {
+    "kOptimal": Status.OPTIMAL,
+    "kInfeasible": Status.INFEASIBLE,
+    "kUnbounded": Status.UNBOUNDED,
+    # Only after the re-run without presolve (see CompiledHighs._solve); our programs are bounded, but a
+    # status that does not say which is not a proof of infeasibility, so it does not trigger the fallback.
+    "kUnboundedOrInfeasible": Status.UNKNOWN,
+    "kTimeLimit": Status.TIME_LIMIT,
+    "kIterationLimit": Status.ITERATION_LIMIT,
+    # limits the backend never sets (objective bound/target, solution count): a stop before optimality
+    "kObjectiveBound": Status.ITERATION_LIMIT,
+    "kObjectiveTarget": Status.ITERATION_LIMIT,
+    "kSolutionLimit": Status.ITERATION_LIMIT,
+    "kSolveError": Status.NUMERICAL_ERROR,
+    "kPostsolveError": Status.NUMERICAL_ERROR,
+    "kPresolveError": Status.NUMERICAL_ERROR,
+    "kModelError": Status.SOLVER_ERROR,
+    "kLoadError": Status.SOLVER_ERROR,
+    "kMemoryLimit": Status.SOLVER_ERROR,
+    "kModelEmpty": Status.SOLVER_ERROR,  # a program always has columns: an empty model is a fault
+    "kInterrupt": Status.SOLVER_ERROR,
+    "kHighsInterrupt": Status.SOLVER_ERROR,
+    "kNotset": Status.UNKNOWN,
+    "kUnknown": Status.UNKNOWN,
+}
+
+
+class HighsBackend(Backend):
+    """HiGHS (highspy) for linear and LP-representable objectives and constraints.
+
+    Parameters
+    ----------
+    options : dict, optional
+        HiGHS options set on the solver (e.g. ``{"time_limit": 10.0}``);
+        merged over :data:`DEFAULT_OPTIONS` (quiet, feasibility tolerance 1e-9).
+    """
+
+    name: ClassVar[str] = "highs"
+    requires: ClassVar[tuple[str, ...]] = ("highspy",)
+    extra: ClassVar[str] = ""  # highspy is a core dependency
+    takes: ClassVar[str] = "linear and LP-representable utilities (max-min, max of linear, 1- and inf-norms)"
+    STATUS_MAP: ClassVar[dict[str, Status]] = STATUS_MAP
+
+    def __init__(self, options: dict[str, Any] | None = None):
+        if options is not None and not isinstance(options, dict):
+            raise BackendOptionError(f"the highs backend's options must be a dict of HiGHS options, got {options!r}.")
+        if options:
+            check_highs_options(options)
+        self.options = {**DEFAULT_OPTIONS, **(options or {})}
+
+    @classmethod
+    def accepts(cls, utility: Utility) -> bool:
+        return utility.is_lp_representable
+
+    @classmethod
+    def solver_variants(cls) -> list[tuple[str, dict]]:
+        """HiGHS's dual simplex (the default, hot-started) and its interior-point method."""
+        return [("simplex", {}), ("ipm", {"options": {"solver": "ipm"}})]
+
+    def _compile(self, program: Program) -> "CompiledHighs":
+        return CompiledHighs(self, program)
+
+
+_BANNER_SILENCED = False
+
+
+def new_highs():
+    """A ``highspy.Highs()``, without the banner HiGHS (>= 1.16) prints on stdout at the first construction.
+
+    The banner is written from C on file descriptor 1 once per process, before any option (``output_flag``)
+    can be set; it would land in ``--json`` output and in every pool worker's output. So the first instance
+    is made with descriptor 1 pointed at /dev/null.
+    """
+    global _BANNER_SILENCED
+    import highspy
+
+    if _BANNER_SILENCED:
+        return highspy.Highs()
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, 1)
+        finally:
+            os.close(null)
+        highs = highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+    _BANNER_SILENCED = True
+    return highs
+
+
+def check_highs_options(options: dict[str, Any], owner: str = "the highs backend") -> None:
+    """Raise :class:`BackendOptionError` unless HiGHS takes every option: each is set on a scratch,
+    silent ``highspy.Highs()``; an unknown name or a refused value (wrong type, out of range, not one of
+    the allowed strings) is named with the option's type and current default."""
+    import highspy
+
+    scratch = new_highs()
+    scratch.setOptionValue("output_flag", False)  # HiGHS prints refused options otherwise
+    unknown, refused = [], []
+    for key, value in options.items():
+        if not isinstance(key, str):
+            unknown.append(repr(key))
+            continue
+        status, kind = scratch.getOptionType(key)
+        if status != highspy.HighsStatus.kOk:
+            unknown.append(key)
+            continue
+        try:
+            ok = scratch.setOptionValue(key, value) == highspy.HighsStatus.kOk
+        except Exception:  # the binding refuses the Python type
+            ok = False
+        if not ok:
+            _, default = scratch.getOptionValue(key)
+            refused.append(f"{key}={value!r} (a {kind.name[1:].lower()} option, default {default!r})")
+    if unknown or refused:
+        parts = []
+        if unknown:
+            parts.append(f"unknown option(s) {', '.join(unknown)}")
+        if refused:
+            parts.append(f"value(s) HiGHS refuses: {'; '.join(refused)}")
+        raise BackendOptionError(f"{owner} was given HiGHS {' and '.join(parts)}; see HiGHS's list of options.")
+
+
+#: HiGHS reads a bound or cost of this magnitude or more as infinite (its infinite_bound / infinite_cost)
+HIGHS_INFINITY = 1e20
+
+
+def check_representable(form: LPForm) -> None:
+    """Refuse an LP that HiGHS would read differently: a finite bound or cost at or beyond ±1e20 is
+    infinite to HiGHS (a g row ``<= -1e20`` became ``<= -inf``, and HiGHS corrupted its heap)."""
+    g_rows = np.zeros(form.n_rows, dtype=bool)
+    g_rows[form.constraint_rows] = True
+    # a g row's upper bound moves with ε in [0, EPSILON_MAX]
+    reach = np.where(g_rows, EPSILON_MAX, 0.0)
+    checks = [("a column bound", np.concatenate([form.col_lower, form.col_upper]), 0.0),
+              ("a row bound", np.concatenate([form.row_lower, form.row_upper]), np.concatenate([reach, reach])),
+              ("an objective coefficient", np.append(form.cost, form.offset), 0.0)]
+    for what, values, margin in checks:
+        finite = np.isfinite(values)
+        if np.any(np.abs(values[finite]) + np.broadcast_to(margin, values.shape)[finite] >= HIGHS_INFINITY):
+            raise BackendError(
+                f"the highs backend cannot represent the program of model {form.program.model.name!r}: {what} reaches"
+                f" ±{HIGHS_INFINITY:g} (with ε up to {EPSILON_MAX:g}), which HiGHS reads as infinite; rescale the"
+                " model's signals or utilities, or use the cvxpy backend."
+            )
+
+
+class CompiledHighs(CompiledProgram):
+    """A HiGHS model of one program, updated in place between solves.
+
+    The LP's rows are ordered so that every row holding a parameter entry comes
+    last (the *parameter block*). Before a solve, the parameter values that
+    changed are pushed in one of two ways:
+
+    * few changes: ``changeCoeff`` per changed entry;
+    * many changes (a new sampled kernel changes every entry): save the basis,
+      delete the parameter block and add it back with the new values (two bulk
+      calls), and restore the basis. The block is last, so every row keeps its
+      index and the saved basis stays valid: the re-solve is still a hot start.
+    """
+
+    #: Replacing the block costs ~0.03 µs per block entry plus ~50 µs; a changeCoeff call with its Python loop
+    #: ~6 µs (measured, highspy 1.15, benchmarks/run.py). So replace the block when more than
+    #: block_size / BULK_RATIO + BULK_MINIMUM entries changed.
+    BULK_RATIO = 150
+    BULK_MINIMUM = 25
+
+    def __init__(self, backend: HighsBackend, program: Program):
+        super().__init__(backend, program)
+        import highspy
+
+        self._highspy = highspy
+        self.form = form = LPForm(program)
+        check_representable(form)
+        self.highs = new_highs()
+        for key, value in backend.options.items():
+            self.highs.setOptionValue(key, value)
+        order, marks = self._index_block(form)
+        self._pushed_params = program.linear.param_values.copy()
+        self._pushed_g_upper = form.constraint_upper(program.epsilon)
+        self._g_lower = np.full(self._g_index.size, -highspy.kHighsInf)
+        self.highs.passModel(self._initial_lp(form, order, marks))
+        self._version = program.version
+        #: reads solutions into numpy through HiGHS's C API; None: through highspy's lists
+        self._reader = SolutionReader.create(self.highs)
+        #: how the last update reached HiGHS: "none", "coefficients" or "block"
+        self.last_update = "none"
+
+    def _index_block(self, form: LPForm) -> tuple[np.ndarray, sp.csr_matrix]:
+        """Order the rows (the parameter block last), index the parameter entries in HiGHS's rows and in the
+        block's CSR data; return the row order and the matrix marking the parameter positions."""
+        inf = self._highspy.kHighsInf
+        is_param_row = np.zeros(form.n_rows, dtype=bool)
+        is_param_row[form.param_rows] = True
+        block_rows = np.flatnonzero(is_param_row)
+        order = np.concatenate([np.flatnonzero(~is_param_row), block_rows])
+        position = np.empty(form.n_rows, dtype=np.int64)
+        position[order] = np.arange(form.n_rows)
+        self._param_row_index = position[form.param_rows].astype(np.int32)
+        self._param_col_index = form.param_cols.astype(np.int32)
+        self._g_index = position[np.arange(form.constraint_rows.start, form.constraint_rows.stop)].astype(np.int32)
+        self._block_index = np.arange(form.n_rows - block_rows.size, form.n_rows, dtype=np.int32)
+
+        # The parameter block in CSR form, with where each parameter entry sits in its data.
+        # Parameter positions are marked with 1.0 first so that a zero value cannot drop an entry.
+        marks = sp.csr_matrix((np.ones(form.param_rows.size), (form.param_rows, form.param_cols)), shape=form.fixed.shape)
+        pattern = (form.fixed + marks).tocsr()[block_rows]
+        pattern.sort_indices()
+        local_row = np.repeat(np.arange(block_rows.size), np.diff(pattern.indptr))
+        keys = local_row * form.n_cols + pattern.indices
+        local_of = np.full(form.n_rows, -1)
+        local_of[block_rows] = np.arange(block_rows.size)
+        self._param_pos = np.searchsorted(keys, local_of[form.param_rows] * form.n_cols + form.param_cols)
+        self._block = pattern
+        self._block_data = pattern.data.copy()  # constant entries stay; parameter entries are rewritten per push
+        self._block_lower = np.where(np.isfinite(form.row_lower[block_rows]), form.row_lower[block_rows], -inf)
+        self._block_upper = np.where(np.isfinite(form.row_upper[block_rows]), form.row_upper[block_rows], inf)
+        self._block_start = pattern.indptr[:-1].astype(np.int32)
+        self._block_columns = pattern.indices.astype(np.int32)
+        return order, marks
+
+    def _initial_lp(self, form: LPForm, order: np.ndarray, marks: sp.csr_matrix):
+        """The ``HighsLp`` of the program at its current data, rows in ``order`` (the parameter block last)."""
+        highspy, inf = self._highspy, self._highspy.kHighsInf
+        n_fixed = form.n_rows - self._block_index.size
+        row_upper = form.row_upper.copy()
+        row_upper[form.constraint_rows] = self._pushed_g_upper
+        full = (form.fixed + marks).tocsr()
+        full.sort_indices()
+        block = self._block
+        block_data = self._block_values(self._pushed_params).copy()
+        matrix = sp.vstack([full[order[:n_fixed]],
+                            sp.csr_matrix((block_data, block.indices, block.indptr), shape=block.shape)]).tocsc()
+        matrix.sort_indices()
+        lp = highspy.HighsLp()
+        lp.num_col_ = form.n_cols
+        lp.num_row_ = form.n_rows
+        lp.col_cost_ = form.cost
+        lp.offset_ = form.offset
+        lp.col_lower_ = np.where(np.isfinite(form.col_lower), form.col_lower, -inf)
+        lp.col_upper_ = np.where(np.isfinite(form.col_upper), form.col_upper, inf)
+        lp.row_lower_ = np.where(np.isfinite(form.row_lower[order]), form.row_lower[order], -inf)
+        lp.row_upper_ = np.where(np.isfinite(row_upper[order]), row_upper[order], inf)
+        lp.sense_ = highspy.ObjSense.kMaximize
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.num_col_ = form.n_cols
+        lp.a_matrix_.num_row_ = form.n_rows
+        lp.a_matrix_.start_ = matrix.indptr.astype(np.int32)
+        lp.a_matrix_.index_ = matrix.indices.astype(np.int32)
+        lp.a_matrix_.value_ = matrix.data
+        return lp
+
+    def _block_values(self, param_values: np.ndarray) -> np.ndarray:
+        """The parameter block's CSR data with ``param_values`` in place (written into one reused array)."""
+        data = self._block_data
+        data[self._param_pos] = param_values
+        return data
+
+    def _sync(self, with_constraints: bool) -> None:
+        """Push the parameter coefficients and g bounds that changed since the last solve."""
+        program = self.program
+        self.last_update = "none"
+        if program.version != self._version:
+            values = program.linear.param_values
+            changed = values != self._pushed_params
+            count = int(np.count_nonzero(changed))
+            if count > self._block.nnz // self.BULK_RATIO + self.BULK_MINIMUM:
+                self._replace_block(values)
+            elif count:
+                self._change_coefficients(np.flatnonzero(changed), values)
+            self._version = program.version
+        upper = self.form.constraint_upper(program.epsilon, with_constraints)
+        if upper.size and not np.array_equal(upper, self._pushed_g_upper):
+            self.highs.changeRowsBounds(upper.size, self._g_index, self._g_lower,
+                                        np.where(np.isfinite(upper), upper, self._highspy.kHighsInf))
+            self._pushed_g_upper = upper
+
+    def _replace_block(self, values: np.ndarray) -> None:
+        """Delete the parameter block and add it back with ``values``, keeping the basis (see the class doc)."""
+        highs = self.highs
+        basis = highs.getBasis()
+        highs.deleteRows(self._block_index.size, self._block_index)
+        data = self._block_values(values)
+        highs.addRows(self._block_index.size, self._block_lower, self._block_upper, data.size,
+                      self._block_start, self._block_columns, data)
+        if basis.valid:
+            highs.setBasis(basis)
+        self._pushed_params[:] = values
+        self.last_update = "block"
+
+    def _change_coefficients(self, changed: np.ndarray, values: np.ndarray) -> None:
+        """One ``changeCoeff`` per changed entry, in increasing entry order.
+
+        The order matters: HiGHS appends an entry that becomes nonzero at the end of its column, so another
+        order would store the matrix differently and could change the simplex's path. Python lists, rather
+        than numpy scalars, keep the loop's own cost to ~1 µs an entry.
+        """
+        change = self.highs.changeCoeff
+        new = values[changed]
+        for row, col, value in zip(self._param_row_index[changed].tolist(), self._param_col_index[changed].tolist(),
+                                   new.tolist()):
+            change(row, col, value)
+        self._pushed_params[changed] = new
+        self.last_update = "coefficients"
+
+    def _solution(self) -> np.ndarray:
+        """The column values of HiGHS's solution (through the C API when the reader is there and agrees on size)."""
+        if self._reader is not None and self._reader.n_cols() == self.form.n_cols:
+            return self._reader.col_values()
+        return np.asarray(self.highs.getSolution().col_value, dtype=float)
+
+    def _run(self) -> tuple[str, int, float]:
+        highs = self.highs
+        before = highs.getRunTime()
+        highs.run()
+        status = highs.getModelStatus()
+        info = highs.getInfo()
+        iterations = int(info.simplex_iteration_count) + max(0, int(info.ipm_iteration_count))
+        return status.name, iterations, highs.getRunTime() - before
+
+    def _solve(self, with_constraints: bool) -> RawSolution:
+        self._sync(with_constraints)
+        name, iterations, solver_time = self._run()
+        message = ""
+        if name == "kUnboundedOrInfeasible":
+            # Presolve could not tell which; our programs are bounded, but ask the simplex to be sure.
+            self.highs.setOptionValue("presolve", "off")
+            try:
+                name, more, extra_time = self._run()
+            finally:
+                self.highs.setOptionValue("presolve", self.backend.options.get("presolve", "choose"))
+            iterations += more
+            solver_time += extra_time
+            message = "presolve reported 'unbounded or infeasible'; re-run without presolve"
+        status = STATUS_MAP.get(name, Status.UNKNOWN)
+        if name not in STATUS_MAP or status is Status.UNKNOWN:
+            message = f"HiGHS model status {name}" + (f"; {message}" if message else "")
+        x = None
+        if status is Status.OPTIMAL:
+            x = self._solution()[: self.program.n_vars]
+        return RawSolution(status, x, iterations, "HiGHS", message, solver_time)

@@ -1,0 +1,309 @@
+"""The ``pyomo`` backend: smooth concave utilities as Pyomo expressions, solved by Ipopt through cyipopt.
+
+The model
+---------
+A program is built as a Pyomo ``ConcreteModel`` **once per structure**
+(:func:`build_pyomo_model`): one variable ``x[i]`` per program column with its
+bounds; the program's parameter entries (kernel, empirical kernel, radius) as one
+mutable Param ``theta[j]`` each, entering the linear rows ``rows[r]`` as
+``theta[j] * x[c]``; the tightness as the mutable Param ``eps``; the averages
+``reward[k]`` (λ = R x) and ``cost[i]`` (ζ = C x) as named Expressions; the
+objective ``f(reward)`` and the constraint rows ``g[m]: g_m(cost) <= -eps`` compiled
+from each utility's form (:mod:`curlopt.utilities.forms`, see :func:`pyomo_expression`),
+or written by its own ``pyomo_expr``. Before a solve only the Params that changed are
+rewritten (when ``program.version`` moved on), and the g rows are activated or
+deactivated (ε-tight program or its fallback). ``compiled.model`` is that model.
+Two compiled classes solve it: :class:`CompiledPyomoBridge` (the default solver,
+below) and :class:`CompiledPyomoSolver` (a named Pyomo solver); what they share,
+including the phase 1, is :class:`CompiledPyomo`.
+
+The default solver: Ipopt through cyipopt, without the AMPL Solver Library
+-------------------------------------------------------------------------
+Pyomo's own ``cyipopt`` solver evaluates models through PyNumero, which needs the
+AMPL Solver Library (``pynumero_ASL``); it cannot be installed from PyPI. The
+default solver, ``"cyipopt-bridge"`` (:mod:`curlopt.backends.pyomo.ipopt_bridge`), feeds
+the same Pyomo model to cyipopt directly:
+
+* the linear rows are read **once** from Pyomo's standard representation
+  (``generate_standard_repn(..., compute_values=False)``) into a sparse pattern in
+  which the positions of the ``theta`` coefficients are known; each solve rewrites
+  those values from the Params (the Pyomo model stays the source of truth);
+* the objective and the g rows act on a handful of aggregates (K rewards, d
+  costs). They are evaluated by the chain rule, ``∇(f∘R) = Rᵀ∇f`` and
+  ``∇²(f∘R) = Rᵀ∇²f R``, with the utility's **exact** numpy ``value``, ``gradient``
+  and ``hessian``. A utility that gives a Pyomo expression but no numpy
+  derivatives (e.g. ``CustomUtility(pyomo=...)`` without ``hessian=``) is
+  differentiated symbolically by Pyomo (``differentiate``, reverse symbolic mode)
+  on the K- or d-dimensional aggregate — cheap, since the aggregate is tiny. A
+  utility with numpy derivatives but no Pyomo expression enters the model as a
+  Python-callback ``ExternalFunction`` (the bridge never evaluates it; named Pyomo
+  solvers refuse it). ``derivatives="pyomo"`` prefers Pyomo's differentiation
+  wherever a Pyomo expression exists. At compile the bridge checks that the numpy
+  value and the Pyomo expression agree at the starting point;
+* Jacobian and Hessian sparsity structures are fixed per pattern of active
+  constraints (tight / fallback). The Hessian pattern is the union of the
+  ``RᵀR`` and ``CᵀC`` patterns, lower triangle, restricted to the entries of
+  ``∇²f`` that can be non-zero (none for affine utilities, the diagonal for the
+  separable forms: sums of logs, α-fairness and entropy).
+
+Starting points and warm start
+------------------------------
+A cold start begins at the stationary occupancy of the uniform policy under the
+program's kernel (the given kernel, or the empirical kernel with unvisited pairs
+sent uniformly), mixed half-and-half with the uniform occupancy so that every
+``λ_k = R_k x`` is strictly inside the utility's domain (e.g. > 0 for a log);
+``p = ρ·P^`` and ``α`` strictly inside the radius rows. After a solve with a
+solution, the next solve of the same program variant starts from its primal point
+and all its multipliers (``warm_start_init_point=yes`` with small pushes, see
+:data:`WARM_START_OPTIONS`). A warm start that ends in a numerical failure is
+retried once from a cold start. Pass ``warm_start=False`` to cold-start every
+solve. A result's ``iterations`` and solver time add up every Ipopt run behind
+it (phase 1, a retried warm start, the fallback).
+
+Non-smooth utilities
+--------------------
+Ipopt needs twice-differentiable functions. Utilities with kinks (``smooth`` is
+False: max-min ``MinOfLinear``, ``MaxOfLinear``, 1- and inf-norms) are
+**reformulated with epigraph rows** from their affine pieces, the rows of the LP
+form (:func:`curlopt.programs.lp.piece_rows`) the LP backends solve: a concave
+``min_j (W_j λ + c_j)`` objective becomes a free variable ``t`` (maximised) with
+rows ``t - (W R)_j x <= c_j``; a convex ``max_j (W_j ζ + c_j)`` constraint becomes
+the linear rows ``(W C)_j x + c_j <= -eps``. A non-smooth utility
+without affine pieces is refused, with a message naming the ``cvxpy`` backend.
+
+Infeasibility: a phase 1 decides
+--------------------------------
+Ipopt's own infeasibility detection (restoration phase, then
+Infeasible_Problem_Detected) is unreliable on these programs: the ε-tight rows
+often push an aggregate towards the edge of the objective's domain (for the
+scheduler, ζ <= 0.3 - ε forces client 2's reward λ_2 -> 0, where ln λ_2 is
+undefined), and Ipopt then fails in restoration or runs to its iteration limit
+(observed: 161 to 3000 iterations, up to 100 s, instead of a verdict). So before
+each ε-tight solve the backend solves the **phase-1 problem**
+
+    minimise s   subject to   the linear rows,   g_m(ζ) - s <= -ε  for every m
+
+(the model's ``phase1_*`` components; no objective, so no domain trouble; always
+feasible; warm-started like the program). Its optimum ``s*`` is the smallest
+achievable ``max_m g_m(ζ) + ε``. If ``s* > infeasibility_threshold`` (1e-8) the
+ε-tight program is reported INFEASIBLE without running it, and the shared solve
+falls back (labelled). The phase 1 is a convex program solved to optimality, so
+``s* > 0`` is a real certificate of infeasibility up to Ipopt's tolerances (not a
+Farkas certificate as a conic solver gives). With ``feasibility_check=False`` the
+phase 1 runs only after the ε-tight solve ends without a solution, which saves
+a solve per epoch when the program is known to be feasible. If Ipopt itself says
+"infeasible" but the phase 1 finds ``s* <= threshold``, the status is
+NUMERICAL_ERROR (no silent fallback on a feasible program).
+
+Statuses
+--------
+Ipopt's return codes map to :class:`~curlopt.backends.results.Status` (:data:`IPOPT_STATUS`):
+Solve_Succeeded → OPTIMAL; Solved_To_Acceptable_Level → ALMOST_OPTIMAL (its point is
+kept only if the program's rows hold at it: the rule of :class:`~curlopt.backends.results.Status`);
+Infeasible_Problem_Detected → INFEASIBLE (checked by the phase 1, above);
+Maximum_Iterations_Exceeded → ITERATION_LIMIT; Maximum_CpuTime/WallTime_Exceeded →
+TIME_LIMIT; Diverging_Iterates → UNBOUNDED; Restoration_Failed,
+Error_In_Step_Computation, Search_Direction_Becomes_Too_Small,
+Invalid_Number_Detected → NUMERICAL_ERROR; Feasible_Point_Found → UNKNOWN; every other
+code Ipopt defines → SOLVER_ERROR. A named Pyomo solver's termination condition maps by
+:data:`TERMINATION_STATUS`. No Ipopt failure raises. A utility's own code is not a solver: an exception from its
+numpy value, gradient or Hessian other than a domain error (ValueError,
+ZeroDivisionError, OverflowError, FloatingPointError: Ipopt shortens its step)
+raises :class:`~curlopt.errors.UtilityCodeError` naming the utility. Options are
+checked when the backend is built (each is set on a scratch cyipopt problem):
+one Ipopt refuses is a :class:`~curlopt.errors.BackendOptionError`. Pyomo's log
+messages go to the ``curlopt.backends.pyomo`` logger, one line each (on stderr
+when logging is not configured), never to stdout. Tolerances (:data:`DEFAULT_IPOPT_OPTIONS`): ``tol`` 1e-10,
+``constr_viol_tol`` 1e-9 and ``bound_relax_factor`` 0 — Ipopt's default relaxes
+every bound by 1e-8, which left SLA rows violated by ~1e-8 and LP optima above
+the true optimum.
+
+Named Pyomo solvers
+-------------------
+``PyomoBackend(solver="ipopt")`` (an ``ipopt`` executable on PATH),
+``solver="appsi_highs"`` or ``"highs"`` (linear programs), or a commercial solver
+name solves the same model through Pyomo's ``SolverFactory`` instead. The name is
+checked when the backend is created: an unknown or unavailable solver is a
+:class:`~curlopt.errors.BackendError`; so are options Ipopt refuses (``ipopt``) or
+HiGHS refuses (``appsi_highs``, ``highs``); other solvers' options are passed on
+unchecked. Pyomo's own ``"cyipopt"`` solver is accepted
+only if its AMPL Solver Library is there. These solvers re-solve from the
+previously loaded variable values; iterations are not reported.
+
+Installation
+------------
+``pip install 'curlopt[pyomo]'`` installs Pyomo and ``cyipopt-wheels``. cyipopt
+itself is published on PyPI as a source distribution only, which needs an Ipopt
+library (and headers) to build against; ``cyipopt-wheels`` is a binary
+distribution of the same ``cyipopt`` module with Ipopt (and MUMPS) bundled. Its
+only release is the pre-release ``1.7.0.dev0``, so the extra pins it exactly
+(``cyipopt-wheels==1.7.0.dev0``): an exact pin is the one way pip installs a
+pre-release without ``--pre``, and nothing newer can sneak in.
+
+Importing this module imports neither Pyomo nor cyipopt; they are imported when a
+program is compiled (or a named solver is checked).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ...errors import BackendError, BackendOptionError, UnsupportedUtilityError
+from ...programs.blocks import Program
+from ..results import Status
+from ...utilities.library import Utility, curvature_violation
+from ..base import Backend, call_utility
+from .solvers import (BRIDGE, DEFAULT_IPOPT_OPTIONS, IPOPT_STATUS, WARM_START_OPTIONS, check_named_solver_options,
+    check_pyomo_solver, solver_available, pyomo_messages)
+from .expressions import can_express, has_numpy_derivatives
+from .compiled import CompiledPyomo, CompiledPyomoBridge, CompiledPyomoSolver
+
+__all__ = ['PyomoBackend']
+
+
+#: where Pyomo's messages go (one line each); without a logging configuration, WARNING and above print on stderr
+LOG = logging.getLogger(__name__)
+
+
+class PyomoBackend(Backend):
+    """Pyomo models of the programs, solved by Ipopt through cyipopt (or a named Pyomo solver).
+
+    Parameters
+    ----------
+    solver : str, default ``"cyipopt-bridge"``
+        ``"cyipopt-bridge"``: Ipopt via cyipopt, no AMPL Solver Library or
+        executable needed. Any other name is a Pyomo ``SolverFactory`` solver
+        (``"ipopt"`` for an executable on PATH, ``"appsi_highs"``, ``"gurobi"``,
+        ...), checked for availability here.
+    options : dict, optional
+        Solver options. For the bridge, Ipopt options merged over
+        :data:`DEFAULT_IPOPT_OPTIONS` (e.g. ``{"max_iter": 50}``,
+        ``{"max_cpu_time": 5.0}``, ``{"print_level": 5}``); for a named solver,
+        set on ``solver.options``.
+    warm_start : bool, default True
+        Bridge only: start each re-solve from the previous solution and
+        multipliers.
+    warm_start_options : dict, optional
+        Ipopt options added on a warm start, merged over :data:`WARM_START_OPTIONS`.
+    feasibility_check : bool, default True
+        Before each ε-tight solve, solve the *phase-1* problem: minimise ``s``
+        subject to the linear rows and ``g_m(ζ) - s <= -ε``. If its optimum
+        ``s*`` exceeds ``infeasibility_threshold`` the ε-tight program is
+        reported INFEASIBLE without running it (and the shared solve falls
+        back). With False the phase 1 runs only after the ε-tight solve fails.
+        Either way an ``INFEASIBLE`` status has a phase 1 behind it (unless the
+        phase 1 itself failed: then Ipopt's own verdict stands, and the message
+        says the phase 1 did not solve).
+    infeasibility_threshold : float, default 1e-8
+        ``s*`` above this means infeasible.
+    derivatives : {"auto", "pyomo"}, default "auto"
+        Bridge only: where the utilities' derivatives come from. ``"auto"``
+        uses a utility's numpy ``gradient``/``hessian`` when it has them and
+        Pyomo's symbolic differentiation of its Pyomo expression otherwise;
+        ``"pyomo"`` prefers Pyomo's differentiation whenever there is a
+        Pyomo expression (:func:`can_express`).
+
+    Raises
+    ------
+    BackendError
+        For an unknown option value, or a named solver that is unknown or not
+        available on this machine.
+    """
+
+    name: ClassVar[str] = "pyomo"
+    requires: ClassVar[tuple[str, ...]] = ("pyomo", "cyipopt")
+    extra: ClassVar[str] = "pyomo"
+    takes: ClassVar[str] = (
+        "smooth utilities with a form (describe()), a pyomo_expr or numpy gradient and hessian,"
+        " and LP-representable ones through epigraph rows"
+    )
+    #: the default solver's statuses (Ipopt's return codes through the cyipopt bridge); a named Pyomo solver's
+    #: termination conditions map by :data:`TERMINATION_STATUS`
+    STATUS_MAP: ClassVar[dict[int, Status]] = IPOPT_STATUS
+
+    def __init__(self, solver: str = BRIDGE, options: dict[str, Any] | None = None, warm_start: bool = True,
+                 warm_start_options: dict[str, Any] | None = None, feasibility_check: bool = True,
+                 infeasibility_threshold: float = 1e-8, derivatives: str = "auto"):
+        if not isinstance(solver, str) or not solver:
+            raise BackendError(f"solver must be a solver name, got {solver!r}.")
+        if derivatives not in ("auto", "pyomo"):
+            raise BackendError(f"derivatives must be 'auto' or 'pyomo', got {derivatives!r}.")
+        if options is not None and not isinstance(options, dict):
+            raise BackendError(f"options must be a dict, got {type(options).__name__}.")
+        if not isinstance(infeasibility_threshold, (int, float)) or not infeasibility_threshold >= 0:
+            raise BackendError(f"infeasibility_threshold must be a number >= 0, got {infeasibility_threshold!r}.")
+        self.solver = solver
+        self.derivatives = derivatives
+        self.feasibility_check = bool(feasibility_check)
+        self.infeasibility_threshold = float(infeasibility_threshold)
+        self.warm_start = bool(warm_start)
+        self.warm_start_options = {**WARM_START_OPTIONS, **(warm_start_options or {})}
+        if warm_start_options is not None and not isinstance(warm_start_options, dict):
+            raise BackendError(f"warm_start_options must be a dict, got {type(warm_start_options).__name__}.")
+        if solver == BRIDGE:
+            self.options = {**DEFAULT_IPOPT_OPTIONS, **(options or {})}
+            if (options or warm_start_options) and importlib.util.find_spec("cyipopt") is not None:
+                from .ipopt_bridge import check_ipopt_options
+
+                check_ipopt_options({**(options or {}), **(warm_start_options or {})})
+        else:
+            if warm_start_options:
+                raise BackendOptionError(
+                    f"warm_start_options apply to the default solver {BRIDGE!r} only, not to {solver!r}.")
+            self.options = dict(options or {})
+            check_pyomo_solver(solver)
+            check_named_solver_options(solver, self.options)
+
+    @classmethod
+    def accepts(cls, utility: Utility) -> bool:
+        if not utility.smooth:
+            return utility.affine_pieces() is not None
+        return can_express(utility) or has_numpy_derivatives(utility)
+
+    #: Pyomo solvers tried by ``solver_variants`` besides the cyipopt bridge
+    PYOMO_SOLVERS = ("ipopt", "appsi_highs", "gurobi_direct", "cplex_direct")
+
+    @classmethod
+    def solver_variants(cls) -> list[tuple[str, dict]]:
+        """The cyipopt bridge, and each Pyomo solver from :attr:`PYOMO_SOLVERS` available here."""
+        import pyomo.environ  # noqa: F401  (registers Pyomo's solver plugins)
+
+        variants = [(BRIDGE, {})]
+        with pyomo_messages([]):  # probing a missing solver is not worth a logged traceback
+            names = [name for name in cls.PYOMO_SOLVERS if solver_available(name)]
+        return variants + [(name, {"solver": name}) for name in names]
+
+    def check(self, program: Program) -> None:
+        """Also refuse a utility whose numpy Hessian contradicts its declared curvature.
+
+        Ipopt finds a local optimum; only for a concave objective and convex
+        constraints is it the optimum. CVXPY proves curvature (DCP); here it is
+        sampled (:func:`curlopt.utilities.library.curvature_violation`), a necessary check.
+        """
+        super().check(program)
+        roles = [("objective", program.objective)] + [(f"constraint {m}", g) for m, g in enumerate(program.constraints)]
+        for role, utility in roles:
+            if not utility.smooth:
+                continue
+            the = "the objective" if role == "objective" else role
+            found = call_utility(utility, the, "hessian", curvature_violation, utility)
+            if found is not None:
+                point, eigenvalue = found
+                raise UnsupportedUtilityError(
+                    f"the {role} {utility!r} is declared {utility.curvature} but its Hessian at y={np.round(point, 4).tolist()}"
+                    f" has eigenvalue {eigenvalue:.3g}: the pyomo backend (a local solver) needs a concave objective and"
+                    " convex constraints. Fix the utility's curvature or its derivatives."
+                )
+
+    def _compile(self, program: Program) -> "CompiledPyomo":
+        with pyomo_messages():
+            if self.solver == BRIDGE:
+                return CompiledPyomoBridge(self, program)
+            return CompiledPyomoSolver(self, program)
+
+    def __repr__(self) -> str:
+        return f"PyomoBackend(solver={self.solver!r})"

@@ -1,0 +1,370 @@
+"""A program as a Pyomo model: variables, parameterised linear rows, and utilities compiled from their forms into Pyomo expressions."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ...errors import CurloptError, UnsupportedUtilityError
+from ...utilities import forms
+from ...programs.lp import piece_rows
+from ...models.cmdp import stationary_occupancy
+from ...programs.blocks import Program
+from ...utilities.library import Utility
+from ..base import call_utility, expression_error
+from .solvers import DOMAIN_ERRORS
+
+__all__ = ['build_pyomo_model', 'pyomo_expression', 'can_express', 'starting_point']
+
+
+# ----------------------------------------------------------------------------
+# The Pyomo model
+# ----------------------------------------------------------------------------
+
+
+class PyomoModel:
+    """A program's Pyomo model and the handles the backend needs.
+
+    Attributes
+    ----------
+    model : pyomo ConcreteModel
+        Components: ``x``, ``theta``, ``eps``, ``rows``, ``reward``, ``cost``,
+        ``objective``; ``g`` (smooth constraint rows, indexed by constraint
+        number), ``g_pieces`` (epigraph rows of non-smooth constraints, indexed by
+        (constraint, piece)); ``t`` and ``objective_pieces`` for a non-smooth
+        objective; with constraints, the (normally inactive) phase-1 problem
+        ``phase1_s``, ``phase1_objective``, ``phase1_g``, ``phase1_pieces``.
+    variables : list of VarData
+        ``x[0..n-1]`` then ``t`` if present.
+    theta : list of ParamData
+    external : list of str
+        Utilities that entered as Python-callback ExternalFunctions (no Pyomo expression).
+    objective_rows : tuple (scipy.sparse.csr_matrix, ndarray) or None
+        For a non-smooth objective, its epigraph rows ``(W R, c)`` (:func:`curlopt.programs.lp.piece_rows`).
+    """
+
+    def __init__(self):
+        self.model = None
+        self.variables: list[Any] = []
+        self.theta: list[Any] = []
+        self.external: list[str] = []
+        self.objective_term = None  # (utility, aggregate exprs, expression) for a smooth objective
+        self.objective_rows = None
+        self.g_terms: list[tuple[int, Utility, Any]] = []  # (m, utility, ConstraintData)
+        self.linear_constraints: list[Any] = []
+
+
+def row_role(label: str) -> str:
+    """``"objective"`` -> ``"the objective"``, ``"g3"`` -> ``"constraint 3"`` (for messages)."""
+    return "the objective" if label == "objective" else f"constraint {label[1:]}" if label[:1] == "g" else label
+
+
+# ----------------------------------------------------------------------------
+# Utilities as Pyomo expressions
+# ----------------------------------------------------------------------------
+
+
+def can_express(utility: Utility) -> bool:
+    """True when ``utility`` gives its own ``pyomo_expr``, or a form the pyomo backend writes as one smooth
+    Pyomo expression (not a minimum or maximum of several pieces, not a 1- or inf-norm)."""
+    return utility.has_pyomo or _expressible(utility.describe())
+
+
+def _expressible(form: forms.Form | None) -> bool:
+    if isinstance(form, forms.AffinePieces):
+        return form.combine == "affine"
+    if isinstance(form, forms.Norm):
+        return form.ord == 2
+    if isinstance(form, (forms.Logs, forms.Powers, forms.Entropy, forms.Quadratic)):
+        return True
+    if isinstance(form, forms.Of):
+        return can_express(form.utility)
+    if isinstance(form, (forms.Minimum, forms.Maximum)) and len(form.terms) > 1:
+        return False  # a kink: such utilities enter through epigraph rows
+    if isinstance(form, (forms.Sum, forms.Minimum, forms.Maximum, forms.Negated, forms.HeadPlusLinear)):
+        return all(_expressible(term) for term in form.children())
+    return False
+
+
+def pyomo_expression(utility: Utility, y: Sequence[Any], role: str = "the utility") -> Any:
+    """The Pyomo expression of ``utility`` at the Pyomo expressions ``y``: its own ``pyomo_expr`` when it
+    gives one (an optional expression, see :class:`~curlopt.utilities.library.Utility`), else its compiled form.
+
+    An exception names the utility and its ``role`` (see :func:`~curlopt.backends.base.expression_error`).
+    """
+    method = "pyomo_expr" if utility.has_pyomo else "compiled form"
+    try:
+        if utility.has_pyomo:
+            return utility.pyomo_expr(y)
+        form = utility.describe()
+        if not _expressible(form):
+            raise NotImplementedError(f"{utility!r} has neither a pyomo_expr nor a form the pyomo backend can write"
+                                      " as one smooth Pyomo expression.")
+        return _compile(form, list(y), role)
+    except (NotImplementedError, CurloptError):
+        raise
+    except Exception as exc:
+        raise expression_error("pyomo", utility, role, method, exc) from exc
+
+
+def _compile(form: forms.Form, y: list, role: str) -> Any:
+    """The Pyomo expression of ``form`` at ``y`` (terms summed in the order of ``y``)."""
+    from pyomo.environ import log, sqrt
+
+    if isinstance(form, forms.AffinePieces):
+        return sum(float(w) * yk for w, yk in zip(form.matrix[0], y)) + float(form.offset[0])
+    if isinstance(form, forms.Logs):
+        return sum(float(w) * log(yk + form.shift) for w, yk in zip(form.weights, y))
+    if isinstance(form, forms.Powers):
+        e = form.exponent
+        return sum(float(w) * (yk + form.shift) ** e / e for w, yk in zip(form.weights, y))
+    if isinstance(form, forms.Entropy):
+        return -sum(yk * log(yk + form.shift) for yk in y)
+    if isinstance(form, forms.Quadratic):
+        n, q = form.dim, form.matrix
+        quad = sum(float(q[i, j]) * y[i] * y[j] for i in range(n) for j in range(n) if q[i, j])
+        return quad + sum(float(a) * yk for a, yk in zip(form.linear, y)) + form.constant
+    if isinstance(form, forms.Norm):
+        return sqrt(sum((yk - float(c)) ** 2 for yk, c in zip(y, form.center))) - form.radius
+    if isinstance(form, forms.Of):
+        return pyomo_expression(form.utility, y, role)
+    if isinstance(form, forms.HeadPlusLinear):
+        n = form.head.dim
+        return _compile(form.head, y[:n], role) + sum(float(k) * z for k, z in zip(form.coefficients, y[n:]) if k)
+    if isinstance(form, forms.Negated):
+        return -_compile(form.inner, y, role)
+    terms = [_compile(term, y, role) for term in form.children()]
+    total = terms[0]  # a Sum, or a Minimum/Maximum of one term
+    for term in terms[1:]:
+        total = total + term
+    return total
+
+
+def _pyomo_or_external(model, utility: Utility, y: list, label: str, holder: PyomoModel):
+    """The utility's Pyomo expression, or a Python-callback ExternalFunction of its numpy value."""
+    import pyomo.environ as pe
+
+    if can_express(utility):
+        return pyomo_expression(utility, y, row_role(label))
+    function = pe.ExternalFunction(lambda *args: utility.value(np.asarray(args, dtype=float)))
+    model.add_component(f"{label}_function", function)
+    holder.external.append(f"{label} {utility!r}")
+    return function(*y)
+
+
+# ----------------------------------------------------------------------------
+# Building the model
+# ----------------------------------------------------------------------------
+
+
+def _sparse_sum(matrix, r: int, x: list) -> Any:
+    """``Σ_c matrix[r, c] x[c]`` over the stored entries of row ``r`` of a CSR matrix."""
+    import pyomo.environ as pe
+
+    start, stop = matrix.indptr[r], matrix.indptr[r + 1]
+    return pe.quicksum(float(a) * x[c] for a, c in zip(matrix.data[start:stop], matrix.indices[start:stop]))
+
+
+def build_pyomo_model(program: Program) -> PyomoModel:
+    """Build the Pyomo model of ``program`` (structure and current data). See the module docstring."""
+    import pyomo.environ as pe
+
+    out = PyomoModel()
+    out.model = m = pe.ConcreteModel(name=f"{program.kind} program of {program.model.name}")
+    x = _add_columns_and_rows(m, program, out)
+    reward_map, cost_map = program.reward_map.tocsr(), program.cost_map.tocsr()
+    m.reward = pe.Expression(range(reward_map.shape[0]), rule=lambda _m, k: _sparse_sum(reward_map, k, x))
+    m.cost = pe.Expression(range(cost_map.shape[0]), rule=lambda _m, i: _sparse_sum(cost_map, i, x))
+    _add_objective(m, program, x, out)
+    _add_constraints(m, program, x, out)
+    out.variables = x + ([m.t] if out.objective_rows is not None else [])
+    return out
+
+
+def _add_columns_and_rows(m, program: Program, out: PyomoModel) -> list:
+    """The variables ``x`` with their bounds, the Params ``theta`` and ``eps``, and the linear rows."""
+    import pyomo.environ as pe
+
+    n = program.n_vars
+    lower, upper = program.column_bounds()
+    m.x = pe.Var(
+        range(n), dense=True,
+        bounds=lambda _m, i: (float(lower[i]) if np.isfinite(lower[i]) else None,
+                              float(upper[i]) if np.isfinite(upper[i]) else None),
+    )
+    x = [m.x[i] for i in range(n)]
+    lin = program.linear
+    m.theta = pe.Param(range(lin.n_params), mutable=True, initialize=dict(enumerate(lin.param_values.tolist())))
+    out.theta = theta = [m.theta[j] for j in range(lin.n_params)]
+    m.eps = pe.Param(mutable=True, initialize=float(program.epsilon))
+    fixed = lin.fixed.tocsr()
+    param_by_row: list[list[int]] = [[] for _ in range(lin.n_rows)]
+    for j, r in enumerate(lin.param_rows.tolist()):
+        param_by_row[r].append(j)
+    param_cols = lin.param_cols.tolist()
+
+    def row_rule(_m, r):
+        start, stop = fixed.indptr[r], fixed.indptr[r + 1]
+        terms = [float(a) * x[c] for a, c in zip(fixed.data[start:stop], fixed.indices[start:stop])]
+        terms += [theta[j] * x[param_cols[j]] for j in param_by_row[r]]
+        body = pe.quicksum(terms)
+        lo, up = lin.lower[r], lin.upper[r]
+        if lo == up:
+            return body == float(lo)
+        return (float(lo) if np.isfinite(lo) else None, body, float(up) if np.isfinite(up) else None)
+
+    m.rows = pe.Constraint(range(lin.n_rows), rule=row_rule)
+    out.linear_constraints = [m.rows[r] for r in range(lin.n_rows)]
+    return x
+
+
+def _add_objective(m, program: Program, x: list, out: PyomoModel) -> None:
+    """``f(reward)`` maximised; for a non-smooth ``f``, the LP epigraph: ``t`` maximised, ``t - (W R)_j x <= c_j``."""
+    import pyomo.environ as pe
+
+    f = program.objective
+    if _uses_pieces(f):
+        rows, c = out.objective_rows = piece_rows(f, program.reward_map, "the objective")
+        m.t = pe.Var()
+        m.objective_pieces = pe.Constraint(range(rows.shape[0]),
+                                           rule=lambda _m, j: _m.t - _sparse_sum(rows, j, x) <= float(c[j]))
+        m.objective = pe.Objective(expr=m.t, sense=pe.maximize)
+        out.linear_constraints += [m.objective_pieces[j] for j in range(rows.shape[0])]
+    else:
+        rewards = [m.reward[k] for k in range(program.reward_map.shape[0])]
+        expr = _pyomo_or_external(m, f, rewards, "objective", out)
+        m.objective = pe.Objective(expr=expr, sense=pe.maximize)
+        out.objective_term = (f, rewards, expr)
+
+
+def _add_constraints(m, program: Program, x: list, out: PyomoModel) -> None:
+    """The rows ``g_m(cost) <= -eps`` (smooth ``g_m``) and ``(W C)_j x + c_j <= -eps`` (the LP rows of a
+    non-smooth ``g_m``), and the inactive phase-1 problem: the smallest ``s`` with every row ``- s`` holding."""
+    import pyomo.environ as pe
+
+    costs = [m.cost[i] for i in range(program.cost_map.shape[0])]
+    smooth = [i for i, g in enumerate(program.constraints) if not _uses_pieces(g)]
+    rows = {i: piece_rows(g, program.cost_map, f"constraint {i}")
+            for i, g in enumerate(program.constraints) if _uses_pieces(g)}
+    bodies = {i: _pyomo_or_external(m, program.constraints[i], costs, f"g{i}", out) for i in smooth}
+    index = [(i, j) for i, (w, _) in rows.items() for j in range(w.shape[0])]
+
+    def piece_body(i, j):
+        w, c = rows[i]
+        return _sparse_sum(w, j, x) + float(c[j])
+
+    if smooth:
+        m.g = pe.Constraint(smooth, rule=lambda _m, i: bodies[i] <= -_m.eps)
+        out.g_terms = [(i, program.constraints[i], m.g[i]) for i in smooth]
+    if rows:
+        m.g_pieces = pe.Constraint(index, rule=lambda _m, i, j: piece_body(i, j) <= -_m.eps)
+        out.linear_constraints += [m.g_pieces[key] for key in index]
+    if program.constraints:
+        # Phase 1: the smallest s with g_m(ζ) - s <= -ε for all m, over the linear rows (inactive until used).
+        m.phase1_s = pe.Var()
+        m.phase1_objective = pe.Objective(expr=m.phase1_s, sense=pe.minimize)
+        m.phase1_objective.deactivate()
+        if smooth:
+            m.phase1_g = pe.Constraint(smooth, rule=lambda _m, i: bodies[i] - _m.phase1_s <= -_m.eps)
+            m.phase1_g.deactivate()
+        if rows:
+            m.phase1_pieces = pe.Constraint(index, rule=lambda _m, i, j: piece_body(i, j) - _m.phase1_s <= -_m.eps)
+            m.phase1_pieces.deactivate()
+
+
+def starting_point(program: Program) -> np.ndarray:
+    """A cold-start point for ``program`` (see the module docstring), length ``n_vars``."""
+    model = program.model
+    S, A = model.n_states, model.n_actions
+    x = np.zeros(program.n_vars)
+    uniform_policy = np.full((S, A), 1.0 / A)
+    kernel = getattr(program, "kernel", None)
+    if kernel is None and hasattr(program, "empirical_kernel"):
+        kernel = program.empirical_kernel.copy()
+        unvisited = kernel.sum(axis=2) <= 0
+        kernel[unvisited] = 1.0 / S
+    if kernel is not None:
+        try:
+            rho = stationary_occupancy(kernel, uniform_policy)
+        except Exception:  # a degenerate chain: the uniform point is fine
+            rho = np.full((S, A), 1.0 / (S * A))
+        rho = 0.5 * rho + 0.5 / (S * A)
+    else:
+        rho = np.full((S, A), 1.0 / (S * A))
+    blocks = program.blocks
+    x[blocks["occupancy"].slice] = rho.ravel()
+    if "joint" in blocks:
+        q = kernel if kernel is not None else np.full((S, A, S), 1.0 / S)
+        p = rho[:, :, None] * q
+        x[blocks["joint"].slice] = p.ravel()
+        if "deviation" in blocks and hasattr(program, "empirical_kernel"):
+            deviation = np.abs(p - program.empirical_kernel * rho[:, :, None])
+            room = np.maximum(program.radius * rho - deviation.sum(axis=2), 0.0)
+            x[blocks["deviation"].slice] = (deviation + 0.5 * room[:, :, None] / S).ravel()
+    return x
+
+
+# ----------------------------------------------------------------------------
+# Compiled program
+# ----------------------------------------------------------------------------
+
+
+def _numpy_evaluator(utility: Utility, role: str = "the utility"):
+    """The utility's numpy value, gradient and Hessian for the bridge. An exception from them is a
+    :class:`UtilityCodeError` naming the utility (the solve lets it through), except a domain error
+    (ValueError, ZeroDivisionError, ...), which tells Ipopt to shorten its step."""
+    from .ipopt_bridge import NumpyEvaluator
+
+    dim = utility.dim
+    if utility.curvature == "affine":
+        pairs: list[tuple[int, int]] | None = []
+    elif forms.is_separable(utility.describe()):  # only the diagonal enters the sparsity pattern
+        pairs = [(k, k) for k in range(dim)]
+    else:
+        pairs = None
+
+    def guarded(method: str):
+        function = getattr(utility, method)
+        return lambda y: call_utility(utility, role, method, function, y, allowed=DOMAIN_ERRORS)
+
+    return NumpyEvaluator(dim, guarded("value"), guarded("gradient"), guarded("hessian"), pairs=pairs,
+                          lower=utility.domain_lower())
+
+
+def utility_evaluator(utility: Utility, derivatives: str, role: str = "the utility"):
+    from .ipopt_bridge import PyomoEvaluator
+
+    numpy_ok = has_numpy_derivatives(utility)
+    use_pyomo = can_express(utility) and (derivatives == "pyomo" or not numpy_ok)
+    if use_pyomo:
+        builder = lambda y: pyomo_expression(utility, y, role)  # noqa: E731
+        return PyomoEvaluator(utility.dim, builder, lower=utility.domain_lower()), "pyomo"
+    if not numpy_ok:
+        raise UnsupportedUtilityError(
+            f"{utility!r} has neither a pyomo_expr nor numpy gradient and hessian; the pyomo backend needs one of them."
+        )
+    return _numpy_evaluator(utility, role), "numpy"
+
+
+def _probe(utility: Utility) -> np.ndarray:
+    """A point strictly inside the utility's domain (one unit above a finite lower end)."""
+    lower = np.asarray(utility.domain_lower(), dtype=float)
+    return np.where(np.isfinite(lower), lower + 1.0, 1.0)
+
+
+def has_numpy_derivatives(utility: Utility) -> bool:
+    """True when ``gradient`` and ``hessian`` are implemented (a call raising NotImplementedError says no)."""
+    y = _probe(utility)
+    try:
+        utility.gradient(y)
+        utility.hessian(y)
+    except NotImplementedError:
+        return False
+    except Exception:  # implemented, just unhappy at the probe point
+        return True
+    return True
+
+
+def _uses_pieces(utility: Utility) -> bool:
+    return not utility.smooth

@@ -1,0 +1,157 @@
+"""The result every backend returns, and policy extraction (docs/math.md §2)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+__all__ = ['Status', 'ProgramVariant', 'SolveResult', 'ALMOST_OPTIMAL_TOLERANCE']
+
+
+#: Largest residual (rows, bounds, ε-tight constraints: see ``Program.residuals``) at which a point solved to
+#: reduced accuracy (``Status.ALMOST_OPTIMAL``) is still used. Occupancies and joint probabilities are masses in
+#: [0, 1], so an absolute tolerance is meaningful; 1e-6 is a hundred times the feasibility tolerances the
+#: solvers are given and far below any effect on a policy.
+ALMOST_OPTIMAL_TOLERANCE = 1e-6
+
+
+class Status(str, Enum):
+    """How a solve ended (after Pyomo's ``contrib.solver`` termination conditions and MOI's statuses).
+
+    ``OPTIMAL`` and ``ALMOST_OPTIMAL`` carry a solution; every other status does not.
+
+    ``ALMOST_OPTIMAL`` is the one meaning, across backends, of "solved to reduced accuracy" (CVXPY's
+    ``optimal_inaccurate``, Ipopt's ``Solved_To_Acceptable_Level``; MOI calls it ``ALMOST_OPTIMAL``). The
+    rule is applied once, in :meth:`curlopt.backends.base.CompiledProgram.solve`, for every backend: such a
+    point is kept only when the program's rows, bounds and ε-tight constraints hold at it to
+    :data:`ALMOST_OPTIMAL_TOLERANCE`; it is then used as an optimal one is (agents plan with it, and the
+    result's message says the accuracy was reduced). Otherwise it is discarded and the result says
+    ``NUMERICAL_ERROR`` with the residual that failed, so agents treat it as any failed solve.
+    """
+
+    OPTIMAL = "optimal"
+    ALMOST_OPTIMAL = "almost_optimal"
+    INFEASIBLE = "infeasible"
+    UNBOUNDED = "unbounded"
+    ITERATION_LIMIT = "iteration_limit"
+    TIME_LIMIT = "time_limit"
+    NUMERICAL_ERROR = "numerical_error"
+    SOLVER_ERROR = "solver_error"
+    UNKNOWN = "unknown"
+
+    @property
+    def has_solution(self) -> bool:
+        """True for ``OPTIMAL`` and ``ALMOST_OPTIMAL``: a point comes with the status."""
+        return self is Status.OPTIMAL or self is Status.ALMOST_OPTIMAL
+
+
+class ProgramVariant(str, Enum):
+    """Which program produced a result: the ε-tight one, or the fallback without g rows (docs/math.md §4)."""
+
+    TIGHT = "tight"
+    FALLBACK = "fallback"
+
+
+@dataclass
+class SolveResult:
+    """Outcome of one solve, identical in form for every backend.
+
+    Attributes
+    ----------
+    status : Status
+        Final status; ``OPTIMAL`` or ``ALMOST_OPTIMAL`` (see :class:`Status`) means the arrays below hold a
+        solution.
+    program : ProgramVariant
+        ``TIGHT`` when the ε-tight program was solved, ``FALLBACK`` when it was
+        infeasible and the program without g rows was solved instead.
+    tight_status : Status
+        Status of the ε-tight attempt (differs from ``status`` after a fallback).
+    objective : float
+        ``f(λ)`` at the solution, evaluated by the utility (NaN without a solution).
+    occupancy : ndarray (S, A) or None
+    joint : ndarray (S, A, S) or None
+        ``p`` for the optimistic program.
+    policy : ndarray (S, A) or None
+        Extracted policy; rows sum to 1, uniform where ρ(s,·) = 0.
+    rewards, costs : ndarray or None
+        ``λ`` and ``ζ`` achieved by ``occupancy``.
+    constraint_values : ndarray (M,) or None
+        ``g_m(ζ)``.
+    epsilon : float
+        The tightness used by the ε-tight program.
+    solve_time : float
+        Wall seconds for the whole call (both attempts after a fallback).
+    solver_time : float or None
+        The solver's own reported run time, summed over attempts (None when the solver reports none), so the
+        overhead of a backend is ``solve_time - solver_time`` without instrumenting it.
+    iterations : int or None
+        Solver iterations when reported (summed over attempts).
+    backend, solver : str
+    message : str
+        What happened, in words (always says so when a fallback was used).
+    x : ndarray or None
+        The raw variable vector of the program that was solved.
+    """
+
+    status: Status
+    program: ProgramVariant
+    tight_status: Status
+    objective: float = math.nan
+    occupancy: np.ndarray | None = None
+    joint: np.ndarray | None = None
+    policy: np.ndarray | None = None
+    rewards: np.ndarray | None = None
+    costs: np.ndarray | None = None
+    constraint_values: np.ndarray | None = None
+    epsilon: float = 0.0
+    solve_time: float = 0.0
+    solver_time: float | None = None
+    iterations: int | None = None
+    backend: str = ""
+    solver: str = ""
+    message: str = ""
+    x: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        """True when a solution is present (of either program variant)."""
+        return self.status.has_solution
+
+    @property
+    def fell_back(self) -> bool:
+        return self.program is ProgramVariant.FALLBACK
+
+    def to_dict(self, arrays: bool = True) -> dict[str, Any]:
+        """A JSON-ready dictionary (arrays as nested lists when ``arrays``)."""
+
+        def plain(value):
+            if isinstance(value, np.ndarray):
+                return value.tolist() if arrays else None
+            if isinstance(value, float) and not math.isfinite(value):
+                return None
+            return value
+
+        out = {
+            "status": self.status.value,
+            "program": self.program.value,
+            "tight_status": self.tight_status.value,
+            "objective": plain(float(self.objective)),
+            "epsilon": self.epsilon,
+            "rewards": plain(self.rewards),
+            "costs": plain(self.costs),
+            "constraint_values": plain(self.constraint_values),
+            "policy": plain(self.policy),
+            "occupancy": plain(self.occupancy),
+            "solve_time": self.solve_time,
+            "iterations": self.iterations,
+            "backend": self.backend,
+            "solver": self.solver,
+            "message": self.message,
+        }
+        if self.joint is not None and arrays:
+            out["joint"] = self.joint.tolist()
+        return out

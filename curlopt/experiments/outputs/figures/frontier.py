@@ -1,0 +1,166 @@
+"""The regret–violation frontier of one setting: one point per configuration at (mean R(T), mean C(T)).
+
+Bars span the 95% bootstrap interval of each mean (the intervals of
+``summary.csv``: the same function, the same seed). Colour and marker tell the
+algorithm; a filled marker means C(T) = 0 on every seed, a hollow one C(T) > 0
+on at least one. R is on a log axis when every mean and interval end is
+positive, C on a linear axis that shows 0. The points are labelled by
+:mod:`.labels`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from ....errors import CurloptError
+from ..summary import BOOTSTRAP_RESAMPLES, bootstrap_interval
+from .labels import label_points
+from .style import MARKERS, PALETTE, clean, load_matplotlib, note, plain_log_labels, seed_text
+from .view import algorithm_label, short_label
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..runs import ConfigurationRuns
+
+__all__ = ["FrontierPoint", "frontier_points", "frontier_figure"]
+
+
+@dataclass
+class FrontierPoint:
+    """One configuration on the frontier: means over seeds and 95% bootstrap intervals (NaN with one seed)."""
+
+    label: str
+    short: str
+    algorithm: str
+    algorithm_label: str
+    regret: float
+    regret_interval: tuple[float, float]
+    violation: float
+    violation_interval: tuple[float, float]
+    all_zero: bool
+    seeds: int
+    steps: int
+
+
+def frontier_points(groups: Sequence["ConfigurationRuns"]) -> list[FrontierPoint]:
+    """The frontier's points, with the statistics of the summary table (same functions, same intervals)."""
+    points = []
+    for group in groups:
+        if group is None or not group.traces:
+            continue
+        regrets = [float(trace.checkpoints["regret"][-1]) for trace in group.traces]
+        violations = [float(trace.checkpoints["violation"][-1]) for trace in group.traces]
+        points.append(FrontierPoint(
+            group.label, short_label(group), group.algorithm, algorithm_label(group),
+            float(np.mean(regrets)), bootstrap_interval(regrets), float(np.mean(violations)),
+            bootstrap_interval(violations), all(v <= 0.0 for v in violations), len(regrets),
+            int(group.traces[0].checkpoints["t"][-1])))
+    return points
+
+
+def _draw_points(ax, points: Sequence[FrontierPoint], style: dict[str, tuple[str, str]]) -> None:
+    """Every point with its bars (none with one seed); gids ``point:``, ``xbar:``, ``ybar:`` and the label."""
+    for point in points:
+        color, marker = style[point.algorithm]
+        xerr = yerr = None
+        if not math.isnan(point.regret_interval[0]):
+            # Clamped at 0: for seeds that all end at v the interval is [v, v], but their mean can differ from v
+            # in the last digit (np.mean([0.1] * 3) = 0.10000000000000002), and matplotlib refuses negative bars.
+            xerr = [[max(0.0, point.regret - point.regret_interval[0])], [max(0.0, point.regret_interval[1] - point.regret)]]
+            yerr = [[max(0.0, point.violation - point.violation_interval[0])],
+                    [max(0.0, point.violation_interval[1] - point.violation)]]
+        container = ax.errorbar([point.regret], [point.violation], xerr=xerr, yerr=yerr, fmt=marker, ms=7,
+                                color=color, mec=color, mfc=color if point.all_zero else "white", mew=1.4,
+                                ecolor=color, elinewidth=0.9, capsize=2.5, alpha=0.95, zorder=3)
+        container.lines[0].set_gid(f"point:{point.label}")
+        for axis, bars in zip("xy", container.lines[2]):
+            bars.set_gid(f"{axis}bar:{point.label}")
+
+
+def _axes(ax, points: Sequence[FrontierPoint], groups: Sequence["ConfigurationRuns"]) -> None:
+    """The line C = 0, the axis scales and labels, a y range that shows 0, and a note when no C(T) is > 0."""
+    ax.axhline(0.0, color="0.35", lw=0.8, ls="-", zorder=1)
+    lows = [p.regret_interval[0] for p in points if not math.isnan(p.regret_interval[0])]
+    log_x = all(p.regret > 0 for p in points) and all(v > 0 for v in lows)
+    if log_x:
+        ax.set_xscale("log")
+        plain_log_labels(ax.xaxis)
+    ax.set_xlabel(f"regret R(T) = f(λ*) − f(λ^(T))  ({'log axis' if log_x else 'linear axis'})")
+    ax.set_ylabel("constraint violation C(T) = max_m (g_m(ζ^(T)))_+  (linear axis)")
+    top = max([p.violation_interval[1] if not math.isnan(p.violation_interval[1]) else p.violation
+               for p in points] + [0.0])
+    if top <= 0:
+        top = 1.0
+        constrained = any(np.asarray(g.traces[0].checkpoints["constraints"]).reshape(
+            len(g.traces[0].checkpoints["t"]), -1).shape[1] for g in groups)
+        note(ax, ["C(T) = 0 on every seed of every configuration" if constrained
+                  else "the setting has no constraints: C(T) = 0"])
+    ax.set_ylim(-0.06 * top, top * 1.1)
+    ax.grid(True, which="major", alpha=0.25)
+
+
+def _key(points: Sequence[FrontierPoint], style: dict[str, tuple[str, str]]) -> list[Any]:
+    """Legend entries: one per algorithm, the meaning of filled and hollow markers, and of the bars."""
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=colour, marker=marker, ls="none", ms=7,
+                      label=next(p.algorithm_label for p in points if p.algorithm == key))
+               for key, (colour, marker) in style.items()]
+    handles += [
+        Line2D([], [], color="0.3", marker="o", ls="none", ms=7, label="filled: C(T) = 0 on every seed"),
+        Line2D([], [], color="0.3", marker="o", mfc="white", ls="none", ms=7, label="hollow: C(T) > 0 on some seed"),
+    ]
+    if any(p.seeds > 1 for p in points):
+        handles.append(Line2D([], [], color="0.3", marker="|", ls="-", lw=1.0, ms=8,
+                              label=f"bars: 95% bootstrap interval\nof the mean ({BOOTSTRAP_RESAMPLES:,} resamples)"))
+    return handles
+
+
+def _numbers(points: Sequence[FrontierPoint], style: dict[str, tuple[str, str]]) -> list[Any]:
+    """Legend entries ``<number>: <configuration>``, used when the points are labelled with numbers."""
+    from matplotlib.lines import Line2D
+
+    return [Line2D([], [], color=style[p.algorithm][0], marker=style[p.algorithm][1], ls="none", ms=6,
+                   mfc=style[p.algorithm][0] if p.all_zero else "white", label=f"{index + 1}: {p.label}")
+            for index, p in enumerate(points)]
+
+
+def _title(points: Sequence[FrontierPoint], setting: Any) -> str:
+    name = getattr(setting, "name", str(setting))
+    label = clean(getattr(setting, "label", "") or "")
+    steps = sorted({p.steps for p in points})
+    steps_text = f"T = {steps[0]:,}" if len(steps) == 1 else f"T = {steps[0]:,}–{steps[-1]:,}"
+    return (f"{name}{(': ' + label) if label else ''} — regret and constraint violation after {steps_text} steps"
+            f"\neach point: one configuration, mean over {seed_text([p.seeds for p in points])}")
+
+
+def frontier_figure(groups: Sequence["ConfigurationRuns"]):
+    """The regret–violation frontier of one setting (see the module docstring), not saved.
+
+    Points are labelled with their varied options next to them when the labels
+    fit without overlapping; otherwise with numbers, explained in the legend.
+    """
+    Figure, Canvas = load_matplotlib()
+    groups = [g for g in groups if g is not None and g.traces]
+    if not groups:
+        raise CurloptError("no finished runs to plot.")
+    points = frontier_points(groups)
+    algorithms = list(dict.fromkeys(p.algorithm for p in points))
+    style = {key: (PALETTE[i % len(PALETTE)], MARKERS[i % len(MARKERS)]) for i, key in enumerate(algorithms)}
+    fig = Figure(figsize=(12.5, 6.6), layout="constrained")
+    Canvas(fig)
+    ax = fig.add_subplot()
+    _draw_points(ax, points, style)
+    _axes(ax, points, groups)
+    handles = _key(points, style)
+    fig.suptitle(_title(points, groups[0].setting), fontsize=10)
+    # a provisional legend of the final size fixes the layout before the labels are placed
+    legend = ax.legend(handles=handles + _numbers(points, style), fontsize=7.5, loc="upper left",
+                       bbox_to_anchor=(1.01, 1.0), framealpha=0.9)
+    if not label_points(fig, ax, points, style):
+        legend.remove()
+        ax.legend(handles=handles, fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), framealpha=0.9)
+    return fig

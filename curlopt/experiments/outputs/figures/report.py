@@ -1,0 +1,220 @@
+"""The figures of a study's HTML report: the ones under ``figures/``, and the exact constraint values per epoch.
+
+* :func:`study_figures`: the PNG files of a study output's ``figures/`` folder
+  as bytes, each with a caption saying when it was drawn from another
+  ``summary.csv`` than the one beside it (its ``curlopt-summary-sha256`` text
+  chunk, see :func:`png_text`); when the folder has none, the figures are drawn
+  with :func:`curlopt.experiments.outputs.figures.plots.plot_study` into a temporary folder
+  (matplotlib present) or left out with a note (matplotlib missing).
+* :func:`exact_constraint_figure`: for one setting, the largest exact
+  constraint value ``max_m g_m`` of every epoch's policy on the true kernel
+  against the epoch's start, per configuration, with the line g = 0 (drawn
+  for the report only; the traces record the values as ``exact_constraints``).
+
+matplotlib is imported only when a figure is drawn (through
+:mod:`curlopt.experiments.outputs.figures.style`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+import struct
+import tempfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+
+from ....errors import CurloptError
+from .style import DPI, SUMMARY_HASH_KEY, ZERO_STYLE, dedupe_legend, load_matplotlib, note, plural
+from .view import setting_view
+from ..summary import percent
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..runs import ConfigurationRuns
+
+__all__ = ["ReportFigure", "png_text", "png_bytes", "study_figures", "exact_constraint_figure",
+           "exact_constraint_png", "SUMMARY_HASH_KEY", "PNG_SIGNATURE"]
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@dataclass
+class ReportFigure:
+    """One PNG of the report: its file name, bytes and a caption (empty when there is nothing to say)."""
+
+    name: str
+    data: bytes
+    caption: str = ""
+
+
+def png_text(data: bytes) -> dict[str, str]:
+    """The text chunks (``tEXt``, ``zTXt``, ``iTXt``) of a PNG, read with the standard library.
+
+    Raises
+    ------
+    CurloptError
+        When ``data`` is not a PNG.
+    """
+    if not data.startswith(PNG_SIGNATURE):
+        raise CurloptError("not a PNG file (its signature is missing).")
+    texts: dict[str, str] = {}
+    position = len(PNG_SIGNATURE)
+    while position + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[position: position + 8])
+        body = data[position + 8: position + 8 + length]
+        position += 12 + length
+        try:
+            if kind == b"tEXt":
+                key, _, value = body.partition(b"\0")
+                texts[key.decode("latin-1")] = value.decode("latin-1")
+            elif kind == b"zTXt":
+                key, _, rest = body.partition(b"\0")
+                texts[key.decode("latin-1")] = zlib.decompress(rest[1:]).decode("latin-1")
+            elif kind == b"iTXt":
+                key, _, rest = body.partition(b"\0")
+                compressed, rest = rest[0], rest[2:]
+                _language, _, rest = rest.partition(b"\0")
+                _translated, _, value = rest.partition(b"\0")
+                texts[key.decode("latin-1")] = (zlib.decompress(value) if compressed else value).decode("utf-8")
+        except (zlib.error, UnicodeDecodeError, IndexError):  # a damaged chunk is skipped, not fatal
+            continue
+        if kind == b"IEND":
+            break
+    return texts
+
+
+def png_bytes(figure) -> bytes:
+    """A figure rendered to PNG in memory (the resolution of the study's figures)."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=DPI)
+    return buffer.getvalue()
+
+
+def _file_sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _caption(data: bytes, summary_hash: str | None) -> str:
+    try:
+        recorded = png_text(data).get(SUMMARY_HASH_KEY)
+    except CurloptError:
+        return "not a PNG file"
+    if recorded is None or summary_hash is None or recorded == summary_hash:
+        return ""
+    return "drawn from another summary.csv than the one in this folder: it may be out of date"
+
+
+def study_figures(folder: Path, groups: Sequence["ConfigurationRuns"]) -> tuple[list[ReportFigure], list[str]]:
+    """The figures of a study output folder and notes on what was done to get them (see the module docstring)."""
+    folder = Path(folder)
+    summary_hash = _file_sha256(folder / "summary.csv")
+    files = sorted((folder / "figures").glob("*.png")) if (folder / "figures").is_dir() else []
+    found = []
+    for path in files:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            return found, [f"could not read {path} ({exc.strerror or exc})"]
+        found.append(ReportFigure(path.name, data, _caption(data, summary_hash)))
+    if found:
+        return found, []
+    try:
+        load_matplotlib()
+    except CurloptError:
+        return [], ["figures/ has no figures and matplotlib is not installed (pip install 'curlopt[plot]'):"
+                    " the report has the tables only."]
+    from .plots import plot_study
+
+    with tempfile.TemporaryDirectory(prefix="curlopt-report-") as scratch:
+        paths = plot_study(groups, scratch)
+        drawn = [ReportFigure(path.name, path.read_bytes()) for path in paths]
+    return drawn, ["figures/ has no figures: they were drawn from the runs for this report only."]
+
+
+# -- exact constraint values per epoch -------------------------------------------------------------------------------
+def _epoch_maxima(group: "ConfigurationRuns") -> tuple[np.ndarray, np.ndarray, int]:
+    """Start (at least 1) and max_m exact g_m of every epoch of every seed; the count of epochs without one."""
+    starts, values, missing = [], [], 0
+    for trace in group.traces:
+        for epoch in trace.epochs:
+            exact = epoch.exact_constraints
+            array = np.asarray(exact if exact is not None else [], dtype=float)
+            if exact is None or array.size == 0 or np.any(np.isnan(array)):
+                missing += 1
+                continue
+            starts.append(max(int(epoch.start), 1))
+            values.append(float(np.max(array)))
+    return np.asarray(starts, dtype=float), np.asarray(values, dtype=float), missing
+
+
+def _binned_median(starts: np.ndarray, values: np.ndarray) -> tuple[list[float], list[float]]:
+    """The median in 20 log-spaced bins of the epoch start (bins without epochs left out)."""
+    edges = np.geomspace(1.0, max(float(np.max(starts)), 2.0) * 1.0001, 21)
+    centre, median = [], []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        inside = (starts >= lo) & (starts < hi)
+        if np.any(inside):
+            centre.append(math.sqrt(lo * hi))
+            median.append(float(np.median(values[inside])))
+    return centre, median
+
+
+def _exact_panel(ax, title: str, curves, groups: Sequence["ConfigurationRuns"]) -> bool:
+    """One panel of configurations; False when none of them has an exact value."""
+    missing, drawn = 0, False
+    for c in curves:
+        starts, values, lost = _epoch_maxima(groups[c.position])
+        missing += lost
+        if not values.size:
+            continue
+        drawn = True
+        finite = np.isfinite(values)
+        share = percent(float(np.mean(values > 0.0)))
+        ax.scatter(starts[finite], values[finite], s=5, color=c.color, alpha=0.25, lw=0, zorder=2)
+        centre, median = _binned_median(starts[finite], values[finite]) if np.any(finite) else ([], [])
+        ax.plot(centre, median, color=c.color, ls=c.linestyle or "-", marker=c.marker, ms=4, lw=1.4, zorder=3,
+                label=f"{c.label} ({share} of epochs > 0)")
+    ax.axhline(0.0, **ZERO_STYLE, zorder=4, label="g = 0 (every constraint holds below)")
+    ax.set_xscale("log")
+    ax.set_xlabel("epoch start t_e (steps)")
+    ax.set_ylabel("max_m g_m of the epoch's policy (exact)")
+    ax.set_title((f"{title}: " if title else "") + "largest constraint value of each epoch's policy on the true"
+                 " kernel (dots: every epoch of every seed; line: median per time bin)", fontsize=8.5)
+    ax.grid(True, which="major", alpha=0.25)
+    if missing:
+        note(ax, [f"{plural(missing, 'epoch')} without an exact evaluation not shown"])
+    handles, labels = dedupe_legend(ax)
+    ax.legend(handles, labels, fontsize=7, loc="best", framealpha=0.85)
+    return drawn
+
+
+def exact_constraint_figure(groups: Sequence["ConfigurationRuns"]):
+    """The exact constraint values per epoch of one setting, not saved (None without constraints or values)."""
+    Figure, Canvas = load_matplotlib()
+    view = setting_view(groups)
+    if not view.n_constraints:
+        return None
+    rows = len(view.panels)
+    fig = Figure(figsize=(11, max(4.4, 3.6 * rows + 0.8)), layout="constrained")
+    drawn = False
+    for row, (title, curves) in enumerate(view.panels):
+        drawn |= _exact_panel(fig.add_subplot(rows, 1, row + 1), title, curves, view.groups)
+    if not drawn:
+        return None
+    fig.suptitle(f"{view.head} — exact constraint value of every epoch's policy ({view.seeds_text})", fontsize=10)
+    Canvas(fig)
+    return fig
+
+
+def exact_constraint_png(groups: Sequence["ConfigurationRuns"]) -> bytes | None:
+    """:func:`exact_constraint_figure` as PNG bytes (None when there is nothing to draw)."""
+    figure = exact_constraint_figure(groups)
+    return None if figure is None else png_bytes(figure)

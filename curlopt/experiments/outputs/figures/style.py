@@ -1,0 +1,126 @@
+"""What every figure shares: colours, line styles, markers, text helpers, small axes helpers and saving.
+
+matplotlib is imported only inside the functions that need it
+(:func:`load_matplotlib`, :func:`plain_log_labels`); importing this module
+does not load it. :func:`save_png` renders a figure to PNG in memory and
+writes it with the toolkit's atomic writer, so a kill leaves the old file or
+the new one, never a partial PNG.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+from ....errors import CurloptError
+from ....fileio import atomic_write_bytes
+from ..summary import clean_label
+
+__all__ = ["DPI", "SUMMARY_HASH_KEY", "PALETTE", "LINESTYLES", "MARKERS", "OPTIMUM_STYLE", "ZERO_STYLE", "SLOPE_STYLE",
+           "NOTE_STYLE", "load_matplotlib", "save_png", "clean", "plural", "seed_text", "shorten", "t_text", "note",
+           "plain_log_labels", "dedupe_legend"]
+
+#: resolution of the PNG files
+DPI = 150
+#: the PNG text key of every study figure's record of its summary: the SHA-256 of the ``summary.csv`` bytes
+SUMMARY_HASH_KEY = "curlopt-summary-sha256"
+# tab10 without its grey (grey and black are kept for reference lines)
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf")
+LINESTYLES: tuple[Any, ...] = ("-", (0, (5, 2)), (0, (1, 1.5)), (0, (6, 2, 1, 2)), (0, (2, 2)), (0, (8, 2, 1, 2, 1, 2)),
+                               (0, (3, 1, 3, 4)), (0, (10, 3)), (0, (1, 3)))
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h")
+OPTIMUM_STYLE = dict(color="black", ls=(0, (6, 3)), lw=1.3)
+ZERO_STYLE = dict(color="black", ls="-", lw=1.0)
+SLOPE_STYLE = dict(color="0.45", ls=":", lw=1.0)
+NOTE_STYLE = dict(fontsize=6.5, color="0.15", va="bottom", ha="left",
+                  bbox=dict(boxstyle="round,pad=0.25", facecolor="white", edgecolor="0.7", alpha=0.85, lw=0.5))
+
+
+def load_matplotlib():
+    """``(Figure, FigureCanvasAgg)``: no pyplot, no change of the process-wide backend.
+
+    Raises
+    ------
+    CurloptError
+        If matplotlib is not installed.
+    """
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise CurloptError("figures need matplotlib: pip install 'curlopt[plot]'.") from None
+    return Figure, FigureCanvasAgg
+
+
+def save_png(figure, path: str | os.PathLike, metadata: dict[str, str] | None = None) -> Path:
+    """Render ``figure`` to PNG and write it atomically (its folder is created if needed); return the path.
+
+    ``metadata`` is written into the PNG's text chunks (e.g. ``{"curlopt-summary-sha256": ...}``).
+    """
+    path = Path(path)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=DPI, metadata=dict(metadata) if metadata else None)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return atomic_write_bytes(path, buffer.getvalue())
+
+
+# -- text ------------------------------------------------------------------------------------------------------------
+def clean(text: str) -> str:
+    """Display text without references to sections of the external specification (see ``clean_label``)."""
+    return clean_label(text)
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count:,} {word}" + ("" if count == 1 else "s")
+
+
+def seed_text(counts: Sequence[int]) -> str:
+    """``3 seeds``, ``1 seed``, ``2–5 seeds`` (the distinct seed counts of some configurations)."""
+    distinct = sorted(set(counts))
+    if not distinct:
+        return "no seeds"
+    if len(distinct) == 1:
+        return f"{distinct[0]} seed" + ("" if distinct[0] == 1 else "s")
+    return f"{distinct[0]}–{distinct[-1]} seeds"
+
+
+def shorten(text: str, limit: int = 64) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def t_text(t: float) -> str:
+    """A time step for a note: ``1,000``, ``2.5e+06``."""
+    return f"{t:,.0f}" if t < 1e6 else f"{t:.3g}"
+
+
+# -- axes ------------------------------------------------------------------------------------------------------------
+def note(ax, lines: list[str], width: int = 80) -> None:
+    """A small boxed note in the lower left corner of a panel (wrapped; not part of the layout)."""
+    if lines:
+        import textwrap
+
+        text = "\n".join(textwrap.fill(line, width, subsequent_indent="  ") for line in lines)
+        box = ax.text(0.015, 0.02, text, transform=ax.transAxes, gid="note", zorder=10, **NOTE_STYLE)
+        box.set_in_layout(False)
+
+
+def plain_log_labels(axis) -> None:
+    """Tick labels of a log axis as plain numbers (``0.3``, ``2``), where matplotlib would write ``3×10^-1``."""
+    from matplotlib.ticker import LogFormatterSciNotation
+
+    class Plain(LogFormatterSciNotation):
+        def __call__(self, x, pos=None):
+            return f"{x:g}" if super().__call__(x, pos) else ""
+
+    axis.set_major_formatter(Plain())
+    axis.set_minor_formatter(Plain(labelOnlyBase=False, minor_thresholds=(1.2, 0.5)))
+
+
+def dedupe_legend(ax) -> tuple[list, list[str]]:
+    """The legend handles and labels of ``ax``, each label once (its first handle)."""
+    seen: dict[str, Any] = {}
+    for handle, label in zip(*ax.get_legend_handles_labels()):
+        seen.setdefault(label, handle)
+    return list(seen.values()), list(seen)

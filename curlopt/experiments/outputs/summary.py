@@ -1,0 +1,567 @@
+"""Summary tables: one row per configuration, statistics over its seeds.
+
+:func:`write_study_summary` writes ``summary.csv`` and ``summary.md`` for a study
+(a list of :class:`~curlopt.experiments.outputs.runs.ConfigurationRuns`).
+
+Statistics over seeds
+---------------------
+For each configuration, a per-seed value is taken from every run (its final
+checkpoint, its epoch records), then
+
+* ``*_mean``: the mean over seeds;
+* ``*_std``: the sample standard deviation (ddof = 1); empty with one seed;
+* ``*_ci_low`` / ``*_ci_high``: a 95% bootstrap confidence interval of the mean
+  (:func:`scipy.stats.bootstrap`, percentile method, :data:`BOOTSTRAP_RESAMPLES`
+  resamples, a fixed seed :data:`BOOTSTRAP_SEED`, so the output is
+  deterministic). Empty with one seed; ``[v, v]`` when every seed gives ``v``
+  (e.g. C(T) = 0 on every seed). The percentile method is used throughout
+  rather than BCa: BCa is undefined when values tie and unstable with a
+  handful of seeds, and one method for every cell keeps the table comparable.
+
+``summary.csv`` columns
+-----------------------
+==============================  =====================================================================
+``setting``                     the model the configuration ran on (its name in directories)
+``algorithm``                   algorithm key in the study, e.g. ``uc-curl``
+``label``                       display name with the varied options, e.g. ``UC-CURL (K_ε=3)``
+``agent``                       registered agent name
+``key``                         configuration key (its run directory)
+``option.<name>``               one column per option varied by the study's grid (empty for a
+                                configuration that does not have the option); strings as they are,
+                                numbers with full precision, other values as JSON
+``trigger``                     epoch trigger (the agent's own schedule for the baselines)
+``backend``                     backend that solved the programs (empty for agents without one)
+``steps``                       the horizon T
+``seeds``                       number of runs aggregated
+``optimum``                     f(λ*), the known-model optimum (empty without one)
+``objective_*``                 final f(λ^(T)): ``_mean``, ``_std``, ``_ci_low``, ``_ci_high``
+``regret_*``                    R(T) = f(λ*) − f(λ^(T)): mean, std, interval
+``g<m>_*``                      g_m(ζ^(T)), m = 1..M: mean, std, interval (empty for a setting with
+                                fewer constraints; ≤ 0 is satisfied)
+``violation_*``                 C(T) = max_m (g_m(ζ^(T)))_+: mean, std, interval
+``zero_violation_share``        share of the seeds with C(T) = 0
+``violating_epoch_share``       share of a run's epochs whose policy violates a constraint on the true
+                                kernel (max_m of the epoch's exact g_m > 0), averaged over seeds;
+                                epochs without an exact evaluation are left out (empty if none has one)
+``violating_step_share``        the same with every epoch weighted by its length (the share of steps
+                                played under a violating policy), averaged over seeds
+``unreached_states``            mean number of states an epoch's plan leaves unreached (no planned
+                                occupancy; the agent's ``unreached`` option decides what is played
+                                there), over the epochs that record it, averaged over seeds; empty for
+                                agents that plan no occupancy
+``epochs_mean/_std``            number of epochs
+``fallback_epochs_mean/_std``   epochs whose ε-tight program was infeasible (a fallback policy was played)
+``failed_epochs_mean/_std``     epochs where the solver failed (previous or uniform policy kept)
+``wall_time_mean/_std``         seconds per run (the only columns that change between two summaries of
+                                the same seeds: :data:`TIME_COLUMNS`)
+==============================  =====================================================================
+
+Floats are written with full precision (``repr``; ``nan`` for a value that is
+not defined, e.g. a non-finite objective), empty cells for what does not apply.
+``summary.md`` shows the same numbers, one table per setting, with a legend.
+Both files are written atomically by :func:`curlopt.fileio.atomic_write_text`.
+"""
+
+from __future__ import annotations
+
+import csv
+import inspect
+import io
+import json
+import math
+import os
+import re
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from ...fileio import atomic_write_text
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .runs import ConfigurationRuns
+    from ..simulation.trace import Trace
+
+__all__ = ["write_study_summary", "study_rows", "study_columns", "study_markdown", "bootstrap_interval",
+           "epoch_violation_shares", "mean_unreached", "mean_std", "STUDY_COLUMN_DOCS", "TIME_COLUMNS", "BOOTSTRAP_RESAMPLES",
+           "BOOTSTRAP_SEED", "CONFIDENCE_LEVEL"]
+
+#: columns that measure time (differ between otherwise identical summaries)
+TIME_COLUMNS = ("wall_time_mean", "wall_time_std")
+#: bootstrap resamples of every confidence interval
+BOOTSTRAP_RESAMPLES = 9999
+#: seed of the bootstrap's random generator (each interval starts from it afresh)
+BOOTSTRAP_SEED = 20240613
+CONFIDENCE_LEVEL = 0.95
+#: prefix of the columns of the varied options
+OPTION_PREFIX = "option."
+
+STUDY_COLUMN_DOCS: dict[str, str] = {
+    "setting": "the model the configuration ran on",
+    "algorithm": "algorithm key in the study",
+    "label": "display name with the varied options",
+    "agent": "registered agent name",
+    "key": "configuration key (its run directory)",
+    "option.<name>": "an option varied by the study's grid",
+    "trigger": "epoch trigger (the agent's own schedule for the baselines)",
+    "backend": "backend that solved the programs (empty for agents without one)",
+    "steps": "horizon T",
+    "seeds": "number of runs aggregated",
+    "optimum": "f(λ*), the known-model optimum",
+    "objective": "final f(λ^(T)): mean, std, 95% bootstrap interval over seeds",
+    "regret": "R(T) = f(λ*) - f(λ^(T)): mean, std, 95% bootstrap interval",
+    "g<m>": "g_m(ζ^(T)) for constraint m: mean, std, 95% bootstrap interval",
+    "violation": "C(T) = max_m (g_m(ζ^(T)))_+: mean, std, 95% bootstrap interval",
+    "zero_violation_share": "share of seeds with C(T) = 0",
+    "violating_epoch_share": "share of epochs whose policy violates a constraint on the true kernel (mean over seeds)",
+    "violating_step_share": "share of steps played under such a policy (mean over seeds)",
+    "unreached_states": "states an epoch's plan leaves unreached (mean over epochs, then over seeds)",
+    "epochs": "number of epochs: mean, std",
+    "fallback_epochs": "epochs whose ε-tight program was infeasible: mean, std",
+    "failed_epochs": "epochs where the solver failed: mean, std",
+    "wall_time": "seconds per run: mean, std",
+}
+
+_INTERVAL_STATS = ("objective", "regret")  # then g<m>, then violation
+_COUNT_STATS = ("epochs", "fallback_epochs", "failed_epochs", "wall_time")
+_IDENTITY = ("setting", "algorithm", "label", "agent", "key")
+_RUN = ("trigger", "backend", "steps", "seeds", "optimum")
+
+
+# -- statistics -----------------------------------------------------------------------------------------------------
+def mean_std(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (ddof = 1); std NaN for one value, both NaN for none."""
+    array = np.asarray(values, dtype=float)
+    if array.size == 0:
+        return math.nan, math.nan
+    mean = float(np.mean(array))
+    std = float(np.std(array, ddof=1)) if array.size > 1 else math.nan
+    return mean, std
+
+
+def _bootstrap_keywords() -> dict[str, Any]:
+    from scipy import stats
+
+    generator = np.random.default_rng(BOOTSTRAP_SEED)
+    # scipy >= 1.15 calls the generator ``rng``; older versions ``random_state`` (both take a Generator).
+    name = "rng" if "rng" in inspect.signature(stats.bootstrap).parameters else "random_state"
+    return {name: generator}
+
+
+def bootstrap_interval(values: Sequence[float]) -> tuple[float, float]:
+    """95% percentile-bootstrap interval of the mean of ``values``.
+
+    NaN, NaN for fewer than two values or a non-finite value; ``(v, v)`` when
+    every value is ``v``. Deterministic: the resampling generator starts from
+    :data:`BOOTSTRAP_SEED` on every call.
+    """
+    from scipy import stats
+
+    array = np.asarray(values, dtype=float)
+    if array.size < 2 or not np.all(np.isfinite(array)):
+        return math.nan, math.nan
+    if np.all(array == array[0]):
+        return float(array[0]), float(array[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        result = stats.bootstrap((array,), np.mean, n_resamples=BOOTSTRAP_RESAMPLES, confidence_level=CONFIDENCE_LEVEL,
+                                 method="percentile", vectorized=True, axis=-1, **_bootstrap_keywords())
+    interval = result.confidence_interval
+    return float(interval.low), float(interval.high)
+
+
+def epoch_violation_shares(trace: "Trace") -> tuple[float, float]:
+    """``(share of epochs, share of steps)`` whose policy violates a constraint on the true kernel.
+
+    An epoch violates when the largest of its exact ``g_m`` (``exact_constraints``)
+    is > 0; a setting without constraints never violates. Epochs without an exact
+    evaluation (None, or a NaN among the values) are left out; NaN when none has one.
+    """
+    flags, lengths = [], []
+    for epoch in trace.epochs:
+        values = epoch.exact_constraints
+        if values is None:
+            continue
+        array = np.asarray(values, dtype=float)
+        if np.any(np.isnan(array)):
+            continue
+        flags.append(bool(array.size and np.max(array) > 0.0))
+        lengths.append(max(int(epoch.length), 0))
+    if not flags:
+        return math.nan, math.nan
+    share_epochs = float(np.mean(flags))
+    total = sum(lengths)
+    share_steps = float(sum(n for n, bad in zip(lengths, flags) if bad) / total) if total > 0 else math.nan
+    return share_epochs, share_steps
+
+
+def mean_unreached(trace: "Trace") -> float:
+    """Mean of the epochs' ``unreached`` counts (epochs that do not record one are left out; NaN if none does)."""
+    counts = [epoch.unreached for epoch in trace.epochs if getattr(epoch, "unreached", None) is not None]
+    return float(np.mean(counts)) if counts else math.nan
+
+
+def _nanmean(values: Sequence[float]) -> float:
+    array = np.asarray(values, dtype=float)
+    array = array[~np.isnan(array)]
+    return float(np.mean(array)) if array.size else math.nan
+
+
+# -- rows -----------------------------------------------------------------------------------------------------------
+def _setting_name(group: "ConfigurationRuns") -> str:
+    return str(getattr(group.setting, "name", group.setting))
+
+
+def _groups(groups: Sequence["ConfigurationRuns | None"]) -> list["ConfigurationRuns"]:
+    return [group for group in groups if group is not None]
+
+
+def _varied_names(groups: Sequence["ConfigurationRuns"]) -> list[str]:
+    names: list[str] = []
+    for group in groups:
+        for name in group.varied:
+            if name not in names:
+                names.append(name)
+    return names
+
+
+def study_columns(n_constraints: int, varied: Sequence[str] = ()) -> list[str]:
+    """The CSV header: settings with at most ``n_constraints`` constraints, the varied option names in order."""
+    columns = list(_IDENTITY) + [OPTION_PREFIX + name for name in varied] + list(_RUN)
+    stats = list(_INTERVAL_STATS) + [f"g{m}" for m in range(1, n_constraints + 1)] + ["violation"]
+    for name in stats:
+        columns += [f"{name}_mean", f"{name}_std", f"{name}_ci_low", f"{name}_ci_high"]
+    columns += ["zero_violation_share", "violating_epoch_share", "violating_step_share", "unreached_states"]
+    for name in _COUNT_STATS:
+        columns += [f"{name}_mean", f"{name}_std"]
+    return columns
+
+
+def _interval_stats(row: dict[str, Any], name: str, values: Sequence[float]) -> None:
+    row[f"{name}_mean"], row[f"{name}_std"] = mean_std(values)
+    row[f"{name}_ci_low"], row[f"{name}_ci_high"] = bootstrap_interval(values)
+
+
+def _row(group: "ConfigurationRuns") -> dict[str, Any]:
+    traces = list(group.traces)
+    summaries = [trace.summary() for trace in traces]
+    first_meta = traces[0].meta if traces else {}
+    steps = {s["steps"] for s in summaries}
+    if len(steps) > 1:
+        from ...errors import CurloptError
+
+        raise CurloptError(f"the runs of {group.label} have different horizons {sorted(steps)}; summarise them apart.")
+    optimum = summaries[0]["optimum"] if summaries else None
+    row: dict[str, Any] = {
+        "setting": _setting_name(group),
+        "algorithm": group.algorithm,
+        "label": group.label,
+        "agent": group.agent,
+        "key": group.key,
+        "trigger": first_meta.get("trigger", group.options.get("trigger", "")) or "",
+        "backend": first_meta.get("backend", group.options.get("backend", "")) or "",
+        "steps": summaries[0]["steps"] if summaries else None,
+        "seeds": len(traces),
+        "optimum": None if optimum is None else float(optimum),
+    }
+    for name, value in group.varied.items():
+        row[OPTION_PREFIX + name] = value
+    n_constraints = len(summaries[0]["constraints"]) if summaries else 0
+    for name in _INTERVAL_STATS:
+        _interval_stats(row, name, [s[name] for s in summaries])
+    for m in range(n_constraints):
+        _interval_stats(row, f"g{m + 1}", [s["constraints"][m] for s in summaries])
+    _interval_stats(row, "violation", [s["violation"] for s in summaries])
+    row["zero_violation_share"] = float(np.mean([s["violation"] <= 0.0 for s in summaries])) if summaries else math.nan
+    shares = [epoch_violation_shares(trace) for trace in traces]
+    row["violating_epoch_share"] = _nanmean([share[0] for share in shares])
+    row["violating_step_share"] = _nanmean([share[1] for share in shares])
+    row["unreached_states"] = _nanmean([mean_unreached(trace) for trace in traces])
+    for name in _COUNT_STATS:
+        row[f"{name}_mean"], row[f"{name}_std"] = mean_std([s[name] for s in summaries])
+    row["_constraints"] = n_constraints
+    row["_varied"] = list(group.varied)
+    return row
+
+
+def study_rows(groups: Sequence["ConfigurationRuns"]) -> list[dict[str, Any]]:
+    """One row per configuration, in the given order, with the columns of :func:`study_columns`.
+
+    Rows also carry two private keys, ``_constraints`` (M of the setting) and
+    ``_varied`` (the configuration's varied option names), used by the writers.
+    """
+    return [_row(group) for group in _groups(groups)]
+
+
+def _csv_value(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (int, str)):
+        return str(value)
+    if isinstance(value, np.generic):
+        return _csv_value(value.item())
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    except TypeError:
+        return str(value)
+
+
+def _study_csv_value(column: str, value: Any) -> str:
+    # A statistic of one seed has no spread and no interval: an empty cell, not "nan".
+    if isinstance(value, float) and math.isnan(value) and column.endswith(("_std", "_ci_low", "_ci_high")):
+        return ""
+    return _csv_value(value)
+
+
+def _study_csv_text(rows: Sequence[dict[str, Any]], groups: Sequence["ConfigurationRuns"]) -> str:
+    n_constraints = max((row["_constraints"] for row in rows), default=0)
+    columns = study_columns(n_constraints, _varied_names(groups))
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([_study_csv_value(column, row.get(column)) for column in columns])
+    return buffer.getvalue()
+
+
+# -- Markdown -------------------------------------------------------------------------------------------------------
+#: significant digits in the Markdown tables: locations (means, interval ends, the optimum) and spreads (std)
+LOCATION_DIGITS = 3
+SPREAD_DIGITS = 2
+DASH = "–"
+
+
+def significant(value: float | None, digits: int) -> str:
+    """``value`` with ``digits`` significant digits, trailing zeros kept (``0.0410``, ``4.47``, ``1230``).
+
+    Plain notation for 1e-4 ≤ |value| < 1e6, scientific otherwise; ``0`` for zero, ``–`` for None or NaN.
+    """
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return DASH
+    value = float(value)
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if value == 0.0:
+        return "0"
+    rounded = float(f"{value:.{digits - 1}e}")  # rounding can carry into the next decade (9.996 -> 10.0)
+    exponent = math.floor(math.log10(abs(rounded)))
+    if not -4 <= exponent < 6:
+        text = f"{rounded:.{digits - 1}e}"
+        mantissa, power = text.split("e")
+        return f"{mantissa}e{int(power)}"
+    decimals = max(digits - 1 - exponent, 0)
+    if decimals == 0:
+        text = str(int(round(rounded, digits - 1 - exponent)))
+    else:
+        text = f"{rounded:.{decimals}f}"
+    return text
+
+
+def stat_cell(row: dict[str, Any], name: str) -> str:
+    mean = row.get(f"{name}_mean")
+    if mean is None or (isinstance(mean, float) and math.isnan(mean)) or not row["seeds"]:
+        return DASH
+    text = significant(mean, LOCATION_DIGITS)
+    std = row.get(f"{name}_std")
+    if std is None or math.isnan(std):
+        return text
+    text += f" ± {significant(std, SPREAD_DIGITS)}"
+    low, high = row.get(f"{name}_ci_low"), row.get(f"{name}_ci_high")
+    if low is not None and high is not None and not (math.isnan(low) or math.isnan(high)):
+        text += f" [{significant(low, LOCATION_DIGITS)}, {significant(high, LOCATION_DIGITS)}]"
+    return text
+
+
+def count_cell(row: dict[str, Any], name: str) -> str:
+    mean, std = row.get(f"{name}_mean"), row.get(f"{name}_std")
+    if mean is None or math.isnan(mean):
+        return DASH
+    text = significant(mean, LOCATION_DIGITS)
+    if std is not None and not math.isnan(std):
+        text += f" ± {significant(std, SPREAD_DIGITS)}"
+    return text
+
+
+def percent(share: float | None) -> str:
+    """A share as a percentage with one decimal (``0%``, ``<0.1%``, ``12.3%``, ``>99.9%``, ``100%``)."""
+    if share is None or math.isnan(share):
+        return DASH
+    if share <= 0.0:
+        return "0%"
+    if share >= 1.0:
+        return "100%"
+    value = 100.0 * share
+    if value < 0.05:
+        return "<0.1%"
+    if value > 99.95:
+        return ">99.9%"
+    return f"{value:.1f}%"
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
+
+
+#: a section reference: to a page of docs/ ("docs/math.md §8") or, in labels of older trace files, to the
+#: specification the project once kept outside the repository
+_SOURCE = r"(?:SPEC|docs/[\w./-]+)"
+
+
+def clean_label(text: str) -> str:
+    """Display text without section references (``(docs/math.md §8)``, or the older external ones).
+
+    Model labels and docstrings point readers to sections of the documentation; tables and figures
+    describe settings in their own words.
+    """
+    text = re.sub(rf"\s*\((?:see\s+)?{_SOURCE}[^)]*§[^)]*\)", "", text or "")
+    text = re.sub(rf"\s*\b{_SOURCE}\s*§\s*[\d.]+", "", text)
+    return text.strip()
+
+
+def _constraint_names(setting: Any) -> list[str]:
+    try:
+        return [clean_label(str(name)) for name in setting.constraint_names()]
+    except Exception:  # names are decoration only
+        return []
+
+
+def _range_text(values: Sequence[int], word: str) -> str:
+    distinct = sorted(set(values))
+    if len(distinct) == 1:
+        return plural(distinct[0], word)
+    return f"{distinct[0]:,}–{distinct[-1]:,} {word}s"
+
+
+def study_markdown(groups: Sequence["ConfigurationRuns"], rows: Sequence[dict[str, Any]], title: str = "",
+                   description: str = "", notes: Sequence[str] = ()) -> str:
+    """The summary as Markdown: one table per setting (cells ``mean ± std [95% interval]``) and a legend."""
+    groups = _groups(groups)
+    lines = [f"# {title or 'Study'}: summary over seeds", ""]
+    if description:
+        lines += [description.rstrip(".") + ".", ""]
+    settings: list[Any] = []
+    for group in groups:
+        if all(_setting_name(group) != _setting_name_of(s) for s in settings):
+            settings.append(group.setting)
+    max_constraints = 0
+    for setting in settings:
+        name = _setting_name_of(setting)
+        mine = [row for row in rows if row["setting"] == name]
+        if not mine:
+            continue
+        m = max(row["_constraints"] for row in mine)
+        max_constraints = max(max_constraints, m)
+        label = clean_label(getattr(setting, "label", "") or "")
+        lines += [f"## {name}" + (f": {label}" if label else ""), ""]
+        steps = [row["steps"] for row in mine if row["steps"] is not None]
+        optimum = next((row["optimum"] for row in mine if row["optimum"] is not None), None)
+        backends = sorted({row["backend"] for row in mine if row["backend"]})
+        facts = []
+        if steps:
+            facts.append(f"T = {_range_text(steps, 'step')}")
+        facts.append(f"{_range_text([row['seeds'] for row in mine], 'seed')} per configuration")
+        facts.append(f"optimum f(λ*) = {significant(optimum, LOCATION_DIGITS)}" if optimum is not None
+                     else "no known optimum")
+        if backends:
+            facts.append(("backend " if len(backends) == 1 else "backends ") + ", ".join(backends))
+        lines.append(", ".join(facts) + ".")
+        names = _constraint_names(setting)
+        if names:
+            lines.append("")
+            lines += [f"- g_{index + 1}: {text}" for index, text in enumerate(names)]
+        lines.append("")
+        header = ["configuration", "seeds", "f(λ^(T))", "R(T)"] + [f"g_{k}(ζ^(T))" for k in range(1, m + 1)] + [
+            "C(T)", "C(T) = 0", "violating epochs", "violating steps", "epochs", "fallback epochs", "failed epochs",
+            "wall time (s)"]
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|")
+        for row in mine:
+            seeds = row["seeds"]
+            zero = DASH if not seeds else f"{round(row['zero_violation_share'] * seeds)}/{seeds}"
+            cells = [row["label"].replace("|", "\\|"), str(seeds), stat_cell(row, "objective"),
+                     stat_cell(row, "regret")]
+            cells += [stat_cell(row, f"g{k}") if k <= row["_constraints"] else DASH for k in range(1, m + 1)]
+            cells += [stat_cell(row, "violation"), zero, percent(row["violating_epoch_share"]),
+                      percent(row["violating_step_share"]), count_cell(row, "epochs"),
+                      count_cell(row, "fallback_epochs"), count_cell(row, "failed_epochs"),
+                      count_cell(row, "wall_time")]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    if notes:
+        lines += ["Notes:", ""] + [f"- {note}" for note in notes] + [""]
+    lines += _legend(max_constraints)
+    return "\n".join(lines)
+
+
+def _setting_name_of(setting: Any) -> str:
+    return str(getattr(setting, "name", setting))
+
+
+def _legend(n_constraints: int) -> list[str]:
+    lines = [
+        "How to read the tables:",
+        "",
+        f"- Cells are mean ± sample standard deviation [95% bootstrap confidence interval of the mean] over seeds."
+        f" The interval is the percentile bootstrap of {BOOTSTRAP_RESAMPLES:,} resamples (scipy.stats.bootstrap,"
+        f" fixed seed {BOOTSTRAP_SEED}); when every seed gives the same value v it is [v, v]; with one seed only the"
+        " value is shown. Means and interval ends have 3 significant digits, standard deviations 2.",
+        "- f(λ^(T)): the objective of the average rewards after T steps; R(T) = f(λ*) − f(λ^(T)) the regret"
+        " (negative when the average rewards beat the optimum, which is possible while violating a constraint).",
+    ]
+    if n_constraints:
+        lines.append("- g_m(ζ^(T)): constraint m on the average costs after T steps (≤ 0 is satisfied);"
+                     " C(T) = max_m (g_m(ζ^(T)))_+ the violation; \"C(T) = 0\": the seeds without violation, of all"
+                     " seeds.")
+    else:
+        lines.append("- C(T) = max_m (g_m(ζ^(T)))_+, the violation (0 for a setting without constraints);"
+                     " \"C(T) = 0\": the seeds without violation, of all seeds.")
+    lines += [
+        "- Violating epochs: the share of a run's epochs whose policy violates a constraint on the true kernel"
+        " (exactly, not sampled: the largest g_m of the policy's long-run average costs is > 0), averaged over seeds;"
+        " violating steps: the same share with epochs weighted by their length.",
+        "- Epochs: epochs per run; fallback epochs: the ε-tight program was infeasible and a fallback policy was"
+        " played; failed epochs: the solver failed and the previous (or the uniform) policy was kept;"
+        " wall time: seconds per run.",
+        "- summary.csv has the same numbers with full precision; its columns are documented in"
+        " curlopt.experiments.outputs.summary.",
+        "",
+    ]
+    return lines
+
+
+# -- files ----------------------------------------------------------------------------------------------------------
+def write_study_summary(groups: Sequence["ConfigurationRuns"], out: str | os.PathLike, title: str = "",
+                        description: str = "", notes: Sequence[str] = ()) -> tuple[Path, Path, list[dict[str, Any]]]:
+    """Write ``summary.csv`` and ``summary.md`` of a study under ``out``.
+
+    Parameters
+    ----------
+    groups : list of ConfigurationRuns
+        The configurations in study order (any number of settings; a configuration
+        without traces gets a row with ``seeds`` 0 and empty statistics; None
+        entries are skipped).
+    out : path
+        Directory of the two files (created if needed).
+    title, description : str
+        The Markdown heading and the paragraph under it.
+    notes : list of str
+        Lines listed under "Notes" in the Markdown file.
+
+    Returns
+    -------
+    (csv_path, md_path, rows)
+        ``rows`` are dictionaries keyed by the CSV columns (:func:`study_columns`).
+    """
+    out = Path(out)
+    groups = _groups(groups)
+    rows = study_rows(groups)
+    csv_path, md_path = out / "summary.csv", out / "summary.md"
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(csv_path, _study_csv_text(rows, groups))
+    atomic_write_text(md_path, study_markdown(groups, rows, title, description, notes))
+    return csv_path, md_path, [{k: v for k, v in row.items() if not k.startswith("_")} for row in rows]

@@ -1,0 +1,431 @@
+"""The paper's experiments as presets of the study runner: ``curlopt reproduce queue|scheduler``.
+
+An *experiment* (``queue``, ``scheduler``) is one or more settings (a built-in
+model with parameters) times a list of algorithms (a registered agent and, for
+UC-CURL and PS-CURL, an epoch trigger) with a default backend and two scales.
+:func:`experiment_study` turns it into a :class:`~curlopt.experiments.study.spec.Study`
+(the same object a study file gives) under a *profile* of agent options, and
+:func:`reproduce` runs that study with :func:`~curlopt.experiments.runner.run_study`:
+one code path for studies and presets (files, resume, summary and figures are
+described in :mod:`curlopt.experiments.runner`).
+
+Profiles (``--profile``):
+
+``paper`` (default)
+    What the paper's experiment sections state: UC-CURL with the experiments'
+    confidence radius (``radius="experiment"``) and K_ε = 1, PS-CURL with K_ε = 1,
+    the triggers by name (``linear`` is the paper's rule), primal-dual with
+    scaled constraints (``scale=True``). Where the paper is silent the toolkit's
+    default is used and said: ``unreached="uniform"`` for UC-CURL, PS-CURL and
+    UCRL-CMDP.
+``analysis``
+    The analysed algorithm: UC-CURL with the radius of the analysis
+    (``radius="analysis"``) and K_ε = 1; the same triggers, PS-CURL and
+    baselines as ``paper``.
+
+``--tightness`` and ``--backend`` override the profile for every algorithm that
+takes them. The profile and every option are written to ``study.json`` and
+printed at the start.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..errors import CurloptError
+from .study.planning import Configuration, Task, agent_parameters, plan_study
+from .runner import StudyResult, execute_task, format_duration, run_study, task_status
+from .study.spec import SettingSpec, Study, StudyAlgorithm
+
+__all__ = [
+    "AlgorithmSpec", "SettingSpec", "Scale", "Experiment", "EXPERIMENTS", "Profile", "PROFILES", "Task",
+    "Configuration", "StudyResult", "plan_tasks", "task_status", "execute_task", "experiment_study", "reproduce",
+    "run_study", "format_duration",
+]
+
+
+# -- what an experiment is ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """A registered agent (with an epoch trigger for UC-CURL and PS-CURL), as one algorithm of an experiment.
+
+    Attributes
+    ----------
+    key : str
+        File-name-safe identifier, e.g. ``ps-curl-linear`` (used in run paths and ``--algorithms``).
+    label : str
+        Display name in tables and legends, e.g. ``PS-CURL (linear)``.
+    agent : str
+        Name in :data:`curlopt.agents.AGENTS`.
+    trigger : str or None
+        Epoch trigger; None for agents with their own epoch schedule (the baselines).
+    """
+
+    key: str
+    label: str
+    agent: str
+    trigger: str | None = None
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Horizon and number of seeds."""
+
+    steps: int
+    seeds: int
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """Settings × algorithms, with a default backend and two scales (reduced default, published ``full``)."""
+
+    name: str
+    settings: tuple[SettingSpec, ...]
+    algorithms: tuple[AlgorithmSpec, ...]
+    backend: str
+    default: Scale
+    full: Scale
+    description: str = ""
+
+    def algorithm(self, key: str) -> AlgorithmSpec:
+        for spec in self.algorithms:
+            if spec.key == key:
+                return spec
+        raise CurloptError(
+            f"experiment {self.name!r} has no algorithm {key!r}; its algorithms are: {', '.join(a.key for a in self.algorithms)}."
+        )
+
+
+def _curl_algorithms() -> tuple[AlgorithmSpec, ...]:
+    return tuple(
+        AlgorithmSpec(f"{agent}-{trigger}", f"{agent.upper()} ({trigger})", agent, trigger)
+        for agent in ("uc-curl", "ps-curl")
+        for trigger in ("doubling", "linear")
+    )
+
+
+#: The paper's two experiments.
+EXPERIMENTS: dict[str, Experiment] = {
+    "queue": Experiment(
+        name="queue",
+        settings=(SettingSpec("queue", "queue", (), "single-server queue with flow and service control",
+                              ("service cost 6 - 10a", "flow cost 2 - 8(1-b)²")),),
+        algorithms=_curl_algorithms() + (
+            AlgorithmSpec("ucrl-cmdp", "UCRL-CMDP", "ucrl-cmdp"),
+            AlgorithmSpec("primal-dual", "Primal-dual", "primal-dual"),
+        ),
+        backend="highs",
+        default=Scale(steps=100_000, seeds=5),
+        full=Scale(steps=500_000, seeds=50),
+        description="queue with flow and service control: linear reward, two linear constraints",
+    ),
+    "scheduler": Experiment(
+        name="scheduler",
+        settings=(
+            SettingSpec("scheduler", "scheduler", (), "fair scheduler with the SLA ζ ≤ 0.3",
+                        ("client 2's share of service",)),
+            SettingSpec("scheduler-unconstrained", "scheduler", (("sla", None),), "fair scheduler without the SLA",
+                        ("client 2's share of service",)),
+        ),
+        algorithms=_curl_algorithms(),
+        backend="cvxpy",  # the objective ln λ1 + ln λ2 is not an LP
+        default=Scale(steps=50_000, seeds=3),
+        full=Scale(steps=500_000, seeds=10),
+        description="fair scheduler: proportional fairness (sum of logs), with and without the SLA",
+    ),
+}
+
+
+# -- profiles -------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Profile:
+    """Agent options of a preset: those its source states, and the toolkit's defaults where it is silent."""
+
+    name: str
+    description: str
+    #: agent -> options the profile's source states
+    stated: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: agent -> the toolkit's defaults, set explicitly where the source is silent
+    defaults: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def options(self, agent: str) -> dict[str, Any]:
+        return {**self.defaults.get(agent, {}), **self.stated.get(agent, {})}
+
+
+_SILENT = {"uc-curl": {"unreached": "uniform"}, "ps-curl": {"unreached": "uniform"},
+           "ucrl-cmdp": {"unreached": "uniform"}}
+
+PROFILES: dict[str, Profile] = {
+    "paper": Profile(
+        "paper",
+        "the options the paper's experiment sections state (UC-CURL radius=experiment, K_ε=1; PS-CURL K_ε=1;"
+        " the triggers by name; primal-dual scale=true)",
+        stated={"uc-curl": {"radius": "experiment", "tightness_constant": 1}, "ps-curl": {"tightness_constant": 1},
+                "primal-dual": {"scale": True}},
+        defaults=_SILENT,
+    ),
+    "analysis": Profile(
+        "analysis",
+        "the analysed algorithm (UC-CURL radius=analysis, K_ε=1; PS-CURL K_ε=1; the same triggers; the baselines as"
+        " in the paper's experiments: primal-dual scale=true)",
+        stated={"uc-curl": {"radius": "analysis", "tightness_constant": 1}, "ps-curl": {"tightness_constant": 1},
+                "primal-dual": {"scale": True}},
+        defaults=_SILENT,
+    ),
+}
+
+
+def get_experiment(experiment: str | Experiment) -> Experiment:
+    if isinstance(experiment, Experiment):
+        return experiment
+    try:
+        return EXPERIMENTS[experiment]
+    except (KeyError, TypeError):
+        raise CurloptError(f"unknown experiment {experiment!r}; experiments: {', '.join(EXPERIMENTS)}.") from None
+
+
+def get_profile(profile: str | Profile) -> Profile:
+    if isinstance(profile, Profile):
+        return profile
+    try:
+        return PROFILES[profile]
+    except (KeyError, TypeError):
+        raise CurloptError(f"unknown profile {profile!r}; profiles: {', '.join(PROFILES)}.") from None
+
+
+def _seed_list(seeds: int | Sequence[int]) -> list[int]:
+    if isinstance(seeds, bool):
+        raise CurloptError(f"seeds must be a count >= 1 or a list of seeds, got {seeds!r}.")
+    if isinstance(seeds, int):
+        if seeds < 1:
+            raise CurloptError(f"the number of seeds must be >= 1, got {seeds}.")
+        return list(range(seeds))
+    out = [int(s) for s in seeds]
+    if not out or any(s < 0 for s in out) or len(set(out)) != len(out):
+        raise CurloptError(f"seeds must be distinct integers >= 0, got {seeds!r}.")
+    return out
+
+
+def _show(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else (f"{value:g}" if isinstance(value, float) else str(value))
+
+
+def experiment_study(
+    experiment: str | Experiment = "queue",
+    *,
+    profile: str | Profile = "paper",
+    full: bool = False,
+    seeds: int | Sequence[int] | None = None,
+    steps: int | None = None,
+    backend: str | None = None,
+    algorithms: Sequence[str] | None = None,
+    tightness: float | None = None,
+    checkpoints: int = 100,
+    out: str | os.PathLike | None = None,
+) -> tuple[Study, str]:
+    """An experiment under a profile as a :class:`Study`, and a line saying its scale.
+
+    Algorithms whose agent is not registered in this installation are left out
+    with a note (in the study's profile record); every other problem is an error.
+    The arguments are those of :func:`reproduce`.
+    """
+    exp = get_experiment(experiment)
+    prof = get_profile(profile)
+    scale = exp.full if full else exp.default
+    steps = scale.steps if steps is None else steps
+    _check_numbers(steps, checkpoints, tightness)
+    seed_list = _seed_list(scale.seeds if seeds is None else seeds)
+    backend = backend or exp.backend
+    chosen, notes = _study_algorithms(_algorithm_specs(exp, algorithms), prof, backend, tightness)
+    if not chosen:
+        raise CurloptError(f"no algorithm of experiment {exp.name!r} can run here: " + " ".join(notes))
+    if out is None:
+        out = Path("results") / (exp.name if prof.name == "paper" else f"{exp.name}-{prof.name}")
+    study = Study(
+        name=exp.name, steps=steps, seeds=tuple(seed_list), settings=exp.settings, algorithms=tuple(chosen),
+        description=exp.description, checkpoints=checkpoints, out=str(out),
+        source=f"experiment {exp.name!r} (profile {prof.name})",
+        profile=_profile_record(exp, prof, chosen, backend, tightness, notes),
+    )
+    return study, f"backend {backend} ({_scale_text(exp, steps, len(seed_list))})"
+
+
+def _check_numbers(steps: Any, checkpoints: Any, tightness: Any) -> None:
+    """Refuse a horizon, checkpoint count or tightness constant out of range (one line naming it)."""
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise CurloptError(f"steps must be an integer >= 1, got {steps!r}.")
+    if isinstance(checkpoints, bool) or not isinstance(checkpoints, int) or checkpoints < 2:
+        raise CurloptError(f"checkpoints must be an integer >= 2, got {checkpoints!r}.")
+    if tightness is not None and (isinstance(tightness, bool) or not isinstance(tightness, (int, float))
+                                  or not math.isfinite(tightness) or tightness < 0):
+        raise CurloptError(f"the tightness constant K_ε must be a finite number >= 0, got {tightness!r}.")
+
+
+def _algorithm_specs(exp: Experiment, algorithms: Sequence[str] | None) -> list[AlgorithmSpec]:
+    """The experiment's algorithms named by ``algorithms`` (default: all), in the experiment's order."""
+    keys = list(algorithms) if algorithms else [a.key for a in exp.algorithms]
+    for i, key in enumerate(keys):
+        if key in keys[:i]:
+            raise CurloptError(f"--algorithms names {key!r} twice; give each algorithm once.")
+    specs = [exp.algorithm(key) for key in keys]
+    specs.sort(key=list(exp.algorithms).index)  # the experiment's order, whatever the order of --algorithms
+    return specs
+
+
+def _study_algorithms(specs: list[AlgorithmSpec], prof: Profile, backend: str,
+                      tightness: float | None) -> tuple[list[StudyAlgorithm], list[str]]:
+    """Each spec as a study algorithm with the profile's options, and notes on those not registered here."""
+    from ..agents import AGENTS
+
+    notes: list[str] = []
+    chosen: list[StudyAlgorithm] = []
+    for spec in specs:
+        if spec.agent not in AGENTS:
+            notes.append(f"{spec.label}: skipped, agent {spec.agent!r} is not available in this installation.")
+            continue
+        takes = agent_parameters(spec.agent)
+        options: dict[str, Any] = {}
+        if "backend" in takes:
+            options["backend"] = backend
+        if spec.trigger is not None:
+            if "trigger" not in takes:
+                raise CurloptError(f"algorithm {spec.key!r}: agent {spec.agent!r} takes no epoch trigger.")
+            options["trigger"] = spec.trigger
+        if "tightness_constant" in takes:
+            options["tightness_constant"] = 1
+        options.update(prof.options(spec.agent))  # given even if the agent does not take them: planning refuses
+        if tightness is not None and "tightness_constant" in takes:
+            options["tightness_constant"] = tightness
+        chosen.append(StudyAlgorithm(spec.key, spec.agent, spec.label, tuple(sorted(options.items())), (), spec.key))
+    return chosen, notes
+
+
+def _profile_record(exp: Experiment, prof: Profile, chosen: list[StudyAlgorithm], backend: str,
+                    tightness: float | None, notes: list[str]) -> dict[str, Any]:
+    """The study's profile record (``study.json``): the profile, the overrides, each algorithm's options, notes."""
+    silent = sorted({f"{k}={_show(v)}" for a in chosen for k, v in prof.defaults.get(a.agent, {}).items()})
+    record_notes = [f"Profile {prof.name}: {prof.description}."]
+    if silent:
+        agents = sorted({a.agent for a in chosen if prof.defaults.get(a.agent)})
+        record_notes.append(f"Where the paper is silent, the toolkit's default: {', '.join(silent)}"
+                            f" ({', '.join(agents)}).")
+    overrides = []
+    if tightness is not None:
+        overrides.append(f"K_ε={_show(tightness)} (--tightness)")
+    if backend != exp.backend:
+        overrides.append(f"backend {backend} (--backend)")
+    if overrides:
+        record_notes.append("Overriding the profile: " + ", ".join(overrides) + ".")
+    return {
+        "name": prof.name, "description": prof.description, "stated": prof.stated, "defaults": prof.defaults,
+        "overrides": {k: v for k, v in (("tightness_constant", tightness),
+                                        ("backend", backend if backend != exp.backend else None)) if v is not None},
+        "options": {a.key: dict(a.options) for a in chosen},
+        "notes": record_notes + notes,
+    }
+
+
+def _scale_text(exp: Experiment, steps: int, n_seeds: int) -> str:
+    """Whether ``steps`` and ``n_seeds`` are the experiment's published, reduced default or a custom scale."""
+    shape = (steps, n_seeds)
+    if shape == (exp.full.steps, exp.full.seeds):
+        return "the published scale"
+    kind = "reduced default scale" if shape == (exp.default.steps, exp.default.seeds) else "custom scale"
+    return f"{kind}; --full for the published T={exp.full.steps:,} with {exp.full.seeds} seeds"
+
+
+def plan_tasks(
+    experiment: str | Experiment,
+    seeds: int | Sequence[int],
+    steps: int,
+    backend: str | None = None,
+    algorithms: Sequence[str] | None = None,
+    tightness: float | None = None,
+    checkpoints: int = 100,
+    profile: str | Profile = "paper",
+) -> tuple[list[Task], list[str]]:
+    """The runs of an experiment under a profile, and notes on algorithms left out (see :func:`reproduce`)."""
+    study, _ = experiment_study(experiment, profile=profile, seeds=seeds, steps=steps, backend=backend,
+                                algorithms=algorithms, tightness=tightness, checkpoints=checkpoints)
+    plan = plan_study(study)
+    skipped = [n for n in (study.profile or {}).get("notes", []) if "skipped" in n]
+    return plan.tasks, skipped + plan.notes
+
+
+def reproduce(
+    experiment: str | Experiment = "queue",
+    *,
+    profile: str | Profile = "paper",
+    full: bool = False,
+    seeds: int | Sequence[int] | None = None,
+    steps: int | None = None,
+    jobs: int | None = None,
+    executor: str = "local",
+    address: str | None = None,
+    backend: str | None = None,
+    out: str | os.PathLike | None = None,
+    algorithms: Sequence[str] | None = None,
+    tightness: float | None = None,
+    checkpoints: int = 100,
+    progress: bool | None = None,
+    figures: bool = True,
+    echo: Callable[[str], None] | None = print,
+) -> StudyResult:
+    """Run (or resume) an experiment under a profile through the study runner, then write its tables and figures.
+
+    Parameters
+    ----------
+    experiment : {"queue", "scheduler"} or Experiment
+    profile : {"paper", "analysis"}, default "paper"
+        The agents' options (see the module docstring).
+    full : bool, default False
+        The published scale (T = 500,000; 50 seeds for the queue, 10 for the
+        scheduler) instead of the reduced default.
+    seeds : int or sequence of int, optional
+        Number of seeds (``0..N-1``) or explicit seeds; overrides the scale's.
+    steps : int, optional
+        Horizon T; overrides the scale's.
+    jobs : int, optional
+        Parallel workers (default: the number of cores). ``jobs=1`` runs in this process.
+    executor : {"local", "ray"}, default "local"
+        A local process pool, or a Ray cluster (``address``, else a local Ray).
+    address : str, optional
+        Ray cluster address (``ray.init(address=...)``); only with ``executor="ray"``.
+    backend : str, optional
+        Backend for every agent that takes one; default the experiment's (queue: highs, scheduler: cvxpy).
+    out : path, optional
+        Output folder; default ``results/<experiment>`` (``results/<experiment>-<profile>`` for a profile other
+        than ``paper``).
+    algorithms : sequence of str, optional
+        A subset of the experiment's algorithm keys (e.g. ``["ps-curl-doubling"]``), each at most once.
+    tightness : float, optional
+        K_ε for every agent that takes it (default: the profile's, 1).
+    checkpoints : int, default 100
+        About this many log-spaced checkpoints per run.
+    progress : bool, optional
+        Progress bars on stderr (default on); per-run bars only on a terminal.
+    figures : bool, default True
+        Write the figures (needs matplotlib).
+    echo : callable, optional
+        Where messages go (default ``print``; None for silence).
+
+    Returns
+    -------
+    StudyResult
+        ``profile`` names the profile; ``study`` is the study that ran.
+
+    Notes
+    -----
+    The local pool starts its workers with the ``spawn`` method, so a script that
+    calls this with ``jobs > 1`` needs the usual ``if __name__ == "__main__":``
+    guard (the ``curlopt`` command, notebooks and pytest need nothing).
+    """
+    study, heading = experiment_study(experiment, profile=profile, full=full, seeds=seeds, steps=steps,
+                                      backend=backend, algorithms=algorithms, tightness=tightness,
+                                      checkpoints=checkpoints, out=out)
+    return run_study(study, jobs=jobs, executor=executor, address=address, progress=progress, figures=figures,
+                     echo=echo, heading=heading)

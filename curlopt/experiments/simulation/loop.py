@@ -1,0 +1,507 @@
+"""The learning loop: run an agent on an environment for T steps and record a trace.
+
+Randomness: the run's seed is split (``numpy.random.SeedSequence(seed).spawn(3)``)
+into the environment's seed, the action stream and the agent's own stream. Each
+step consumes one action uniform (``a = first index with cumulative π(·|s) > u``)
+and one environment uniform (the environment's contract, see
+:class:`curlopt.envs.TabularCMDPEnv`).
+
+Two stepping paths give the identical trajectory for the same seed:
+
+``generic``
+    any Gymnasium environment with Discrete spaces: ``env.step`` per step;
+``fast``
+    an environment with a known kernel (``env.unwrapped.cumulative_kernel``):
+    within an epoch the policy is fixed, so a tight loop over pre-drawn uniforms
+    and cumulative tables runs until the trigger fires, drawing the environment's
+    uniforms from its own generator in the same order ``env.step`` would.
+
+Statistics (running averages at checkpoints, per-epoch counts) are computed the
+same way on both paths, from the visited (s, a) pairs and the model's signal
+tables, so traces are bit-identical across paths.
+"""
+
+from __future__ import annotations
+
+import math
+import time as clock
+import warnings
+from bisect import bisect_right
+from typing import Any
+
+import numpy as np
+
+from ... import __version__
+from ...agents.base import Agent
+from ...errors import CurloptError
+from ...models.cmdp import CMDP, stationary_occupancy
+from .streams import UniformStream
+from .trace import EpochRecord, Trace
+
+__all__ = ["run", "checkpoint_times", "ChainSimulator"]
+
+#: uniforms drawn at once by the fast path (at most), and in an epoch's first block
+BLOCK = 8192
+FIRST_BLOCK = 256
+#: the largest horizon T a run accepts (10^12 steps: about 10 days at 10^6 steps per second); larger values
+#: would overflow the 64-bit checkpoint times and counters long before a run could finish
+MAX_STEPS = 10 ** 12
+#: the most checkpoints a run records (the count is also capped at T: there is at most one per step)
+MAX_CHECKPOINTS = 1_000_000
+
+
+def checkpoint_times(steps: int, count: int = 100) -> np.ndarray:
+    """About ``count`` log-spaced times in [1, steps], always including ``steps`` (``count`` is capped at ``steps``)."""
+    count = max(2, min(int(count), int(steps)))
+    times = np.unique(np.round(np.geomspace(1, steps, count)).astype(np.int64))
+    return np.union1d(times, [steps])
+
+
+def _validate(steps: Any, seed: Any, checkpoints: Any = 100) -> tuple[int, int, int]:
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise CurloptError(f"steps must be an integer >= 1, got {steps!r}.")
+    if steps > MAX_STEPS:
+        raise CurloptError(f"steps must be at most {MAX_STEPS:.0e} (10^12), got {steps}.")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise CurloptError(f"seed must be an integer >= 0, got {seed!r}.")
+    if isinstance(checkpoints, bool) or not isinstance(checkpoints, (int, np.integer)) or checkpoints < 2:
+        raise CurloptError(f"checkpoints must be an integer >= 2, got {checkpoints!r}.")
+    if checkpoints > MAX_CHECKPOINTS:
+        raise CurloptError(f"checkpoints must be at most {MAX_CHECKPOINTS:,}, got {checkpoints:,}.")
+    return int(steps), int(seed), int(checkpoints)
+
+
+def _cumulative_rows(table: np.ndarray) -> list[list[float]]:
+    """Cumulative sums along the last axis as lists, with the last entry lifted to 2.0.
+
+    ``bisect_right(row, u)`` for ``u`` in [0, 1) then never passes the last index,
+    which reproduces ``min(searchsorted(cumsum, u, 'right'), n - 1)`` exactly.
+    """
+    cum = np.cumsum(table, axis=-1)
+    cum[..., -1] = 2.0
+    return cum.reshape(-1, table.shape[-1]).tolist()
+
+
+class _Recorder:
+    """Running statistics from the visited pairs; the same arithmetic on both paths."""
+
+    def __init__(self, model: CMDP, steps: int, checkpoints: int, optimum_value: float | None):
+        self.model = model
+        S, A = model.n_states, model.n_actions
+        self.rewards = model.rewards.reshape(model.n_rewards, S * A)
+        self.costs = model.costs.reshape(model.n_costs, S * A)
+        self.totals = np.zeros(S * A, dtype=np.int64)
+        self.times = checkpoint_times(steps, checkpoints)
+        self.next_checkpoint = 0
+        self.optimum_value = optimum_value
+        self.rows: dict[str, list] = {k: [] for k in ("t", "rewards", "costs", "objective", "constraints", "regret", "violation")}
+
+    def epoch(self, start: int, pairs: np.ndarray, visits: np.ndarray | None = None) -> None:
+        """Record the checkpoints inside the epoch ``[start, start + len(pairs))`` and add its visits.
+
+        ``visits``, the epoch's visits per pair (``bincount(pairs)``), when the caller has it already.
+        """
+        end = start + pairs.size
+        n_pairs = self.totals.size
+        while self.next_checkpoint < self.times.size and self.times[self.next_checkpoint] < end:
+            t = int(self.times[self.next_checkpoint])
+            counts = self.totals + np.bincount(pairs[: t - start + 1], minlength=n_pairs)
+            self._checkpoint(t, counts)
+            self.next_checkpoint += 1
+        self.totals += np.bincount(pairs, minlength=n_pairs) if visits is None else visits
+
+    def _checkpoint(self, t: int, counts: np.ndarray) -> None:
+        model = self.model
+        lam = self.rewards @ counts / t
+        zeta = self.costs @ counts / t
+        f = float(model.objective.value(lam))
+        g = model.constraint_values(zeta)
+        rows = self.rows
+        rows["t"].append(t)
+        rows["rewards"].append(lam)
+        rows["costs"].append(zeta)
+        rows["objective"].append(f)
+        rows["constraints"].append(g)
+        rows["regret"].append(math.nan if self.optimum_value is None else self.optimum_value - f)
+        rows["violation"].append(float(max(0.0, g.max())) if g.size else 0.0)
+
+    def columns(self) -> dict[str, np.ndarray]:
+        model, n = self.model, len(self.rows["t"])
+        out = {k: np.asarray(v, dtype=float) for k, v in self.rows.items()}
+        out["t"] = np.asarray(self.rows["t"], dtype=np.int64)
+        out["constraints"] = out["constraints"].reshape(n, model.n_constraints)
+        out["rewards"] = out["rewards"].reshape(n, model.n_rewards)
+        out["costs"] = out["costs"].reshape(n, model.n_costs)
+        return out
+
+
+def _fast_epoch(state, policy_rows, kernel_rows, thresholds, cap, actions: UniformStream, transitions: UniformStream,
+                n_actions):
+    """Step the chain until a pair reaches its threshold or ``cap`` steps; return (pairs, next states, state).
+
+    The hot loop of the toolkit: locals only, one list append and two ``bisect`` calls per
+    step. The next states are not stored: step ``i``'s next state is step ``i + 1``'s state,
+    ``pairs[i + 1] // n_actions``, and the last one is the returned state.
+    """
+    pairs: list[int] = []
+    add_pair = pairs.append
+    done = 0
+    ended = False
+    s = state
+    # A pair reaches its threshold v >= thresholds[sa] no sooner than its smallest threshold's step, so an epoch
+    # whose cap comes first (fixed-length epochs: every threshold infinite) needs no per-step check.
+    smallest = min(thresholds, default=math.inf)
+    checked = not smallest > cap  # a NaN threshold (never reached) must not switch the check off
+    visits = [0] * len(thresholds)
+    # Epochs are often far shorter than BLOCK (thousands of ~100-step epochs per run): converting a whole block
+    # to lists every epoch cost more than the stepping. Start small — an epoch lasts at least its smallest
+    # threshold — and grow. The streams hand out the same numbers however they are read.
+    size = int(min(BLOCK, max(FIRST_BLOCK, smallest)))
+    while done < cap and not ended:
+        block = min(cap - done, size)
+        size = min(BLOCK, 4 * size)
+        before = len(pairs)
+        steps = zip(actions.peek(block).tolist(), transitions.peek(block).tolist())
+        if checked:
+            for ua, us in steps:
+                sa = s * n_actions + bisect_right(policy_rows[s], ua)
+                s = bisect_right(kernel_rows[sa], us)
+                add_pair(sa)
+                v = visits[sa] + 1
+                visits[sa] = v
+                if v >= thresholds[sa]:
+                    ended = True
+                    break
+        else:
+            for ua, us in steps:
+                sa = s * n_actions + bisect_right(policy_rows[s], ua)
+                s = bisect_right(kernel_rows[sa], us)
+                add_pair(sa)
+        used = len(pairs) - before
+        actions.advance(used)
+        transitions.advance(used)
+        done += used
+    visited = np.asarray(pairs, dtype=np.int64)
+    nexts = np.empty_like(visited)
+    if visited.size:
+        np.floor_divide(visited[1:], n_actions, out=nexts[:-1])
+        nexts[-1] = s
+    return visited, nexts, s
+
+
+def _generic_epoch(env, state, policy_rows, thresholds, cap, actions: UniformStream, n_actions, model: CMDP):
+    """Step ``env`` one action at a time; same trigger arithmetic as the fast path."""
+    pairs: list[int] = []
+    nexts: list[int] = []
+    visits: dict[int, int] = {}
+    s = state
+    for _ in range(int(cap)):
+        a = bisect_right(policy_rows[s], actions.take())
+        obs, _reward, terminated, truncated, info = env.step(a)
+        if terminated or truncated:
+            raise CurloptError("the environment ended an episode; the learning loop needs an infinite-horizon (never-ending) environment.")
+        sa = s * n_actions + a
+        # Signals are functions of (s, a): checking each pair's first visit in an epoch is enough.
+        if sa not in visits and "rewards" in info \
+                and not np.array_equal(np.asarray(info["rewards"], dtype=float), model.rewards[:, s, a]):
+            raise CurloptError(
+                f"the environment's reward signals at (s={s}, a={a}) differ from the agent's model; give the agent the"
+                " model that describes this environment."
+            )
+        s = int(obs)
+        pairs.append(sa)
+        nexts.append(s)
+        v = visits.get(sa, 0) + 1
+        visits[sa] = v
+        if v >= thresholds[sa]:
+            break
+    return np.asarray(pairs, dtype=np.int64), np.asarray(nexts, dtype=np.int64), s
+
+
+def _optimum_backend(model: CMDP, agent: Agent) -> str:
+    """The agent's backend by registry name, else the ``auto`` choice for the model."""
+    from ...backends.registry import backend_names, choose_backend
+
+    name = getattr(getattr(agent, "backend", None), "name", None)
+    return name if name in backend_names() else choose_backend((model.objective, *model.constraints))
+
+
+def _optimum(model: CMDP, agent: Agent) -> dict[str, Any] | None:
+    if model.kernel is None:
+        return None
+    from ...optimum import solve_optimum
+
+    result = solve_optimum(model, _optimum_backend(model, agent))
+    return {
+        "objective": float(result.objective) if result.ok else None,
+        "rewards": None if result.rewards is None else result.rewards.tolist(),
+        "costs": None if result.costs is None else result.costs.tolist(),
+        "constraint_values": None if result.constraint_values is None else result.constraint_values.tolist(),
+        "status": result.status.value,
+        "program": result.program.value,
+        "backend": result.backend,
+        "message": result.message,
+    }
+
+
+def run(
+    agent: Agent,
+    env: Any,
+    steps: int,
+    seed: int = 0,
+    path: str = "auto",
+    checkpoints: int = 100,
+    progress: bool | None = None,
+    model: CMDP | None = None,
+    env_name: str | None = None,
+) -> Trace:
+    """Run ``agent`` on ``env`` for ``steps`` steps and return its :class:`Trace`.
+
+    Parameters
+    ----------
+    agent : Agent
+        Built for the environment's model (e.g. with :func:`curlopt.agents.make_agent`).
+    env : gymnasium.Env or str
+        An environment, or a built-in name for :func:`curlopt.envs.make`.
+    steps : int
+        The horizon 1 <= T <= :data:`MAX_STEPS` (10^12; the agents never see it).
+    seed : int, default 0
+        The run's seed (environment, actions and the agent's own draws).
+    path : {"auto", "fast", "generic"}, default "auto"
+        Stepping path; ``auto`` takes ``fast`` when the environment has a kernel.
+    checkpoints : int, default 100
+        About this many log-spaced checkpoints (the last step always included), 2 to
+        :data:`MAX_CHECKPOINTS`; more than ``steps`` gives one per step.
+    progress : bool, optional
+        Show a progress bar on stderr; default: for runs of 50,000 steps or more.
+    model : CMDP, optional
+        The true model, for the optimum and the exact per-epoch performance;
+        default ``env.unwrapped.model`` when present.
+    env_name : str, optional
+        A label for the trace.
+
+    Returns
+    -------
+    Trace
+    """
+    steps, seed, checkpoints = _validate(steps, seed, checkpoints)
+    env, unwrapped, model, env_name, path = _resolve_inputs(agent, env, model, env_name, path)
+    started = clock.perf_counter()
+    env_seq, action_seq, agent_seq = np.random.SeedSequence(seed).spawn(3)
+    state, _ = env.reset(seed=int(env_seq.generate_state(1)[0]))
+    actions = UniformStream(np.random.default_rng(action_seq))
+    agent.reset(agent_seq)
+    optimum = _optimum(model, agent) if model is not None else None
+    recorder = _Recorder(agent.model, steps, checkpoints, None if optimum is None else optimum["objective"])
+    evaluator = _ExactEvaluator(model) if model is not None and model.kernel is not None else None
+    if path == "fast":
+        # Transitions come from the environment's own generator, in the order env.step would draw them.
+        step = ChainSimulator(model.kernel, actions, unwrapped.np_random)
+    else:
+        step = _GenericStepper(env, agent.model, actions)
+    bar = _progress_bar(agent, steps, progress)
+    try:
+        epochs = _play(agent, steps, int(state), step, recorder, evaluator, bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    meta = {
+        "env": env_name or getattr(model, "name", type(unwrapped).__name__),
+        **agent.describe(),
+        "seed": seed,
+        "steps": steps,
+        "path": path,
+        "curlopt_version": __version__,
+    }
+    return Trace(meta, optimum, recorder.columns(), epochs, clock.perf_counter() - started)
+
+
+def _progress_bar(agent: Agent, steps: int, progress: bool | None):
+    """A tqdm bar over the run's steps on stderr, or None: ``progress``, by default for runs of 50,000 steps or more."""
+    if not (progress if progress is not None else steps >= 50_000):
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=steps, desc=f"{agent.name} ({agent.trigger_name})", unit="step", unit_scale=True, leave=False,
+                mininterval=0.5)
+
+
+def _resolve_inputs(agent: Agent, env: Any, model: CMDP | None, env_name: str | None, path: str):
+    """Check :func:`run`'s arguments; return ``(env, env.unwrapped, model, env_name, path)`` with ``auto`` resolved.
+
+    Warns (``RuntimeWarning``, at :func:`run`'s caller) when the model is not ergodic.
+    """
+    if env is None or isinstance(env, (bytes, int, float)):
+        raise CurloptError(f"env must be a Gymnasium environment or a built-in model name, got {env!r}.")
+    if model is not None and not isinstance(model, CMDP):
+        raise CurloptError(f"model must be a curlopt CMDP or None, got {type(model).__name__}.")
+    if env_name is not None and not isinstance(env_name, str):
+        raise CurloptError(f"env_name must be a string or None, got {type(env_name).__name__}.")
+    if isinstance(env, str):
+        from ...envs import make
+
+        env_name = env_name or env
+        env = make(env)
+    if path not in ("auto", "fast", "generic"):
+        raise CurloptError(f"path must be 'auto', 'fast' or 'generic', got {path!r}.")
+    if not isinstance(agent, Agent):
+        raise CurloptError(f"agent must be a curlopt Agent, got {type(agent).__name__}.")
+    unwrapped = getattr(env, "unwrapped", None)
+    if unwrapped is None or not hasattr(env, "observation_space") or not hasattr(env, "action_space"):
+        raise CurloptError(f"env must be a Gymnasium environment (with observation and action spaces), got"
+                           f" {type(env).__name__}.")
+    model = model if model is not None else getattr(unwrapped, "model", None)
+    has_kernel = model is not None and model.kernel is not None and hasattr(unwrapped, "cumulative_kernel")
+    if path == "auto":
+        path = "fast" if has_kernel else "generic"
+    if path == "fast" and not has_kernel:
+        raise CurloptError("the fast path needs a tabular environment with a known kernel; use path='generic'.")
+    S, A = agent.model.n_states, agent.model.n_actions
+    if getattr(env.observation_space, "n", None) != S or getattr(env.action_space, "n", None) != A:
+        raise CurloptError(
+            f"the agent's model has S={S}, A={A} but the environment's spaces are {env.observation_space} and {env.action_space}."
+        )
+    if model is not None and model.kernel is not None:
+        from ...models.chains import ergodicity_warning
+
+        message = ergodicity_warning(model)
+        if message:
+            warnings.warn(message, RuntimeWarning, stacklevel=3)
+    return env, unwrapped, model, env_name, path
+
+
+class ChainSimulator:
+    """A chain with a known kernel, played epoch by epoch under fixed policies: the fast path of :func:`run`.
+
+    Each step draws one action uniform and one transition uniform, in that order, from two
+    separate streams (see the module docstring), so a run's trajectory is a function of the two
+    generators' seeds alone. The learning loop steps its runs with this class; the benchmarks
+    and :mod:`curlopt.experiments.compare` use it to gather counts without an agent.
+
+    Parameters
+    ----------
+    kernel : ndarray, shape (S, A, S)
+        The transition kernel ``P(s'|s,a)``.
+    actions, transitions : numpy.random.Generator or UniformStream
+        Where the action and the transition uniforms come from.
+    state : int, default 0
+        The state the first epoch of :meth:`play` starts in.
+    """
+
+    def __init__(self, kernel: np.ndarray, actions: np.random.Generator | UniformStream,
+                 transitions: np.random.Generator | UniformStream, state: int = 0):
+        self.kernel_rows = _cumulative_rows(kernel)
+        self.n_states, self.n_actions = int(kernel.shape[0]), int(kernel.shape[1])
+        self.actions = actions if isinstance(actions, UniformStream) else UniformStream(actions)
+        self.transitions = transitions if isinstance(transitions, UniformStream) else UniformStream(transitions)
+        self.state = int(state)
+
+    def play(self, policy: np.ndarray, steps: int, thresholds: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """Play ``policy`` from the current state for ``steps`` steps, or until a pair reaches its threshold.
+
+        Parameters
+        ----------
+        policy : ndarray, shape (S, A)
+            ``π(a|s)``, rows summing to 1.
+        steps : int
+            The most steps of this epoch.
+        thresholds : array_like, shape (S, A), optional
+            The epoch ends at the step that brings a pair's visits in this epoch to its threshold;
+            default: no threshold (the epoch lasts ``steps`` steps).
+
+        Returns
+        -------
+        pairs, next_states : ndarray of int64
+            The visited pairs ``s * A + a`` and the states they led to, one per step; the
+            simulator's ``state`` is then the last next state.
+        """
+        limit = [math.inf] * (self.n_states * self.n_actions) if thresholds is None else \
+            np.asarray(thresholds, dtype=float).reshape(-1).tolist()
+        pairs, nexts, self.state = self(self.state, _cumulative_rows(np.asarray(policy, dtype=float)), limit,
+                                        int(steps), self.n_actions)
+        return pairs, nexts
+
+    def __call__(self, state, policy_rows, limit, cap, n_actions):
+        """One epoch from ``state`` with cumulative policy rows (the loop's stepping interface)."""
+        return _fast_epoch(state, policy_rows, self.kernel_rows, limit, cap, self.actions, self.transitions,
+                           n_actions)
+
+
+class _GenericStepper:
+    """One epoch on the generic path: ``env.step`` per step."""
+
+    def __init__(self, env: Any, known: CMDP, actions: UniformStream):
+        self.env, self.known, self.actions = env, known, actions
+
+    def __call__(self, state, policy_rows, limit, cap, n_actions):
+        return _generic_epoch(self.env, state, policy_rows, limit, cap, self.actions, n_actions, self.known)
+
+
+def _play(agent: Agent, steps: int, state: int, step, recorder: _Recorder, evaluator: "_ExactEvaluator | None",
+          bar) -> list[EpochRecord]:
+    """The epochs of a run: plan, step until the trigger fires, record, learn; returns the epoch records."""
+    S, A = agent.model.n_states, agent.model.n_actions
+    epochs: list[EpochRecord] = []
+    t = 1
+    while t <= steps:
+        plan = agent.begin_epoch(t)
+        thresholds, max_length = agent.limits(t)
+        cap = int(min(max_length, steps - t + 1))
+        limit = np.asarray(thresholds, dtype=float).reshape(-1).tolist()
+        pairs, nexts, state = step(state, _cumulative_rows(plan.policy), limit, cap, A)
+        pair_visits = np.bincount(pairs, minlength=S * A)
+        recorder.epoch(t, pairs, pair_visits)
+        counts = np.bincount(pairs * S + nexts, minlength=S * A * S).reshape(S, A, S).astype(float)
+        visits = pair_visits.astype(float)  # = counts.sum(axis=2): sums of integers, exact
+        epochs.append(_epoch_record(len(epochs), t, pairs.size, plan, evaluator))
+        agent.end_epoch(counts, recorder.rewards @ visits, recorder.costs @ visits, int(pairs.size))
+        t += pairs.size
+        if bar is not None:
+            bar.update(pairs.size)
+    return epochs
+
+
+class _ExactEvaluator:
+    """The exact long-run performance of epoch policies on the true kernel, remembered by policy.
+
+    The evaluation (:func:`curlopt.models.cmdp.stationary_occupancy` and the utilities) is a
+    deterministic function of the kernel and the policy's bits, and consecutive epochs
+    often play bit for bit the same policy (UCRL-CMDP on the queue: 60% of its epochs, a
+    vertex of the same program), so a remembered value is exactly the value computed again.
+    """
+
+    #: distinct policies remembered at once (S·A·8 bytes each); the memory is emptied when full
+    MEMORY = 256
+
+    def __init__(self, model: CMDP):
+        self.model = model
+        self._known: dict[tuple, tuple] = {}
+
+    def evaluate(self, policy) -> tuple[list[float], list[float], float, list[float]]:
+        """``(λ, ζ, f(λ), g(ζ))`` of ``policy``'s stationary occupancy, as fresh lists."""
+        array = np.asarray(policy)
+        key = (array.dtype.str, array.shape, array.tobytes())
+        known = self._known.get(key)
+        if known is None:
+            model = self.model
+            rho = stationary_occupancy(model.kernel, policy)
+            lam, zeta = model.average_rewards(rho), model.average_costs(rho)
+            known = (lam.tolist(), zeta.tolist(), float(model.objective.value(lam)),
+                     model.constraint_values(zeta).tolist())
+            if len(self._known) >= self.MEMORY:
+                self._known.clear()
+            self._known[key] = known
+        rewards, costs, objective, constraints = known
+        return list(rewards), list(costs), objective, list(constraints)
+
+
+def _epoch_record(index: int, start: int, length: int, plan, evaluator: _ExactEvaluator | None) -> EpochRecord:
+    record = EpochRecord(
+        index=index, start=start, length=length, epsilon=plan.epsilon, source=plan.source, status=plan.status,
+        solve_time=plan.solve_time, iterations=plan.iterations, message=plan.message,
+        unreached=getattr(plan, "unreached", None),
+    )
+    if evaluator is not None:
+        (record.exact_rewards, record.exact_costs, record.exact_objective,
+         record.exact_constraints) = evaluator.evaluate(plan.policy)
+    return record

@@ -1,0 +1,438 @@
+"""Planning a study: its grid expanded into configurations, each checked once, and its runs as tasks.
+
+A *configuration* is one algorithm with one complete set of agent options on one
+setting. An algorithm's configurations are the cartesian product of the study's
+``[grid]`` axes that its agent takes and its own ``grid`` axes (the last axis
+varies fastest). Options come from ``[options]`` (for the agents that take them),
+overridden by the algorithm's ``options``; an algorithm's own axis replaces a
+study axis of the same option, and an option the algorithm fixes in its
+``options`` is not expanded for it. An agent *takes* an option when its class
+names it as a parameter (``**backend_options`` does not count). ``seed`` is set
+per run, and ``horizon`` is set to the study's steps for the agents that need
+the horizon.
+
+Every configuration's agent is built once on its model before anything runs,
+so a bad option value stops the study with one line naming the key it came
+from. An agent that refuses a model (e.g. a baseline limited to linear
+utilities) is left out for that model with a note.
+
+Run files: ``runs/<setting>/<algorithm>/<configuration>/T<steps>-seed<seed:03d>.json.gz``,
+where ``<configuration>`` is :func:`configuration_key` of the options.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import itertools
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ...errors import CurloptError, UnsupportedModelError, UnsupportedUtilityError
+from .spec import SettingSpec, Study, StudyAlgorithm, StudyError, canonical
+
+__all__ = ["Configuration", "Task", "Plan", "plan_study", "configuration_key", "agent_parameters", "option_label",
+           "value_label", "MAX_KEY_LENGTH", "OPTION_NAMES"]
+
+#: configuration keys longer than this are shortened and given a hash
+MAX_KEY_LENGTH = 100
+#: how options are shown in labels
+OPTION_NAMES = {"tightness_constant": "K_ε"}
+_SIMPLE_STRING = re.compile(r"[a-z][a-z0-9.]*(-[a-z0-9.]+)*\Z")
+_SIMPLE_NAME = re.compile(r"[a-z_][a-z0-9_]*\Z")
+_WORDS = {"true", "false", "none", "inf", "nan", "default"}
+
+
+# -- configuration keys ---------------------------------------------------------------------------------------------
+def _value_text(value: Any) -> tuple[str, bool]:
+    """``(text, exact)``: the value in a key, and whether the text alone identifies it."""
+    value = canonical(value)
+    if value is True or value is False or value is None:
+        return str(value).lower(), True
+    if isinstance(value, int):
+        return str(value), True
+    if isinstance(value, float):
+        return repr(value), True  # never integral here: always has '.', 'e', 'inf' or 'nan'
+    if isinstance(value, str) and _SIMPLE_STRING.match(value) and value not in _WORDS:
+        return value, True
+    text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+    return _sanitise(text), False
+
+
+def _sanitise(text: str) -> str:
+    return re.sub(r"[^a-z0-9.+-]+", ".", text.lower()).strip(".") or "x"
+
+
+def configuration_key(options: Mapping[str, Any]) -> str:
+    """A file-name-safe key of a set of agent options, e.g. ``backend-highs_tightness_constant-3_trigger-linear``.
+
+    Options are sorted by name and written ``name-value``, joined by ``_``. Values
+    equal in Python (``3`` and ``3.0``) give the same key; any two other option
+    sets give different keys: the readable form is used only when it can be read
+    back unambiguously (names of ``[a-z0-9_]``, values that are numbers, booleans
+    or strings of ``[a-z0-9.-]`` starting with a letter, never containing ``_``) and
+    is at most :data:`MAX_KEY_LENGTH` characters; otherwise the key is a shortened
+    form, ``~`` and 12 hex digits of the SHA-256 of the options' canonical JSON.
+    No options at all give ``default``.
+    """
+    if not options:
+        return "default"
+    parts, exact = [], True
+    for name in sorted(options):
+        text, ok = _value_text(options[name])
+        exact = exact and ok and bool(_SIMPLE_NAME.match(name))
+        parts.append(f"{name}-{text}")
+    slug = "_".join(parts)
+    if exact and len(slug) <= MAX_KEY_LENGTH:
+        return slug
+    blob = json.dumps(canonical(dict(options)), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    digest = hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]
+    short = re.sub(r"[^a-z0-9._+-]+", ".", slug.lower())[: MAX_KEY_LENGTH - 13].rstrip("._-+")
+    return f"{short}~{digest}"
+
+
+def value_label(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(", ", ": "))
+
+
+def option_label(name: str, value: Any) -> str:
+    """``K_ε=3``, ``radius=experiment``: an option as shown in labels."""
+    return f"{OPTION_NAMES.get(name, name)}={value_label(value)}"
+
+
+# -- configurations and tasks ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Configuration:
+    """One algorithm with one complete set of agent options on one setting.
+
+    ``options`` are the ``make_agent`` keywords, the automatic ones (``horizon``)
+    included; ``key`` (its run directory) is computed from the others, since the
+    run files already name the horizon T. ``sources`` say where each option came
+    from (``[grid] radius``, ``algorithms[2].options.trigger``).
+    """
+
+    setting: SettingSpec
+    algorithm: StudyAlgorithm
+    key: str
+    label: str
+    options: tuple[tuple[str, Any], ...]
+    varied: tuple[tuple[str, Any], ...] = ()
+    automatic: tuple[str, ...] = ()
+    sources: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+
+    @property
+    def relative_dir(self) -> Path:
+        return Path("runs") / self.setting.name / self.algorithm.key / self.key
+
+    @property
+    def name(self) -> str:
+        return f"{self.setting.name}/{self.algorithm.key}/{self.key}"
+
+    def chosen_options(self) -> dict[str, Any]:
+        """The options the study chose (the automatic ones left out)."""
+        return {k: v for k, v in self.options if k not in self.automatic}
+
+    def record(self) -> dict[str, Any]:
+        """The content of its ``config.json``."""
+        automatic = {"horizon": "the run's steps T (the agent needs the horizon)"} if "horizon" in self.automatic else {}
+        return {
+            "format": "curlopt-configuration", "version": 1, "key": self.key, "label": self.label,
+            "setting": self.setting.describe(),
+            "algorithm": {"key": self.algorithm.key, "agent": self.algorithm.agent, "label": self.algorithm.label},
+            "options": self.chosen_options(), "automatic": automatic, "varied": dict(self.varied),
+        }
+
+
+@dataclass(frozen=True)
+class Task:
+    """One run: a configuration, a seed, a horizon. It identifies its run completely (``identity``)."""
+
+    configuration: Configuration
+    seed: int
+    steps: int
+    checkpoints: int = 100
+
+    @property
+    def setting(self) -> SettingSpec:
+        return self.configuration.setting
+
+    @property
+    def algorithm(self) -> StudyAlgorithm:
+        return self.configuration.algorithm
+
+    @property
+    def options(self) -> tuple[tuple[str, Any], ...]:
+        return self.configuration.options
+
+    @property
+    def key(self) -> str:
+        return f"{self.configuration.name}/T{self.steps}-seed{self.seed:03d}"
+
+    @property
+    def relative_path(self) -> Path:
+        return self.configuration.relative_dir / f"T{self.steps}-seed{self.seed:03d}.json.gz"
+
+    def identity(self) -> dict[str, Any]:
+        """What a run file must record to count as this task (stored as ``meta["sweep"]``)."""
+        return {
+            **self.setting.describe(),
+            "algorithm": self.algorithm.key,
+            "agent": self.algorithm.agent,
+            "configuration": self.configuration.key,
+            "options": dict(self.options),
+            "seed": self.seed,
+            "steps": self.steps,
+            "checkpoints": self.checkpoints,
+        }
+
+
+@dataclass
+class Plan:
+    """A study's configurations (study order), its runs, and notes on what was left out or not expanded."""
+
+    study: Study
+    configurations: list[Configuration]
+    tasks: list[Task]
+    notes: list[str]
+
+
+# -- planning -------------------------------------------------------------------------------------------------------
+def agent_parameters(agent: str) -> dict[str, inspect.Parameter]:
+    """The options an agent takes: its class's named parameters (not ``model``; ``**kwargs`` do not count)."""
+    from ...agents import AGENTS
+
+    try:
+        parameters = inspect.signature(AGENTS[agent]).parameters
+    except (TypeError, ValueError):  # pragma: no cover - exotic classes
+        return {}
+    return {name: p for name, p in parameters.items()
+            if name != "model" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+def _reserved(agent: str) -> dict[str, str]:
+    from ...agents import AGENTS
+
+    reasons = {"seed": "is set for each run from [study] seeds"}
+    if getattr(AGENTS[agent], "needs_horizon", False):
+        reasons["horizon"] = "is set to [study] steps for this agent"
+    return reasons
+
+
+def _taken(agent: str) -> list[str]:
+    reserved = _reserved(agent)
+    return [name for name in agent_parameters(agent) if name not in reserved]
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if isinstance(exc, CurloptError) else f"{type(exc).__name__}: {text}"
+
+
+def plan_study(study: Study, say: Callable[[str], None] | None = None) -> Plan:
+    """Expand the study's grid, check every configuration's agent on its model, and list the runs.
+
+    Raises
+    ------
+    StudyError
+        For an option no agent takes, a bad option value (whatever the agent
+        raises), a backend that is not installed or cannot express a model, or a
+        study where nothing can run: one line naming the key the value came from.
+    """
+    say = say or (lambda _message: None)
+    fail = lambda key, message: StudyError(f"{study.source}: {key}: {message}")  # noqa: E731
+    notes: list[str] = []
+    takes = {algorithm.key: _taken(algorithm.agent) for algorithm in study.algorithms}
+    _check_study_options(study, takes, fail)
+    expanded = [(algorithm, _combinations(study, algorithm, takes[algorithm.key], notes, fail))
+                for algorithm in study.algorithms]
+
+    n_configurations = sum(len(combos) for _, combos in expanded) * len(study.settings)
+    n_runs = n_configurations * len(study.seeds)
+    if n_runs > 1000:
+        say(f"note: this study is {n_runs:,} runs ({n_configurations:,} configurations x {len(study.seeds)} seeds);"
+            " checking every configuration first")
+
+    configurations: list[Configuration] = []
+    for setting in study.settings:
+        configurations += _setting_configurations(study, setting, expanded, notes, fail)
+    if not configurations:
+        raise StudyError(f"{study.source}: no configuration can run: " + " ".join(notes))
+    tasks = [Task(configuration, seed, study.steps, study.checkpoints)
+             for configuration in configurations for seed in study.seeds]
+    return Plan(study, configurations, tasks, list(dict.fromkeys(notes)))
+
+
+#: one configuration's options before checking: (all options, the grid's values, where each option came from)
+_Combination = tuple[dict[str, Any], dict[str, Any], dict[str, str]]
+
+
+def _check_study_options(study: Study, takes: dict[str, list[str]], fail) -> None:
+    """Refuse an ``[options]`` or ``[grid]`` entry that no algorithm of the study takes."""
+    for section, entries in (("[options]", study.options), ("[grid]", study.grid)):
+        for name, _ in entries:
+            if not any(name in takes[a.key] for a in study.algorithms):
+                reasons = [_reserved(a.agent)[name] for a in study.algorithms if name in _reserved(a.agent)]
+                offered = sorted({o for a in study.algorithms for o in takes[a.key]})
+                raise fail(f"{section} {name}", reasons[0] + "." if reasons else
+                           f"no algorithm of the study takes this option; they take: {', '.join(offered)}.")
+
+
+def _combinations(study: Study, algorithm: StudyAlgorithm, mine: list[str], notes: list[str],
+                  fail) -> list[_Combination]:
+    """An algorithm's option sets: its fixed options with every point of its grid (the last axis fastest).
+
+    ``mine`` are the options its agent takes; study options and axes it does not take are noted in ``notes``.
+    """
+    reserved = _reserved(algorithm.agent)
+    who = f"agent {algorithm.agent!r}" + (f" (algorithm {algorithm.key!r})" if algorithm.key != algorithm.agent else "")
+    for part, entries in (("options", algorithm.options), ("grid", algorithm.grid)):
+        for name, _ in entries:
+            where = f"{algorithm.where}.{part}.{name}"
+            if name in reserved:
+                raise fail(where, f"{reserved[name]}; do not set it.")
+            if name not in mine:
+                raise fail(where, f"{who} takes no option {name!r}; it takes: {', '.join(mine) or 'none'}.")
+    fixed: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for name, value in study.options:
+        if name in mine:
+            fixed[name], sources[name] = value, f"[options] {name}"
+        else:
+            notes.append(f"[options] {name} does not apply to {algorithm.key}: {who} takes no option {name!r}.")
+    for name, value in algorithm.options:
+        fixed[name], sources[name] = value, f"{algorithm.where}.options.{name}"
+    axes = _axes(study, algorithm, mine, who, notes)
+    combos = []
+    for values in itertools.product(*[axis[1] for axis in axes]):
+        varied = {axis[0]: value for axis, value in zip(axes, values)}
+        combos.append(({**fixed, **varied}, varied, {**sources, **{axis[0]: axis[2] for axis in axes}}))
+    return combos
+
+
+def _axes(study: Study, algorithm: StudyAlgorithm, mine: list[str], who: str,
+          notes: list[str]) -> list[tuple[str, tuple, str]]:
+    """The grid axes ``(option, values, source)`` expanded for an algorithm: the study's, then its own.
+
+    An algorithm's own axis replaces the study's axis of the same option; a study axis its agent does not take,
+    or that its ``options`` fix, is not expanded for it (a note says so).
+    """
+    own = dict(algorithm.grid)
+    axes: list[tuple[str, tuple, str]] = []
+    for name, values in study.grid:
+        if name in own:
+            axes.append((name, own.pop(name), f"{algorithm.where}.grid.{name}"))
+        elif name not in mine:
+            notes.append(f"[grid] {name} is not expanded for {algorithm.key}: {who} takes no option {name!r}.")
+        elif name in dict(algorithm.options):
+            notes.append(f"[grid] {name} is not expanded for {algorithm.key}: {algorithm.where}.options sets it.")
+        else:
+            axes.append((name, values, f"[grid] {name}"))
+    return axes + [(name, values, f"{algorithm.where}.grid.{name}") for name, values in own.items()]
+
+
+def _setting_configurations(study: Study, setting: SettingSpec,
+                            expanded: list[tuple[StudyAlgorithm, list[_Combination]]], notes: list[str],
+                            fail) -> list[Configuration]:
+    """The configurations of one setting, each checked on its model (backends once each).
+
+    A configuration whose agent refuses the model is left out with a note in ``notes``.
+    """
+    model = setting.build()
+    checked_backends: set[str] = set()
+    configurations: list[Configuration] = []
+    for algorithm, combos in expanded:
+        automatic = ("horizon",) if "horizon" in _reserved(algorithm.agent) else ()
+        keys: dict[str, dict] = {}
+        for chosen, varied, sources in combos:
+            key = configuration_key(chosen)
+            if key in keys:  # pragma: no cover - configuration_key is injective on distinct option sets
+                raise fail(algorithm.where, f"two configurations share the key {key!r}: {keys[key]} and {chosen}.")
+            keys[key] = chosen
+            configuration = _configuration(study, setting, algorithm, key, chosen, varied, sources, automatic)
+            backend = chosen.get("backend")
+            if isinstance(backend, str) and backend != "auto" and backend not in checked_backends:
+                _check_backend(backend, setting, model, sources["backend"], fail)
+                checked_backends.add(backend)
+            note = _check_agent(configuration, model, fail)
+            if note is not None:
+                notes.append(note)
+                continue
+            configurations.append(configuration)
+    return configurations
+
+
+def _configuration(study: Study, setting: SettingSpec, algorithm: StudyAlgorithm, key: str, chosen: dict[str, Any],
+                   varied: dict[str, Any], sources: dict[str, str], automatic: tuple[str, ...]) -> Configuration:
+    """A :class:`Configuration` from its chosen options, the automatic ``horizon`` (the study's steps) added."""
+    options = dict(chosen)
+    if automatic:
+        options["horizon"] = study.steps
+    label = algorithm.label
+    if varied:
+        label += " (" + ", ".join(option_label(k, v) for k, v in varied.items()) + ")"
+    return Configuration(setting, algorithm, key, label, tuple(sorted(options.items())), tuple(varied.items()),
+                         automatic, tuple(sources.items()))
+
+
+def _check_backend(backend: str, setting: SettingSpec, model, where: str, fail) -> None:
+    """Refuse a backend that is unknown, not installed, or cannot express the setting's utilities."""
+    from ...backends.registry import backend_class, backends_accepting
+
+    try:
+        cls = backend_class(backend)
+    except CurloptError as exc:
+        raise fail(where, _one_line(exc)) from None
+    if not cls.is_installed():
+        raise fail(where, f"backend {backend!r} is not installed: pip install 'curlopt[{getattr(cls, 'extra', backend)}]'.")
+    for utility in (model.objective, *model.constraints):
+        if not cls.accepts(utility):
+            others = ", ".join(backends_accepting(utility)) or "none installed"
+            raise fail(where, f"backend {backend!r} cannot express {utility!r} of setting {setting.name!r}; use one"
+                              f" of: {others}.")
+
+
+def _check_agent(configuration: Configuration, model, fail) -> str | None:
+    """Build the configuration's agent once: None if it builds, a note if it refuses the model; else StudyError."""
+    from ...agents import make_agent
+
+    agent = configuration.algorithm.agent
+    options = dict(configuration.options)
+    try:
+        make_agent(agent, model, **options)
+        return None
+    except (UnsupportedModelError, UnsupportedUtilityError) as exc:
+        return (f"{configuration.label} on {configuration.setting.name}: skipped, the agent refuses this model"
+                f" ({_one_line(exc)}).")
+    except Exception as exc:  # noqa: BLE001 - any failure to build is a bad option value
+        problem = _one_line(exc)
+    # Name the option at fault: the first one that fails on its own.
+    automatic = {k: options[k] for k in configuration.automatic}
+    sources = dict(configuration.sources)
+    for name in sorted(sources):
+        try:
+            make_agent(agent, model, **{**automatic, name: options[name]})
+        except (UnsupportedModelError, UnsupportedUtilityError):
+            continue
+        except Exception:  # noqa: BLE001
+            return _raise(fail, sources[name], f"{name} = {_show(options[name])}: {problem}")
+    given = ", ".join(f"{k} = {_show(v)}" for k, v in configuration.chosen_options().items())
+    return _raise(fail, configuration.algorithm.where, f"with {given}: {problem}")
+
+
+def _raise(fail, where: str, message: str):
+    raise fail(where, message if message.endswith(".") else message + ".")
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, float) or math.isfinite(value) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

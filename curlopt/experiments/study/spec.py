@@ -1,0 +1,251 @@
+"""Study files: a grid of agent configurations × seeds on one or more models, as a TOML file.
+
+Format (read with the standard library's :mod:`tomllib`)::
+
+    [study]
+    name = "queue-radius-tightness"   # required; [a-z0-9._-]+
+    description = "..."               # optional
+    steps = 500000                    # required: the horizon T of every run, an integer >= 1
+    seeds = 20                        # required: a count (seeds 0..N-1) or a list of distinct integers >= 0
+    checkpoints = 100                 # optional (default 100): about this many log-spaced checkpoints per run
+    out = "results/studies/queue"     # optional; default results/studies/<name>, relative to the current directory
+    executor = "local"                # optional: local | ray
+    jobs = 2                          # optional: parallel runs (default: the number of cores)
+    address = "..."                   # optional, ray only: the cluster address
+
+    [model]                           # exactly one of [model] or [[models]] (one table per setting)
+    name = "queue"                    # a built-in model (curlopt.models.build_model) ...
+    params = { buffer = 5 }           # ... with its parameters (optional; TOML has no null: "none" gives None,
+                                      #   e.g. { sla = "none" } for the scheduler without its SLA)
+    # file = "model.json"             # ... or a model file instead of name (relative to the study file)
+    # setting = "queue"               # optional: the setting's name in directories and tables
+    #                                 #   (default: the model name or the file's stem)
+    # label = "..."                   # optional display text
+    # cost_names = ["service cost"]   # optional: what each average cost ζ_i measures (tables, figures)
+
+    [options]                         # optional: options given to every algorithm that takes them
+    backend = "highs"
+
+    [[algorithms]]                    # one or more
+    agent = "uc-curl"                 # a registered agent (curlopt.agents.AGENTS)
+    key = "uc-curl"                   # optional, default the agent name; unique; [a-z0-9._-]+
+    label = "UC-CURL"                 # optional display name
+    options = { trigger = "linear" }  # optional agent options (override [options])
+    grid = { radius = ["analysis", "experiment"] }   # optional per-algorithm axes
+
+    [grid]                            # optional axes: option -> non-empty list of distinct values
+    tightness_constant = [0.3, 1, 3, 10, 30, 100]
+
+Every problem is a :class:`~curlopt.errors.CurloptError` of one line naming the
+file and the key (``[grid] radius``, ``algorithms[2].options.radius``; the
+``[[algorithms]]`` and ``[[models]]`` tables are counted from 1) and saying what
+is allowed (the checks of the file itself are in
+:mod:`curlopt.experiments.study.reader`). How the grid expands into
+configurations, and the checks that need the agents, are in
+:mod:`curlopt.experiments.study.planning`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from ...errors import CurloptError
+
+__all__ = ["SettingSpec", "StudyAlgorithm", "Study", "StudyError",
+           "DEFAULT_CHECKPOINTS", "NAME_PATTERN"]
+
+DEFAULT_CHECKPOINTS = 100
+NAME_PATTERN = re.compile(r"[a-z0-9._-]+\Z")
+EXECUTORS = ("local", "ray")
+
+
+class StudyError(CurloptError):
+    """A study that cannot run: a bad file, option or value (one line naming the file and the key)."""
+
+
+# -- settings -------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SettingSpec:
+    """A model under a name: a built-in model with parameters (``build_model(model, **params)``) or a model file.
+
+    Attributes
+    ----------
+    name : str
+        The setting's name in run directories and tables.
+    model : str
+        Built-in model name (empty for a model file).
+    params : tuple of (str, value)
+        The built-in model's parameters.
+    label : str
+        Display text.
+    cost_names : tuple of str
+        What each average cost ζ_i measures (figure titles and table notes).
+    file : str
+        Absolute path of a JSON model file (instead of ``model``); it must exist
+        at this path wherever the runs execute.
+    file_sha256 : str
+        The model file's digest when the study was loaded (part of every run's identity).
+    """
+
+    name: str
+    model: str = ""
+    params: tuple[tuple[str, Any], ...] = ()
+    label: str = ""
+    cost_names: tuple[str, ...] = ()
+    file: str = ""
+    file_sha256: str = ""
+
+    def build(self):
+        if self.file:
+            from ...models.files import load_model
+
+            return load_model(self.file)
+        from ...models import build_model
+
+        return build_model(self.model, **dict(self.params))
+
+    def describe(self) -> dict[str, Any]:
+        """What the setting is, as JSON values (run identities, ``config.json``, ``study.json``)."""
+        if self.file:
+            return {"setting": self.name, "file": self.file, "file_sha256": self.file_sha256}
+        return {"setting": self.name, "model": self.model, "params": dict(self.params)}
+
+    def constraint_names(self) -> list[str]:
+        """A readable line per constraint, e.g. ``-ζ_1 ≤ 0 (ζ_1: service cost)``."""
+        model = self.build()
+        return [_describe_constraint(g, self.cost_names) for g in model.constraints]
+
+
+def _describe_constraint(g: Any, cost_names: Sequence[str] = ()) -> str:
+    weights, bound = getattr(g, "weights", None), getattr(g, "bound", None)
+    if weights is None or bound is None:
+        return repr(g)
+    terms, used = [], []
+    for i, w in enumerate(list(weights)):
+        if w == 0:
+            continue
+        sign = "-" if w < 0 else "+"
+        size = "" if abs(w) == 1 else f"{abs(w):g}"
+        terms.append((sign, f"{size}ζ_{i + 1}"))
+        used.append(i)
+    if not terms:
+        return repr(g)
+    text = ("-" if terms[0][0] == "-" else "") + terms[0][1] + "".join(f" {s} {t}" for s, t in terms[1:])
+    names = [f"ζ_{i + 1}: {cost_names[i]}" for i in used if i < len(cost_names)]
+    return f"{text} ≤ {bound:g}" + (f" ({', '.join(names)})" if names else "")
+
+
+# -- the study ------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StudyAlgorithm:
+    """One ``[[algorithms]]`` table: a registered agent with fixed options and its own grid axes."""
+
+    key: str
+    agent: str
+    label: str
+    options: tuple[tuple[str, Any], ...] = ()
+    grid: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    #: where its entries came from, for messages (e.g. ``algorithms[2]``)
+    where: str = ""
+
+    def describe(self) -> dict[str, Any]:
+        return {"key": self.key, "agent": self.agent, "label": self.label, "options": dict(self.options),
+                "grid": {name: list(values) for name, values in self.grid}}
+
+
+@dataclass(frozen=True)
+class Study:
+    """A parsed study: settings × algorithm configurations × seeds, and where and how to run them.
+
+    Built by :func:`~curlopt.experiments.study.reader.load_study` from a TOML file, by
+    :func:`~curlopt.experiments.study.reader.study_from_dict`
+    from the same structure in memory, or by the ``reproduce`` presets.
+    ``source`` names the study in messages (the file's path, or e.g.
+    ``experiment 'queue' (profile paper)``); ``profile`` is the preset's
+    profile record (None for study files).
+    """
+
+    name: str
+    steps: int
+    seeds: tuple[int, ...]
+    settings: tuple[SettingSpec, ...]
+    algorithms: tuple[StudyAlgorithm, ...]
+    description: str = ""
+    checkpoints: int = DEFAULT_CHECKPOINTS
+    out: str | None = None
+    executor: str = "local"
+    jobs: int | None = None
+    address: str | None = None
+    options: tuple[tuple[str, Any], ...] = ()
+    grid: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    source: str = ""
+    profile: dict[str, Any] | None = field(default=None, compare=False)
+
+    @property
+    def default_out(self) -> Path:
+        return Path(self.out) if self.out else Path("results") / "studies" / self.name
+
+    def describe(self) -> dict[str, Any]:
+        """The study after defaults, as JSON values (``study.json``)."""
+        models = []
+        for setting in self.settings:
+            entry = {"setting": setting.name}
+            if setting.file:
+                entry.update(file=setting.file, file_sha256=setting.file_sha256)
+            else:
+                entry.update(name=setting.model, params=dict(setting.params))
+            entry.update(label=setting.label, cost_names=list(setting.cost_names))
+            models.append(entry)
+        return {
+            "name": self.name, "description": self.description, "source": self.source, "steps": self.steps,
+            "seeds": list(self.seeds), "checkpoints": self.checkpoints, "out": str(self.default_out),
+            "executor": self.executor, "jobs": self.jobs, "address": self.address, "models": models,
+            "options": dict(self.options), "algorithms": [a.describe() for a in self.algorithms],
+            "grid": {name: list(values) for name, values in self.grid},
+        }
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def is_option_value(value: Any) -> bool:
+    """Numbers, strings, booleans, and lists or tables of them (no dates: agents take none)."""
+    if isinstance(value, (bool, int, str)) or value is None:
+        return True
+    if isinstance(value, float):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(is_option_value(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and is_option_value(v) for k, v in value.items())
+    return False
+
+
+def canonical(value: Any) -> Any:
+    """Value-equal options give equal canonical forms (an integral float is its integer; tuples are lists)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) and value == int(value) else value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, (list, tuple)):
+        return [canonical(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): canonical(v) for k, v in sorted(value.items())}
+    return value
+
+
+#: display names of the built-in agents (the default label)
+AGENT_LABELS = {"uc-curl": "UC-CURL", "ps-curl": "PS-CURL", "ucrl-cmdp": "UCRL-CMDP", "primal-dual": "Primal-dual"}
+
+
+def default_label(agent: str, key: str) -> str:
+    if key == agent:
+        return AGENT_LABELS.get(agent, agent)
+    return key

@@ -1,0 +1,409 @@
+"""The tabular constrained MDP with concave utility (docs/math.md §1)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import ModelError
+from ..utilities.library import Utility
+
+__all__ = ["CMDP", "KERNEL_TOLERANCE", "MAX_MODEL_BYTES", "DENSE_VIEW_LIMIT", "STORAGES", "check_model_size",
+           "stationary_occupancy", "policy_kernel"]
+
+#: Largest deviation from 1 allowed for a probability vector's sum.
+KERNEL_TOLERANCE = 1e-9
+
+#: The built-in models refuse sizes whose arrays (kernel S·A·S plus signals (K+d)·S·A, 8 bytes each) exceed this
+#: (2 GiB), before allocating anything: the programs built on a model need several times its size again.
+MAX_MODEL_BYTES = 2 * 1024 ** 3
+
+
+#: A sparse model builds its dense view ``CMDP.kernel`` (S, A, S) only up to this many entries (32 MiB); above it
+#: the view is refused, so that nothing densifies a large kernel by accident.
+DENSE_VIEW_LIMIT = 2 ** 22
+
+#: How a CMDP stores its kernel: ``auto`` keeps the form it was given (a scipy sparse matrix stays sparse, an array
+#: stays dense), ``dense`` and ``sparse`` convert.
+STORAGES = ("auto", "dense", "sparse")
+
+
+def check_model_size(name: str, n_states: int, n_actions: int, n_signals: int = 0) -> None:
+    """Raise ModelError when a model of this size would need more than :data:`MAX_MODEL_BYTES`.
+
+    ``n_signals`` counts the reward and cost signals (K + d). Called by the
+    built-in model builders before they build any array.
+    """
+    size = 8 * (int(n_states) * int(n_actions) * int(n_states) + int(n_signals) * int(n_states) * int(n_actions))
+    if size > MAX_MODEL_BYTES:
+        raise ModelError(
+            f"model {name!r} with S={n_states} states and A={n_actions} actions would need {size / 2 ** 30:.3g} GiB"
+            f" for its kernel and signals, more than the limit of {MAX_MODEL_BYTES / 2 ** 30:g} GiB; use a smaller size."
+        )
+
+
+def _finite_array(value: Any, name: str) -> np.ndarray:
+    if value is None:
+        raise ModelError(f"{name} is missing (got None): give an array of numbers.")
+    try:
+        array = np.array(value, dtype=float)
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+        raise ModelError(f"{name} must be an array of numbers ({exc}).") from None
+    if not np.all(np.isfinite(array)):
+        bad = np.argwhere(~np.isfinite(array))[0]
+        raise ModelError(f"{name} contains NaN or infinite entries (first at index {tuple(bad.tolist())}).")
+    return array
+
+
+def _signals(value: Any, name: str, n_states: int | None, n_actions: int | None) -> np.ndarray:
+    """Signals of shape (K, S, A); a 2-D (S, A) array is a single signal."""
+    array = _finite_array(value, name)
+    if array.ndim == 2:
+        array = array[None]
+    if array.ndim != 3:
+        raise ModelError(f"{name} must have shape (count, S, A) or (S, A), got shape {array.shape}.")
+    if n_states is not None and array.shape[1:] != (n_states, n_actions):
+        raise ModelError(
+            f"{name} has shape {array.shape}, but the model has S={n_states} states and A={n_actions} actions:"
+            f" expected ({array.shape[0]}, {n_states}, {n_actions})."
+        )
+    return array
+
+
+def check_distribution(vector: np.ndarray, name: str) -> None:
+    """Raise ModelError unless ``vector`` (last axis) holds probability distributions."""
+    if np.any(vector < 0) or np.any(vector > 1):
+        bad = np.argwhere((vector < 0) | (vector > 1))[0]
+        raise ModelError(
+            f"{name} has an entry outside [0, 1] at index {tuple(bad.tolist())}: {vector[tuple(bad)]!r}."
+        )
+    sums = vector.sum(axis=-1)
+    deviation = np.abs(sums - 1.0)
+    if np.any(deviation > KERNEL_TOLERANCE):
+        bad = np.unravel_index(int(np.argmax(deviation)), np.shape(sums))
+        raise ModelError(
+            f"{name} does not sum to 1 (tolerance {KERNEL_TOLERANCE:g}): the row at index {tuple(int(i) for i in bad)}"
+            f" sums to {float(np.asarray(sums)[bad]):.12g}."
+        )
+
+
+def _sparse_kernel(value: Any, n_states: int, n_actions: int) -> sp.csr_array:
+    """Check a sparse kernel of shape (S·A, S) (row ``s·A + a`` holds ``P(·|s,a)``) and return it as CSR."""
+    expected = (n_states * n_actions, n_states)
+    if value.shape != expected:
+        raise ModelError(
+            f"a sparse kernel must have shape (S·A, S) = {expected} (row s·A + a holds P(·|s,a)), got {value.shape}."
+        )
+    matrix = sp.csr_array(value, dtype=float)
+    matrix.sum_duplicates()
+    data = matrix.data
+    if not np.all(np.isfinite(data)):
+        row = int(np.searchsorted(matrix.indptr, int(np.argmax(~np.isfinite(data))), side="right") - 1)
+        raise ModelError(f"kernel contains NaN or infinite entries (first in the row of (s, a) = {divmod(row, n_actions)}).")
+    outside = (data < 0) | (data > 1)
+    if np.any(outside):
+        position = int(np.argmax(outside))
+        row = int(np.searchsorted(matrix.indptr, position, side="right") - 1)
+        raise ModelError(
+            f"kernel has an entry outside [0, 1] in the row of (s, a) = {divmod(row, n_actions)}, successor"
+            f" {int(matrix.indices[position])}: {float(data[position])!r}."
+        )
+    matrix.eliminate_zeros()
+    sums = np.asarray(matrix.sum(axis=1)).ravel()
+    deviation = np.abs(sums - 1.0)
+    if np.any(deviation > KERNEL_TOLERANCE):
+        row = int(np.argmax(deviation))
+        raise ModelError(
+            f"kernel does not sum to 1 (tolerance {KERNEL_TOLERANCE:g}): the row of (s, a) = {divmod(row, n_actions)}"
+            f" sums to {float(sums[row]):.12g}."
+        )
+    matrix.sort_indices()
+    for array in (matrix.data, matrix.indices, matrix.indptr):
+        array.setflags(write=False)
+    return matrix
+
+
+def _stored_kernel(kernel: Any, storage: str, n_states: int, n_actions: int) -> tuple[Any, Any]:
+    """Check ``kernel`` and store it as asked: ``(dense (S, A, S) or None, CSR (S·A, S) or None)``."""
+    p = None
+    transitions = None
+    if kernel is not None and sp.issparse(kernel):
+        transitions = _sparse_kernel(kernel, n_states, n_actions)
+        if storage == "dense":  # asked for: no view limit (check_model_size bounds the built-in models)
+            p = transitions.toarray().reshape(n_states, n_actions, n_states)
+            transitions = None
+    elif kernel is not None:
+        p = _finite_array(kernel, "kernel")
+        if p.shape != (n_states, n_actions, n_states):
+            raise ModelError(
+                f"kernel must have shape (S, A, S) = ({n_states}, {n_actions}, {n_states}), got {p.shape}."
+            )
+        check_distribution(p, "kernel")
+        if storage == "sparse":
+            transitions = _sparse_kernel(sp.csr_array(p.reshape(n_states * n_actions, n_states)), n_states,
+                                         n_actions)
+            p = None
+    return p, transitions
+
+
+class CMDP:
+    """A tabular constrained MDP with a concave objective and convex constraints.
+
+    The agent maximises ``objective(λ)`` where ``λ_k = Σ ρ(s,a) r_k(s,a)`` and keeps
+    ``g_m(ζ) <= 0`` for each constraint, ``ζ_i = Σ ρ(s,a) c_i(s,a)``.
+
+    Parameters
+    ----------
+    rewards : array_like, shape (K, S, A) or (S, A)
+        Reward signals, known to the agent.
+    costs : array_like, shape (d, S, A) or (S, A), optional
+        Cost signals; ``None`` (or shape (0, S, A)) for a model without costs.
+    objective : Utility
+        Concave ``f`` with ``dim == K``.
+    constraints : sequence of Utility, optional
+        Convex ``g_m`` with ``dim == d`` each.
+    kernel : array_like of shape (S, A, S), or scipy sparse matrix of shape (S·A, S), optional
+        ``P(s'|s,a)``; rows sum to 1 within 1e-9. ``None`` when unknown. A sparse matrix holds ``P(·|s,a)`` in
+        row ``s·A + a``; its stored nonzeros are the kernel's support.
+    initial : array_like, shape (S,), optional
+        Initial state distribution; default uniform.
+    name : str, optional
+        A label used in messages and results.
+    storage : {"auto", "dense", "sparse"}
+        How the kernel is stored (see :data:`STORAGES`); ``auto`` (the default) keeps the form it was given.
+        A sparse model's memory grows with the kernel's nonzeros; :attr:`transitions` is its CSR matrix and
+        :attr:`kernel` a dense view built only up to :data:`DENSE_VIEW_LIMIT` entries.
+
+    Raises
+    ------
+    ModelError
+        When an argument has the wrong shape, NaN/inf entries, probabilities
+        outside [0, 1], rows not summing to 1, or a utility of the wrong size.
+    """
+
+    def __init__(
+        self,
+        rewards: Any,
+        costs: Any = None,
+        objective: Utility | None = None,
+        constraints: Sequence[Utility] = (),
+        kernel: Any = None,
+        initial: Any = None,
+        name: str = "cmdp",
+        labels: dict | None = None,
+        storage: str = "auto",
+    ):
+        if storage not in STORAGES:
+            raise ModelError(f"storage must be one of {', '.join(STORAGES)}, got {storage!r}.")
+        r = _signals(rewards, "rewards", None, None)
+        n_states, n_actions = r.shape[1:]
+        if n_states < 1 or n_actions < 1:
+            raise ModelError(f"rewards must have at least one state and one action, got shape {r.shape}.")
+        if r.shape[0] < 1:
+            raise ModelError("rewards must hold at least one reward signal.")
+        if costs is None:
+            c = np.zeros((0, n_states, n_actions))
+        else:
+            c = _signals(costs, "costs", n_states, n_actions)
+
+        if objective is None:
+            raise ModelError("objective is required: a concave Utility of the K average rewards, e.g. Linear([1.0]).")
+        if not isinstance(objective, Utility):
+            raise ModelError(f"objective must be a curlopt Utility, got {type(objective).__name__}.")
+        if objective.curvature == "convex":
+            raise ModelError(f"objective {objective!r} is convex; the objective is maximised and must be concave.")
+        if objective.dim != r.shape[0]:
+            raise ModelError(
+                f"objective {objective!r} takes {objective.dim} inputs but the model has K={r.shape[0]} reward signals."
+            )
+        if isinstance(constraints, Utility):
+            constraints = (constraints,)
+        if constraints is None or isinstance(constraints, (str, bytes, dict)) or not hasattr(constraints, "__iter__"):
+            raise ModelError(
+                f"constraints must be a sequence of curlopt Utility objects (() for none), got {type(constraints).__name__}."
+            )
+        constraints = tuple(constraints)
+        for m, g in enumerate(constraints):
+            if not isinstance(g, Utility):
+                raise ModelError(f"constraints[{m}] must be a curlopt Utility, got {type(g).__name__}.")
+            if g.curvature == "concave":
+                raise ModelError(f"constraints[{m}] {g!r} is concave; constraints g(ζ) <= 0 must be convex.")
+            if g.dim != c.shape[0]:
+                raise ModelError(
+                    f"constraints[{m}] {g!r} takes {g.dim} inputs but the model has d={c.shape[0]} cost signals."
+                )
+
+        p, transitions = _stored_kernel(kernel, storage, n_states, n_actions)
+        if initial is None:
+            phi = np.full(n_states, 1.0 / n_states)
+        else:
+            phi = _finite_array(initial, "initial")
+            if phi.shape != (n_states,):
+                raise ModelError(f"initial must have shape (S,) = ({n_states},), got {phi.shape}.")
+            check_distribution(phi, "initial")
+        if labels is not None and not isinstance(labels, dict):
+            raise ModelError(f"labels must be a dict or None, got {type(labels).__name__}.")
+        for array in (r, c, p, phi):
+            if array is not None:
+                array.setflags(write=False)
+        # Arrays are read-only: programs and agents share them without copying.
+        self.rewards: np.ndarray = r
+        self.costs: np.ndarray = c
+        self.objective: Utility = objective
+        self.constraints: tuple[Utility, ...] = constraints
+        self._kernel: np.ndarray | None = p
+        self._transitions: sp.csr_array | None = transitions
+        self.initial: np.ndarray = phi
+        self.name = str(name)
+        self.labels = dict(labels or {})
+
+    # -- the kernel -----------------------------------------------------------
+    @property
+    def sparse(self) -> bool:
+        """True when the kernel is stored sparse (see ``storage``)."""
+        return self._transitions is not None and self._kernel is None
+
+    @property
+    def kernel(self) -> np.ndarray | None:
+        """``P(s'|s,a)`` as a dense read-only array (S, A, S), or None when unknown.
+
+        For a sparse model this is a view built on first use, refused above :data:`DENSE_VIEW_LIMIT` entries
+        (use :attr:`transitions`)."""
+        if self._kernel is None and self._transitions is not None:
+            self._kernel = self._densify(self._transitions, self.n_states, self.n_actions, self.name)
+        return self._kernel
+
+    @property
+    def transitions(self) -> sp.csr_array | None:
+        """``P`` as a CSR matrix of shape (S·A, S), row ``s·A + a`` holding ``P(·|s,a)`` (None when unknown).
+
+        For a dense model it is built from :attr:`kernel` on first use (its stored entries are the nonzeros)."""
+        if self._transitions is None and self._kernel is not None:
+            S, A = self.n_states, self.n_actions
+            self._transitions = _sparse_kernel(sp.csr_array(self._kernel.reshape(S * A, S)), S, A)
+        return self._transitions
+
+    @property
+    def nnz(self) -> int:
+        """Nonzero entries of the kernel (0 when unknown)."""
+        return 0 if self.transitions is None else int(self.transitions.nnz)
+
+    @staticmethod
+    def _densify(transitions: sp.csr_array, n_states: int, n_actions: int, name: str = "cmdp") -> np.ndarray:
+        entries = n_states * n_actions * n_states
+        if entries > DENSE_VIEW_LIMIT:
+            raise ModelError(
+                f"model {name!r} stores its kernel sparse (S={n_states}, A={n_actions}, {transitions.nnz} nonzeros);"
+                f" its dense view would hold {entries:,} entries, more than the limit of {DENSE_VIEW_LIMIT:,}: use"
+                " model.transitions (CSR, shape (S·A, S)) or a code path that takes sparse kernels."
+            )
+        dense = transitions.toarray().reshape(n_states, n_actions, n_states)
+        dense.setflags(write=False)
+        return dense
+
+    # -- sizes ----------------------------------------------------------------
+    @property
+    def n_states(self) -> int:
+        """S."""
+        return self.rewards.shape[1]
+
+    @property
+    def n_actions(self) -> int:
+        """A."""
+        return self.rewards.shape[2]
+
+    @property
+    def n_rewards(self) -> int:
+        """K."""
+        return self.rewards.shape[0]
+
+    @property
+    def n_costs(self) -> int:
+        """d."""
+        return self.costs.shape[0]
+
+    @property
+    def n_constraints(self) -> int:
+        """M."""
+        return len(self.constraints)
+
+    # -- evaluation -----------------------------------------------------------
+    def average_rewards(self, occupancy: np.ndarray) -> np.ndarray:
+        """``λ_k = Σ_{s,a} ρ(s,a) r_k(s,a)``."""
+        return np.einsum("ksa,sa->k", self.rewards, occupancy)
+
+    def average_costs(self, occupancy: np.ndarray) -> np.ndarray:
+        """``ζ_i = Σ_{s,a} ρ(s,a) c_i(s,a)``."""
+        return np.einsum("ksa,sa->k", self.costs, occupancy)
+
+    def constraint_values(self, costs: np.ndarray) -> np.ndarray:
+        """``g_m(ζ)`` for each constraint, shape (M,)."""
+        return np.array([g.value(costs) for g in self.constraints], dtype=float)
+
+    def __repr__(self) -> str:
+        return (
+            f"CMDP(name={self.name!r}, S={self.n_states}, A={self.n_actions}, K={self.n_rewards}, d={self.n_costs},"
+            f" M={self.n_constraints}, kernel={self._kernel_text()})"
+        )
+
+    def _kernel_text(self) -> str:
+        if self._kernel is None and self._transitions is None:
+            return "unknown"
+        return f"sparse, {self.nnz} nonzeros" if self.sparse else "known"
+
+
+def policy_kernel(kernel: Any, policy: np.ndarray) -> Any:
+    """State-to-state matrix ``P_π(s, s') = Σ_a π(a|s) P(s'|s,a)``.
+
+    ``kernel`` is a dense (S, A, S) array (the result is a dense (S, S) array) or a sparse (S·A, S) matrix (the
+    result is a sparse CSR (S, S) matrix)."""
+    if sp.issparse(kernel):
+        n_states, n_actions = policy.shape
+        weights = sp.csr_array((np.asarray(policy, dtype=float).ravel(),
+                                (np.repeat(np.arange(n_states), n_actions), np.arange(n_states * n_actions))),
+                               shape=(n_states, n_states * n_actions))
+        return sp.csr_array(weights @ kernel)
+    return np.einsum("sa,sat->st", policy, kernel)
+
+
+def stationary_occupancy(kernel: np.ndarray, policy: np.ndarray) -> np.ndarray:
+    """Stationary state-action occupancy ``ρ(s,a) = μ(s) π(a|s)`` of ``policy`` on ``kernel``.
+
+    ``μ`` solves ``μ P_π = μ``, ``Σ μ = 1`` (least squares, exact for a unichain policy). For a sparse kernel
+    (S·A, S) the system, with its last balance row replaced by the normalisation, is solved by a sparse LU;
+    a policy whose chain has more than one recurrent class makes it singular, which raises ModelError.
+    """
+    if sp.issparse(kernel):
+        return _sparse_stationary(kernel, policy)
+    chain = policy_kernel(kernel, policy)
+    n = chain.shape[0]
+    system = np.vstack([chain.T - np.eye(n), np.ones((1, n))])
+    rhs = np.zeros(n + 1)
+    rhs[-1] = 1.0
+    mu, *_ = np.linalg.lstsq(system, rhs, rcond=None)
+    mu = np.clip(mu, 0.0, None)
+    mu /= mu.sum()
+    return mu[:, None] * policy
+
+
+def _sparse_stationary(kernel: Any, policy: np.ndarray) -> np.ndarray:
+    import scipy.sparse.linalg as spla  # imported here: only sparse models need it
+
+    chain = policy_kernel(kernel, policy)
+    n = chain.shape[0]
+    system = sp.lil_array((chain.T - sp.eye_array(n)).tocsr())
+    system[n - 1, :] = np.ones(n)
+    rhs = np.zeros(n)
+    rhs[-1] = 1.0
+    try:
+        mu = spla.splu(sp.csc_array(system)).solve(rhs)
+    except RuntimeError as exc:  # "Factor is exactly singular"
+        raise ModelError(
+            f"the stationary distribution is not unique ({exc}): the chain of this policy has more than one"
+            " recurrent class."
+        ) from None
+    mu = np.clip(mu, 0.0, None)
+    mu /= mu.sum()
+    return mu[:, None] * policy

@@ -1,0 +1,174 @@
+"""Model files: a CMDP as one JSON document.
+
+Format (``save_model`` writes it, ``load_model`` reads and validates it)::
+
+    {
+      "format": "curlopt-model", "version": 1,
+      "name": "my-model",
+      "rewards": [[[...]]],            # (K, S, A)
+      "costs": [[[...]]],              # (d, S, A), may be []
+      "kernel": [[[...]]],             # (S, A, S), or null when unknown
+      "initial": [...],                # (S,), or null for uniform
+      "objective": {"type": "Linear", "weights": [1.0]},
+      "constraints": [{"type": "LinearBound", "weights": [-1.0, 0.0], "bound": 0.0}]
+    }
+
+A utility is ``{"type": <class name>, <constructor arguments>}``, written by its
+``to_spec()`` and read by its class's ``from_spec()``, for the utility types in
+:data:`curlopt.utilities.library.UTILITY_TYPES` (the built-in Linear, SumOfLogs,
+AlphaFairness, MinOfLinear, Entropy, LinearBound, MaxOfLinear, ConvexQuadratic,
+Norm, and any type registered with :func:`curlopt.utilities.library.register_utility`).
+Custom utilities cannot be written to a file: build such models in Python.
+Every problem is a :class:`ModelError` naming the key (and nothing else escapes
+``load_model``: deeply nested JSON, huge integers, wrong types). A file larger
+than :data:`curlopt.fileio.MAX_READ_BYTES` (64 MiB), or an endless one such as a
+link to ``/dev/zero``, is refused after reading that much. ``save_model`` writes
+atomically through :mod:`curlopt.fileio`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ..utilities import library as U
+from ..errors import CurloptError, ModelError, UtilityError
+from ..fileio import MAX_READ_BYTES, atomic_write_text, read_bytes_limited
+from .cmdp import CMDP
+
+__all__ = ["save_model", "load_model", "utility_to_spec", "utility_from_spec", "MODEL_FORMAT"]
+
+MODEL_FORMAT = "curlopt-model"
+_VERSION = 1
+
+
+def utility_to_spec(utility: U.Utility) -> dict[str, Any]:
+    """The JSON description of a utility of a registered type (:data:`curlopt.utilities.library.UTILITY_TYPES`).
+
+    Raises
+    ------
+    ModelError
+        For a utility of another type (e.g. a :class:`~curlopt.utilities.library.CustomUtility`).
+    """
+    try:
+        return utility.to_spec()
+    except UtilityError:
+        raise ModelError(
+            f"{utility!r} is not a built-in utility and cannot be written to a model file; build the model in Python."
+        ) from None
+
+
+def utility_from_spec(spec: Any, where: str) -> U.Utility:
+    """Build a utility from its JSON description (``where`` names it in errors)."""
+    if not isinstance(spec, dict) or "type" not in spec:
+        raise ModelError(f"{where} must be an object with a 'type' key, got {spec!r}.")
+    kind = spec["type"]
+    builder = U.UTILITY_TYPES.get(kind) if isinstance(kind, str) else None
+    if builder is None:
+        raise ModelError(f"{where}: unknown utility type {kind!r}; known: {', '.join(sorted(U.UTILITY_TYPES))}.")
+    try:
+        return builder.from_spec(spec)
+    except TypeError as exc:
+        raise ModelError(f"{where} ({kind}): {exc}") from None
+    except CurloptError as exc:
+        raise ModelError(f"{where} ({kind}): {exc}") from None
+    except (ValueError, OverflowError, RecursionError, ZeroDivisionError) as exc:  # e.g. a 400-digit integer
+        raise ModelError(f"{where} ({kind}): invalid arguments ({type(exc).__name__}: {exc}).") from None
+
+
+def save_model(model: CMDP, path: str | os.PathLike) -> Path:
+    """Write ``model`` as a JSON model file, atomically (:func:`curlopt.fileio.atomic_write_text`).
+
+    Concurrent saves of the same path never fail and a concurrent reader sees
+    the old file or the new one, never a partial file; a failed write (e.g. a
+    full disk) leaves no temporary file.
+
+    Raises
+    ------
+    ModelError
+        For something that is not a model, or a model with a custom utility.
+    OSError
+        When the file cannot be written.
+    """
+    if not isinstance(model, CMDP):
+        raise ModelError(f"model must be a curlopt CMDP, got {type(model).__name__}.")
+    path = _path_argument(path)
+    data = {
+        "format": MODEL_FORMAT, "version": _VERSION, "name": model.name,
+        "rewards": model.rewards.tolist(), "costs": model.costs.tolist(),
+        "kernel": None if model.kernel is None else model.kernel.tolist(),
+        "initial": model.initial.tolist(),
+        "objective": utility_to_spec(model.objective),
+        "constraints": [utility_to_spec(g) for g in model.constraints],
+    }
+    return atomic_write_text(path, json.dumps(data))
+
+
+def _path_argument(path: Any) -> Path:
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)) or not str(os.fspath(path)).strip():
+        raise ModelError(f"path must be a file path (a non-empty str or os.PathLike), got {path!r}.")
+    return Path(path)
+
+
+def load_model(path: str | os.PathLike) -> CMDP:
+    """Read and validate a JSON model file.
+
+    Raises
+    ------
+    ModelError
+        If the file is missing, is not JSON, is not a curlopt model, or holds invalid data.
+    """
+    path = _path_argument(path)
+    try:
+        text = read_bytes_limited(path, MAX_READ_BYTES, "model file").decode("utf-8")
+        data = json.loads(text)
+    except FileNotFoundError:
+        raise ModelError(f"no model file at {path}.") from None
+    except IsADirectoryError:
+        raise ModelError(f"{path} is a directory, not a model file.") from None
+    except CurloptError as exc:  # larger than MAX_READ_BYTES (e.g. a link to /dev/zero)
+        raise ModelError(str(exc)) from None
+    except OSError as exc:
+        raise ModelError(f"the model file {path} cannot be read ({exc.strerror or exc}).") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise ModelError(f"the model file {path} is not valid JSON ({reason}).") from None
+    if not isinstance(data, dict) or data.get("format") != MODEL_FORMAT:
+        raise ModelError(f"{path} is not a curlopt model file (expected \"format\": \"{MODEL_FORMAT}\").")
+    version = data.get("version")
+    if isinstance(version, bool) or version != _VERSION:
+        raise ModelError(f"{path}: model file version {version!r} is not supported (this is {_VERSION}).")
+    for key in ("rewards", "objective"):
+        if key not in data:
+            raise ModelError(f"{path}: the key {key!r} is missing.")
+    costs = data.get("costs")
+    if isinstance(costs, list) and not _holds_a_number(costs):
+        costs = None  # [] or [[], ...]: no cost signals
+    constraints = data.get("constraints") or []
+    if not isinstance(constraints, list):
+        raise ModelError(f"{path}: 'constraints' must be a list of utilities.")
+    name = data.get("name", path.stem)
+    if not isinstance(name, str):
+        raise ModelError(f"{path}: 'name' must be a string, got {type(name).__name__}.")
+    return CMDP(
+        rewards=data["rewards"],
+        costs=costs,
+        objective=utility_from_spec(data["objective"], "objective"),
+        constraints=[utility_from_spec(g, f"constraints[{m}]") for m, g in enumerate(constraints)],
+        kernel=data.get("kernel"),
+        initial=data.get("initial"),
+        name=name,
+    )
+
+
+def _holds_a_number(value: Any) -> bool:
+    """Whether nested lists hold anything but lists (iteratively deep enough for any array the model takes)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if not isinstance(item, list):
+            return True
+        stack.extend(item)
+    return False

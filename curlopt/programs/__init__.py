@@ -1,0 +1,40 @@
+"""The ε-tight programs as backend-neutral data: blocks and rows, the occupancy, optimistic (L1 and box), safe and
+least-violation programs, the tightness schedule, the LP form of a program, and policy extraction.
+
+Nothing here imports a solver, a backend, an agent or an experiment.
+"""
+
+from __future__ import annotations
+
+from .blocks import VariableBlock, LinearRows, Program
+from .tightness import tightness, EPSILON_MAX, TIGHTNESS_CONSTANT_MAX
+from .occupancy import OccupancyProgram
+from .optimistic import JointProgram, OptimisticProgram, l1_radius, RADII, BoxOptimisticProgram, box_radius
+from .safe import SafeProgram, LeastViolationProgram
+from .lp import LPForm, piece_rows
+from .policy import policy_from_occupancy, extract_policy, unreached_states, UNREACHED_FILLS, VISIT_TOLERANCE
+
+__all__ = [
+    "VariableBlock",
+    "LinearRows",
+    "Program",
+    "tightness",
+    "EPSILON_MAX",
+    "TIGHTNESS_CONSTANT_MAX",
+    "OccupancyProgram",
+    "JointProgram",
+    "OptimisticProgram",
+    "l1_radius",
+    "RADII",
+    "BoxOptimisticProgram",
+    "box_radius",
+    "SafeProgram",
+    "LeastViolationProgram",
+    "LPForm",
+    "piece_rows",
+    "policy_from_occupancy",
+    "extract_policy",
+    "unreached_states",
+    "UNREACHED_FILLS",
+    "VISIT_TOLERANCE",
+]

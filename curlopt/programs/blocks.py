@@ -1,0 +1,280 @@
+"""The abstract ε-tight programs, as backend-neutral data (docs/math.md §2 and §3).
+
+A program is data, not solver calls. It holds
+
+* one vector of variables ``x``, made of named blocks (``occupancy`` ρ, and for the
+  optimistic program ``joint`` p and ``deviation`` α), each with bounds;
+* linear rows ``lower <= A x <= upper``. ``A`` is a constant sparse matrix plus
+  *parameter entries*: coefficients at fixed (row, column) positions whose values
+  change between epochs (the kernel, the empirical kernel, the radius β). The
+  two parts never share a position;
+* the objective ``f(R x)`` (maximised) and the constraint rows ``g_m(C x) <= -ε``,
+  with ``R`` and ``C`` constant sparse maps onto ρ.
+
+Backends compile the structure once and, before each solve, push only the
+parameter values and the tightness ε that changed. Nothing here imports a solver.
+
+Both programs drop the last flow-balance row: the flow rows always sum to zero
+(given the total-mass and link rows), so one is redundant, and redundant equality
+rows hurt interior-point solvers. The solution satisfies the dropped row too.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import ModelError, ProgramError
+from ..models.cmdp import CMDP, check_distribution
+from .tightness import EPSILON_MAX, finite_at_least
+
+__all__ = ['VariableBlock', 'LinearRows', 'Program']
+
+
+def check_kernel(model: CMDP, kernel: Any) -> np.ndarray:
+    """``kernel`` as a float array of shape (S, A, S) whose rows are distributions, else a ProgramError."""
+    S, A = model.n_states, model.n_actions
+    q = np.asarray(kernel, dtype=float)
+    if q.shape != (S, A, S):
+        raise ProgramError(f"kernel must have shape (S, A, S) = ({S}, {A}, {S}), got {q.shape}.")
+    if not np.all(np.isfinite(q)):
+        raise ProgramError("kernel contains NaN or infinite entries.")
+    try:
+        check_distribution(q, "kernel")
+    except ModelError as exc:
+        raise ProgramError(str(exc)) from None
+    return q
+
+
+@dataclass(frozen=True)
+class VariableBlock:
+    """A named block of variables: ``x[start:start+size]`` reshaped to ``shape``."""
+
+    name: str
+    shape: tuple[int, ...]
+    start: int
+    lower: float = 0.0
+    upper: float = math.inf
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+    @property
+    def slice(self) -> slice:
+        return slice(self.start, self.start + self.size)
+
+    def indices(self) -> np.ndarray:
+        """Column index of each variable, shaped like the block."""
+        return np.arange(self.start, self.start + self.size).reshape(self.shape)
+
+
+class LinearRows:
+    """Rows ``lower <= (fixed + parameter entries) x <= upper`` with a fixed sparsity pattern.
+
+    Attributes
+    ----------
+    fixed : scipy.sparse.csr_matrix
+        The constant coefficients, shape (rows, columns).
+    param_rows, param_cols : ndarray of int
+        Position of each parameter entry.
+    param_values : ndarray of float
+        Current value of each parameter entry, **read-only**: a program changes its data through its
+        ``update()`` method (which writes through :meth:`writable_values`), so that every backend sees the
+        same data — a write that one backend would read and another ignore cannot happen.
+    lower, upper : ndarray
+        Row bounds (``±inf`` where absent; equal for equality rows).
+    groups : dict of str to slice
+        Row ranges by meaning (``mass``, ``flow``, ...), for reports.
+    """
+
+    def __init__(self, n_cols: int):
+        self.n_cols = n_cols
+        self._coo_rows: list[np.ndarray] = []
+        self._coo_cols: list[np.ndarray] = []
+        self._coo_vals: list[np.ndarray] = []
+        self._param_rows: list[np.ndarray] = []
+        self._param_cols: list[np.ndarray] = []
+        self._lower: list[np.ndarray] = []
+        self._upper: list[np.ndarray] = []
+        self.groups: dict[str, slice] = {}
+        self.param_groups: dict[str, slice] = {}
+        self.n_rows = 0
+        self.n_params = 0
+
+    # -- construction ---------------------------------------------------------
+    def add(self, name: str, count: int, rows: Any, cols: Any, values: Any, lower: Any, upper: Any) -> int:
+        """Add ``count`` rows with constant entries at local ``rows``; return the first row's index."""
+        first = self.n_rows
+        self._coo_rows.append(np.asarray(rows, dtype=np.int64).ravel() + first)
+        self._coo_cols.append(np.asarray(cols, dtype=np.int64).ravel())
+        self._coo_vals.append(np.broadcast_to(np.asarray(values, dtype=float), np.shape(np.ravel(rows))).ravel())
+        self._lower.append(np.broadcast_to(np.asarray(lower, dtype=float), (count,)).copy())
+        self._upper.append(np.broadcast_to(np.asarray(upper, dtype=float), (count,)).copy())
+        self.groups[name] = slice(first, first + count)
+        self.n_rows += count
+        return first
+
+    def add_parameters(self, name: str, first_row: int, rows: Any, cols: Any) -> None:
+        """Declare parameter entries at local ``rows`` (relative to ``first_row``) and ``cols``."""
+        rows = np.asarray(rows, dtype=np.int64).ravel() + first_row
+        cols = np.asarray(cols, dtype=np.int64).ravel()
+        self._param_rows.append(rows)
+        self._param_cols.append(cols)
+        self.param_groups[name] = slice(self.n_params, self.n_params + rows.size)
+        self.n_params += rows.size
+
+    def finish(self) -> None:
+        """Freeze the pattern; check that constant and parameter positions are disjoint."""
+        rows = np.concatenate(self._coo_rows) if self._coo_rows else np.zeros(0, np.int64)
+        cols = np.concatenate(self._coo_cols) if self._coo_cols else np.zeros(0, np.int64)
+        vals = np.concatenate(self._coo_vals) if self._coo_vals else np.zeros(0)
+        self.fixed = sp.csr_matrix((vals, (rows, cols)), shape=(self.n_rows, self.n_cols))
+        self.fixed.sum_duplicates()
+        self.param_rows = np.concatenate(self._param_rows) if self._param_rows else np.zeros(0, np.int64)
+        self.param_cols = np.concatenate(self._param_cols) if self._param_cols else np.zeros(0, np.int64)
+        self._values = np.zeros(self.param_rows.size)
+        self._readonly = self._values.view()
+        self._readonly.flags.writeable = False
+        self.lower = np.concatenate(self._lower)
+        self.upper = np.concatenate(self._upper)
+        overlap = self.fixed[self.param_rows, self.param_cols]
+        if self.param_rows.size and np.any(np.asarray(overlap) != 0):
+            raise AssertionError("a parameter entry shares its position with a constant entry")
+        keys = self.param_rows * self.n_cols + self.param_cols
+        if np.unique(keys).size != keys.size:
+            raise AssertionError("two parameter entries share a position")
+        del self._coo_rows, self._coo_cols, self._coo_vals, self._param_rows, self._param_cols
+        del self._lower, self._upper
+
+    # -- use ------------------------------------------------------------------
+    @property
+    def param_values(self) -> np.ndarray:
+        """The current parameter values, as a read-only view (see the class docstring)."""
+        return self._readonly
+
+    def writable_values(self) -> np.ndarray:
+        """The parameter values, writable: for the owning program's ``update()`` only."""
+        return self._values
+
+    def matrix(self) -> sp.csr_matrix:
+        """The full current matrix (constant plus parameter entries)."""
+        params = sp.csr_matrix(
+            (self.param_values, (self.param_rows, self.param_cols)), shape=(self.n_rows, self.n_cols)
+        )
+        return (self.fixed + params).tocsr()
+
+    def is_equality(self) -> np.ndarray:
+        """Boolean mask of equality rows."""
+        return self.lower == self.upper
+
+
+class Program:
+    """Common part of the occupancy and optimistic programs.
+
+    Attributes
+    ----------
+    model : CMDP
+    blocks : dict of str to VariableBlock
+    n_vars : int
+    linear : LinearRows
+    reward_map : scipy.sparse.csr_matrix, shape (K, n_vars)
+        ``λ = reward_map @ x``.
+    cost_map : scipy.sparse.csr_matrix, shape (d, n_vars)
+        ``ζ = cost_map @ x``.
+    epsilon : float
+        Current tightness ε; the constraint rows read ``g_m(ζ) <= -ε``.
+    version : int
+        Increases with every update, so a compiled backend knows when to re-read data.
+    """
+
+    kind: str = "program"
+
+    def __init__(self, model: CMDP, blocks: list[tuple[str, tuple[int, ...]]]):
+        if not isinstance(model, CMDP):
+            raise ProgramError(f"a program needs a curlopt CMDP model, got {type(model).__name__}.")
+        self.model = model
+        self.blocks: dict[str, VariableBlock] = {}
+        start = 0
+        for name, shape in blocks:
+            block = VariableBlock(name, shape, start)
+            self.blocks[name] = block
+            start += block.size
+        self.n_vars = start
+        self.linear = LinearRows(self.n_vars)
+        S, A = model.n_states, model.n_actions
+        rho = self.blocks["occupancy"].indices().ravel()
+        self.reward_map = sp.csr_matrix(
+            (model.rewards.reshape(model.n_rewards, S * A).ravel(),
+             (np.repeat(np.arange(model.n_rewards), S * A), np.tile(rho, model.n_rewards))),
+            shape=(model.n_rewards, self.n_vars),
+        )
+        self.cost_map = sp.csr_matrix(
+            (model.costs.reshape(model.n_costs, S * A).ravel(),
+             (np.repeat(np.arange(model.n_costs), S * A), np.tile(rho, model.n_costs))),
+            shape=(model.n_costs, self.n_vars),
+        )
+        self.epsilon = 0.0
+        self.version = 0
+
+    # -- facts ----------------------------------------------------------------
+    @property
+    def objective(self):
+        return self.model.objective
+
+    @property
+    def constraints(self):
+        return self.model.constraints
+
+    def column_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper bound of every variable."""
+        lower = np.empty(self.n_vars)
+        upper = np.empty(self.n_vars)
+        for block in self.blocks.values():
+            lower[block.slice] = block.lower
+            upper[block.slice] = block.upper
+        return lower, upper
+
+    def occupancy(self, x: np.ndarray) -> np.ndarray:
+        """ρ (S, A) from a solution vector."""
+        return np.asarray(x)[self.blocks["occupancy"].slice].reshape(self.blocks["occupancy"].shape)
+
+    def joint(self, x: np.ndarray) -> np.ndarray | None:
+        """p (S, A, S) from a solution vector, or None for a program without it."""
+        block = self.blocks.get("joint")
+        return None if block is None else np.asarray(x)[block.slice].reshape(block.shape)
+
+    def _set_epsilon(self, epsilon: Any) -> None:
+        """Set ε after checking ``0 <= ε <= EPSILON_MAX`` (before any backend sees it)."""
+        value = finite_at_least(epsilon, "epsilon", 0.0)
+        if value > EPSILON_MAX:
+            raise ProgramError(
+                f"epsilon must be at most {EPSILON_MAX:g} (the largest tightness every backend represents"
+                f" exactly; an ε-tight program with a larger ε cannot hold for costs of ordinary size), got {epsilon!r}."
+            )
+        self.epsilon = value
+
+    def residuals(self, x: np.ndarray, include_constraints: bool = True) -> dict[str, float]:
+        """Largest violation of each group of rows at ``x`` (0 when satisfied).
+
+        Groups: ``bounds`` (variable bounds), each linear row group, and
+        ``constraints`` (``g_m(ζ) + ε``) when ``include_constraints``.
+        """
+        x = np.asarray(x, dtype=float)
+        lower, upper = self.column_bounds()
+        out = {"bounds": float(max(0.0, np.max(lower - x), np.max(x - upper)))}
+        values = self.linear.matrix() @ x
+        violation = np.maximum(self.linear.lower - values, values - self.linear.upper)
+        for name, rows in self.linear.groups.items():
+            out[name] = float(max(0.0, violation[rows].max())) if rows.stop > rows.start else 0.0
+        if include_constraints and self.constraints:
+            costs = self.cost_map @ x
+            out["constraints"] = float(max(0.0, max(g.value(costs) + self.epsilon for g in self.constraints)))
+        return out
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model.name!r}, n_vars={self.n_vars}, rows={self.linear.n_rows})"

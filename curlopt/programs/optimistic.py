@@ -1,0 +1,316 @@
+"""The optimistic programs over joint probabilities p(s,a,s'): UC-CURL's L1 ball and UCRL-CMDP's box (docs/math.md §3), with their radii."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..errors import ProgramError
+from ..models.cmdp import CMDP
+from .blocks import Program
+from .tightness import finite_at_least
+
+__all__ = ['JointProgram', 'OptimisticProgram', 'l1_radius', 'RADII', 'BoxOptimisticProgram', 'box_radius']
+
+
+#: the L1 confidence radii of the optimistic program, by name
+RADII = ("analysis", "experiment")
+
+
+def check_radius(radius: Any, radius_scale: Any, error: type[Exception] = ProgramError) -> tuple[str, float]:
+    """``(radius, radius_scale)`` validated: a name in :data:`RADII` and a finite float >= 0; else ``error``."""
+    if not isinstance(radius, str) or radius not in RADII:
+        raise error(f"radius must be one of {', '.join(map(repr, RADII))}, got {radius!r}.")
+    ok = isinstance(radius_scale, (int, float, np.integer, np.floating)) and not isinstance(radius_scale, bool)
+    scale = float(radius_scale) if ok else math.nan
+    if not (math.isfinite(scale) and scale >= 0):
+        raise error(f"radius_scale must be a finite number >= 0, got {radius_scale!r}.")
+    return radius, scale
+
+
+def l1_radius(visits: np.ndarray, time: float, n_states: int, n_actions: int, kind: str = "analysis") -> np.ndarray:
+    """The L1 confidence radius ``β(s,a)`` of the optimistic program at epoch start ``t = time``.
+
+    Parameters
+    ----------
+    visits : ndarray
+        ``N(s,a)``, visits before the epoch.
+    time : float
+        The epoch start ``t_e >= 1``.
+    n_states, n_actions : int
+        ``S`` and ``A``.
+    kind : {"analysis", "experiment"}, default "analysis"
+        ``analysis``: ``β = sqrt(14 S ln(2 A t) / max(1, N))``, the radius of the
+        paper's regret analysis; ``experiment``: ``β = sqrt(S ln(A t) / max(1, N))``,
+        the radius its simulations used (much smaller: on the queue at
+        ``t = 5·10^5`` a pair needs 96 visits for ``β < 1`` rather than 1,394).
+    """
+    if kind == "analysis":
+        return np.sqrt(14.0 * n_states * math.log(2.0 * n_actions * time) / np.maximum(1.0, visits))
+    if kind == "experiment":
+        return np.sqrt(n_states * math.log(n_actions * time) / np.maximum(1.0, visits))
+    raise ProgramError(f"radius must be one of {', '.join(map(repr, RADII))}, got {kind!r}.")
+
+
+class JointProgram(Program):
+    """What the optimistic programs share: variables ρ (S, A) and p (S, A, S) >= 0, and the rows
+    ``Σ ρ = 1``, ``ρ(s,a) = Σ_{s'} p(s,a,s')`` and flow ``Σ_a ρ(s,a) = Σ_{s'',a} p(s'',a,s)``.
+
+    ρ is kept as its own block (rather than written as ``Σ_{s'} p``) so that each
+    confidence row has three entries, not S + 2. Subclasses add their confidence
+    rows (:meth:`_add_confidence_rows`) and recompute their parameter values from
+    the counts (:meth:`_set_confidence`).
+    """
+
+    def __init__(self, model: CMDP, extra_blocks: list[tuple[str, tuple[int, ...]]], counts: Any, time: float,
+                 epsilon: float):
+        S, A = model.n_states, model.n_actions
+        super().__init__(model, [("occupancy", (S, A)), ("joint", (S, A, S)), *extra_blocks])
+        rho = self.blocks["occupancy"].indices()          # (S, A)
+        p = self.blocks["joint"].indices()                # (S, A, S)
+        n_pairs, n_triples = S * A, S * A * S
+        lin = self.linear
+        lin.add("mass", 1, np.zeros(n_pairs), rho.ravel(), 1.0, 1.0, 1.0)
+        # link: ρ(s,a) - Σ_{s'} p(s,a,s') = 0
+        pair = np.arange(n_pairs)
+        lin.add(
+            "link", n_pairs,
+            np.concatenate([pair, np.repeat(pair, S)]),
+            np.concatenate([rho.ravel(), p.ravel()]),
+            np.concatenate([np.ones(n_pairs), -np.ones(n_triples)]),
+            0.0, 0.0,
+        )
+        # flow for s = 0..S-2: Σ_a ρ(s,a) - Σ_{s'',a} p(s'',a,s) = 0
+        flow_rows_rho = np.repeat(np.arange(S - 1), A)
+        flow_rows_p = np.broadcast_to(np.arange(S)[None, None, :], (S, A, S))[:, :, : S - 1].ravel()
+        lin.add(
+            "flow", S - 1,
+            np.concatenate([flow_rows_rho, flow_rows_p]),
+            np.concatenate([rho[: S - 1].ravel(), p[:, :, : S - 1].ravel()]),
+            np.concatenate([np.ones(flow_rows_rho.size), -np.ones(flow_rows_p.size)]),
+            0.0, 0.0,
+        )
+        self._add_confidence_rows(rho, p)
+        lin.finish()
+        self.counts = np.zeros((S, A, S))
+        self.time = 1.0
+        self.update(counts=np.zeros((S, A, S)) if counts is None else counts, time=time, epsilon=epsilon)
+
+    def _add_confidence_rows(self, rho: np.ndarray, p: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _set_confidence(self) -> None:
+        """Recompute the parameter values from ``self.counts`` and ``self.time``."""
+        raise NotImplementedError
+
+    @property
+    def visits(self) -> np.ndarray:
+        """``N(s,a) = Σ_{s'} n(s,a,s')``."""
+        return self.counts.sum(axis=2)
+
+    @property
+    def empirical_kernel(self) -> np.ndarray:
+        """``P^(s'|s,a) = n(s,a,s') / max(1, N(s,a))`` (zeros for unvisited pairs)."""
+        return self.counts / np.maximum(1.0, self.visits)[:, :, None]
+
+    def update(self, counts: Any = None, time: Any = None, epsilon: Any = None) -> None:
+        """Set new counts, time and/or tightness; the structure is unchanged.
+
+        Raises
+        ------
+        ProgramError
+            If counts have the wrong shape or negative/NaN entries, or time < 1.
+        """
+        S, A = self.model.n_states, self.model.n_actions
+        if counts is not None:
+            n = np.asarray(counts, dtype=float)
+            if n.shape != (S, A, S):
+                raise ProgramError(f"counts must have shape (S, A, S) = ({S}, {A}, {S}), got {n.shape}.")
+            if not np.all(np.isfinite(n)) or np.any(n < 0):
+                raise ProgramError("counts must be finite and non-negative.")
+            self.counts = n.copy()
+        if time is not None:
+            self.time = finite_at_least(time, "time", 1.0)
+        if counts is not None or time is not None:
+            self._set_confidence()
+        if epsilon is not None:
+            self._set_epsilon(epsilon)
+        self.version += 1
+
+
+class OptimisticProgram(JointProgram):
+    """The optimistic ε-tight program of docs/math.md §3 over joint probabilities ``p(s,a,s')``.
+
+    Variables ρ (S, A), p (S, A, S) and α (S, A, S), all >= 0. Rows: those of
+    :class:`JointProgram`; ``|p(s,a,s') - P^(s'|s,a) ρ(s,a)| <= α(s,a,s')``;
+    ``Σ_{s'} α(s,a,s') <= β(s,a) ρ(s,a)``; and ``g_m(ζ) <= -ε``.
+
+    Parameters
+    ----------
+    model : CMDP
+    counts : array_like, shape (S, A, S), optional
+        Transition counts ``n(s,a,s')``; default zeros (no data).
+    time : float, default 1
+        The epoch start ``t_e >= 1`` (enters β).
+    epsilon : float, default 0
+        Tightness ε >= 0.
+    radius : {"analysis", "experiment"}, default "analysis"
+        Which L1 radius β (see :func:`l1_radius`): the one of the paper's regret
+        analysis, or the smaller one of its simulations.
+    radius_scale : float, default 1
+        A finite factor >= 0 multiplying β (0 trusts the empirical kernel exactly).
+
+    Raises
+    ------
+    ProgramError
+        For an unknown ``radius`` or a ``radius_scale`` that is not a finite number >= 0.
+    """
+
+    kind = "optimistic"
+
+    def __init__(self, model: CMDP, counts: Any = None, time: float = 1.0, epsilon: float = 0.0,
+                 radius: str = "analysis", radius_scale: float = 1.0):
+        S, A = model.n_states, model.n_actions
+        # Set before the base class computes the first radius.
+        self.radius_kind, self.radius_scale = check_radius(radius, radius_scale)
+        super().__init__(model, [("deviation", (S, A, S))], counts, time, epsilon)
+
+    def _add_confidence_rows(self, rho, p):
+        S = self.model.n_states
+        alpha = self.blocks["deviation"].indices()
+        n_pairs, n_triples = rho.size, p.size
+        triple = np.arange(n_triples)
+        rho_of_triple = np.repeat(rho.ravel(), S)
+        lin = self.linear
+        # p - α - P^ ρ <= 0   and   -p - α + P^ ρ <= 0
+        for name, sign in (("deviation_upper", 1.0), ("deviation_lower", -1.0)):
+            first = lin.add(
+                name, n_triples,
+                np.concatenate([triple, triple]),
+                np.concatenate([p.ravel(), alpha.ravel()]),
+                np.concatenate([np.full(n_triples, sign), -np.ones(n_triples)]),
+                -np.inf, 0.0,
+            )
+            lin.add_parameters(name, first, triple, rho_of_triple)
+        # Σ_{s'} α(s,a,s') - β(s,a) ρ(s,a) <= 0
+        pair = np.arange(n_pairs)
+        first = lin.add("radius", n_pairs, np.repeat(pair, S), alpha.ravel(), 1.0, -np.inf, 0.0)
+        lin.add_parameters("radius", first, pair, rho.ravel())
+
+    @property
+    def radius(self) -> np.ndarray:
+        """``β(s,a)`` at the current counts and time (the chosen radius times ``radius_scale``)."""
+        beta = l1_radius(self.visits, self.time, self.model.n_states, self.model.n_actions, self.radius_kind)
+        return beta if self.radius_scale == 1.0 else self.radius_scale * beta
+
+    def _set_confidence(self) -> None:
+        p_hat = self.empirical_kernel.ravel()
+        values, groups = self.linear.writable_values(), self.linear.param_groups
+        values[groups["deviation_upper"]] = -p_hat
+        values[groups["deviation_lower"]] = p_hat
+        values[groups["radius"]] = -self.radius.ravel()
+
+
+def box_radius(visits: np.ndarray, horizon: float, n_states: int, n_actions: int) -> np.ndarray:
+    """The per-entry radius ``b(s,a) = min(1, sqrt(ln(2 S² A T²) / (2 max(1, N(s,a)))))`` (docs/math.md §9)."""
+    log_term = math.log(2.0 * n_states**2 * n_actions * float(horizon) ** 2)
+    return np.minimum(1.0, np.sqrt(log_term / (2.0 * np.maximum(1.0, visits))))
+
+
+class BoxOptimisticProgram(JointProgram):
+    """UCRL-CMDP's optimistic program (docs/math.md §9): per-entry boxes instead of an L1 ball.
+
+    Variables ρ (S, A) and p (S, A, S), both >= 0 (no α). Rows: those of
+    :class:`JointProgram`; the box ``|p(s,a,s') - P^(s'|s,a) ρ(s,a)| <= b(s,a) ρ(s,a)``
+    as two rows per triple, ``p - (P^ + b) ρ <= 0`` and ``-p + (P^ - b) ρ <= 0``,
+    whose ρ coefficients are parameter entries; and ``g_m(ζ) <= -ε``. The implied
+    kernel ``P~(s'|s,a) = p(s,a,s') / ρ(s,a)`` is a distribution with
+    ``|P~ - P^| <= b`` entrywise. UCRL-CMDP solves it with ε = 0; ε is kept so the
+    program has the same interface as the others.
+
+    Parameters
+    ----------
+    model : CMDP
+    horizon : float
+        The horizon ``T >= 1``; it enters the radius ``b`` (not the epoch start).
+    counts : array_like, shape (S, A, S), optional
+        Transition counts ``n(s,a,s')``; default zeros (no data).
+    time : float, default 1
+        The epoch start ``t_e >= 1`` (recorded only: the radius uses ``T``).
+    epsilon : float, default 0
+        Tightness ε >= 0.
+    """
+
+    kind = "box-optimistic"
+
+    def __init__(self, model: CMDP, horizon: float, counts: Any = None, time: float = 1.0, epsilon: float = 0.0):
+        if isinstance(horizon, bool) or not isinstance(horizon, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(horizon) or horizon < 1:
+            raise ProgramError(f"the horizon T must be a finite number >= 1, got {horizon!r}.")
+        self.horizon = float(horizon)
+        super().__init__(model, [], counts, time, epsilon)
+        # Read once per solve (thousands per run): the blocks' slices, kept rather than rebuilt each time.
+        self._views = {name: (block.slice, block.shape) for name, block in self.blocks.items()}
+
+    def occupancy(self, x: np.ndarray) -> np.ndarray:
+        """ρ (S, A) from a solution vector."""
+        where, shape = self._views["occupancy"]
+        return np.asarray(x)[where].reshape(shape)
+
+    def joint(self, x: np.ndarray) -> np.ndarray:
+        """p (S, A, S) from a solution vector."""
+        where, shape = self._views["joint"]
+        return np.asarray(x)[where].reshape(shape)
+
+    def _add_confidence_rows(self, rho, p):
+        S = self.model.n_states
+        triple = np.arange(p.size)
+        rho_of_triple = np.repeat(rho.ravel(), S)
+        # box_upper: p - (P^ + b) ρ <= 0;  box_lower: -p + (P^ - b) ρ <= 0
+        for name, sign in (("box_upper", 1.0), ("box_lower", -1.0)):
+            first = self.linear.add(name, p.size, triple, p.ravel(), sign, -np.inf, 0.0)
+            self.linear.add_parameters(name, first, triple, rho_of_triple)
+
+    @property
+    def radius(self) -> np.ndarray:
+        """``b(s,a)`` at the current counts and the horizon."""
+        return box_radius(self.visits, self.horizon, self.model.n_states, self.model.n_actions)
+
+    def kernel_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Entrywise lower and upper bounds ``P^ ∓ b`` of the implied kernel, shape (S, A, S) each."""
+        p_hat, b = self.empirical_kernel, self.radius[:, :, None]
+        return p_hat - b, p_hat + b
+
+    def _set_confidence(self) -> None:
+        """Recompute the box coefficients of the pairs whose counts changed since the last call.
+
+        A pair's coefficients depend only on its own counts and on ``T`` (the epoch start is
+        recorded, not used), so an epoch that visited a few pairs rewrites only their ``2 S``
+        entries each. Every entry is computed by the same elementwise arithmetic as
+        :meth:`kernel_bounds`, so the values are bit-identical to a full recomputation.
+        """
+        S = self.model.n_states
+        flat = self.counts.reshape(-1, S)
+        previous = getattr(self, "_confidence_counts", None)
+        if previous is None:
+            pairs = np.arange(flat.shape[0])
+        else:
+            pairs = np.flatnonzero(np.any(flat != previous.reshape(-1, S), axis=1))
+        if pairs.size:
+            self._set_box_rows(pairs, flat[pairs])
+        self._confidence_counts = self.counts.copy()
+
+    def _set_box_rows(self, pairs: np.ndarray, counts: np.ndarray) -> None:
+        """Write ``-(P^ + b)`` and ``P^ - b`` for the flat pair indices ``pairs`` from their counts (k, S)."""
+        S = self.model.n_states
+        visits = counts.sum(axis=1)
+        p_hat = counts / np.maximum(1.0, visits)[:, None]
+        b = box_radius(visits, self.horizon, S, self.model.n_actions)[:, None]
+        entries = (pairs[:, None] * S + np.arange(S)).ravel()
+        groups = self.linear.param_groups
+        upper_values = self.linear.writable_values()[groups["box_upper"]]   # views into the values
+        lower_values = self.linear.writable_values()[groups["box_lower"]]
+        upper_values[entries] = -(p_hat + b).ravel()
+        lower_values[entries] = (p_hat - b).ravel()

@@ -1,0 +1,45 @@
+"""Utilities: the concave objectives f and convex constraints g (the protocol and the library), their
+backend-neutral forms (:mod:`curlopt.utilities.forms`, compiled by each backend), and safe mode's augmented
+utilities. Imports numpy only.
+
+The forms are not re-exported here (several share a name with a utility, e.g. ``Entropy``): import them from
+:mod:`curlopt.utilities.forms`.
+"""
+
+from __future__ import annotations
+
+from .library import (
+    Utility,
+    UTILITY_TYPES,
+    register_utility,
+    Linear,
+    SumOfLogs,
+    AlphaFairness,
+    MinOfLinear,
+    Entropy,
+    LinearBound,
+    MaxOfLinear,
+    ConvexQuadratic,
+    Norm,
+    CustomUtility,
+    curvature_violation,
+)
+from .augmented import AugmentedUtility
+
+__all__ = [
+    "Utility",
+    "UTILITY_TYPES",
+    "register_utility",
+    "Linear",
+    "SumOfLogs",
+    "AlphaFairness",
+    "MinOfLinear",
+    "Entropy",
+    "LinearBound",
+    "MaxOfLinear",
+    "ConvexQuadratic",
+    "Norm",
+    "CustomUtility",
+    "curvature_violation",
+    "AugmentedUtility",
+]
