@@ -1,4 +1,4 @@
-"""The README stays true: its Python examples run, and .ci/run runs its test command."""
+"""The README and the user guide stay true: their Python examples run, and .ci/run runs the README's test command."""
 
 from __future__ import annotations
 
@@ -9,10 +9,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
+#: the pages whose Python examples are run: the README and the user guide
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs" / "guide").glob("*.md"))]
 
 
-def python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README, flags=re.S)
+def python_blocks() -> list[tuple[str, str]]:
+    return [(page.relative_to(ROOT).as_posix(), block) for page in PAGES
+            for block in re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S)]
 
 
 def test_readme_opens_with_the_two_setup_commands():
@@ -25,10 +28,10 @@ def test_readme_opens_with_the_two_setup_commands():
 
 
 @pytest.mark.parametrize("index", range(len(python_blocks())))
-def test_readme_python_examples_run(index, monkeypatch, tmp_path):
-    code = python_blocks()[index]
+def test_python_examples_run(index, monkeypatch, tmp_path):
+    page, code = python_blocks()[index]
     for module in ("cvxpy", "pyomo"):
         if module in code:
             pytest.importorskip(module)
     monkeypatch.chdir(tmp_path)
-    exec(compile(code, f"README.md python block {index}", "exec"), {"__name__": "__readme__"})
+    exec(compile(code, f"{page} python block {index}", "exec"), {"__name__": "__readme__"})
