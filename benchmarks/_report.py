@@ -1,7 +1,7 @@
 """Plain-text tables, target checks and the run's header, shared by the benchmark items.
 
 Every figure a benchmark reports is printed next to the reference measured in the same run, with
-their ratio; a :class:`Targets` list collects the issue's targets and prints PASS/MISS for each.
+their ratio; a :class:`Targets` list collects the targets the items measure and prints PASS/MISS for each.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Item 3: the full queue reproduction end to end, its memory per worker, and a profile of its runs.
+"""The ``end-to-end`` and ``profile`` items: the full queue reproduction end to end, its memory per worker, and a
+profile of its runs.
 
 ``end-to-end``
     Runs ``curlopt reproduce queue --full --jobs 2 --out <new temporary folder> --no-progress`` as a
@@ -168,7 +169,7 @@ def run_end_to_end(say: Callable[[str], None], targets, jobs: int = 2, keep: boo
         say(f"sum of run times {total:.0f} s over {jobs} workers = {total / jobs:.0f} s if perfectly balanced;"
             f" the rest of the {wall:.0f} s is start-up, planning, summary and figures")
 
-    # issue 17: at most 5 minutes on 2 cores, at most 200 MiB per worker
+    # the targets: the full queue reproduction in at most 5 minutes on 2 cores, at most 200 MiB per worker
     targets.add("end-to-end", f"curlopt reproduce queue --full --jobs {jobs}", f"{wall / 60:.2f} min", "-", "-",
                 "<= 5 min", code == 0 and wall <= 300,
                 "" if wall <= 300 else f"{wall / 60 - 5:.1f} min over")

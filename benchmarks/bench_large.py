@@ -1,4 +1,4 @@
-"""Issue 17, item 6: larger models — random ergodic CMDPs at (S, A) = (100, 10) and (200, 5).
+"""The ``large`` item: larger models — random ergodic CMDPs at (S, A) = (100, 10) and (200, 5).
 
 Per backend and program (the optimistic program, 2·S²·A + S·A variables, and the occupancy program, S·A
 variables with S²·A kernel coefficients), in a fresh subprocess each:
@@ -272,7 +272,7 @@ def trigger_epochs(model, policy: np.ndarray, horizons: list[int], seed: int = 1
 
 
 def uc_run(S: int, A: int, steps: int, backend: str = "highs") -> None:
-    """The UC-CURL run of the issue for ``steps`` steps; one JSON line on stdout (read by :func:`run_uc`)."""
+    """The UC-CURL run at (S, A) for ``steps`` steps; one JSON line on stdout (read by :func:`run_uc`)."""
     from curlopt.agents import make_agent
     from curlopt.envs.tabular import TabularCMDPEnv
     from curlopt.experiments.simulation.loop import run

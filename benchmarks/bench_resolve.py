@@ -1,4 +1,4 @@
-"""Item 1: the compiled re-solve per epoch against a naive CVXPY rebuild, on a run's epoch data.
+"""The ``resolve`` item: the compiled re-solve per epoch against a naive CVXPY rebuild, on a run's epoch data.
 
 Epoch data (the same for every backend and for the naive reference)
     A fixed stochastic policy (uniform over actions) is played on the model's true kernel with the
@@ -403,7 +403,7 @@ def _naive_epochs(n_epochs: int, n_vars: int, quick: bool) -> list[int]:
 
 
 #: the cvxpy backend's compile and first (DPP) solve are first run in a child process with this address-space
-#: limit; above it the backend is not run in the benchmark's own process (issue 17's budget is 2 GiB)
+#: limit; above it the backend is not run in the benchmark's own process (the toolkit's memory budget is 2 GiB)
 CVXPY_MEMORY_LIMIT = 3 * 2**30
 #: above this many variables the cvxpy backend re-solves only on the reference's epochs (each solve is an
 #: interior-point solve from scratch, ~1-2 s at (60,10))

@@ -1,4 +1,4 @@
-"""Item 2: simulation speed, the fast tabular path against the generic Gymnasium path.
+"""The ``simulation`` item: simulation speed, the fast tabular path against the generic Gymnasium path.
 
 Two measurements, each side by side in one run:
 
@@ -11,7 +11,7 @@ Two measurements, each side by side in one run:
 * **the bare inner loop** — ``_fast_epoch`` with a fixed policy (uniform) and no trigger (every
   threshold infinite, the epoch ends at its cap), against ``_generic_epoch`` with the same policy and
   no trigger on the queue's Gymnasium environment;
-* **the whole run at T = 200,000** (issue 17's target, ≥ 1,000,000 steps/s): the same PS-CURL run on
+* **the whole run at T = 200,000** (target: ≥ 1,000,000 steps/s): the same PS-CURL run on
   the fast path, best of three, with the seconds outside stepping split into planning (the agent's
   ``begin_epoch``: posterior sample, program update, solve, policy extraction) and the loop's own
   bookkeeping (checkpoints, epoch records with the exact evaluation, counts).

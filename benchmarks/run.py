@@ -1,4 +1,4 @@
-"""curlopt benchmarks: one command for every figure of issue 9, each with its same-run reference and ratio.
+"""curlopt benchmarks: one command for every speed and memory figure, each with its same-run reference and ratio.
 
 Run:  python benchmarks/run.py [--quick] [--only NAMES] [--full]
 
@@ -15,7 +15,7 @@ Items (``--only`` takes a comma-separated list):
 
 Without ``--only`` the default items run (resolve, pyomo, simulation); ``--full`` adds end-to-end and
 profile, study and large. ``--quick`` shortens every item (fewer epochs and steps). Nothing is asserted: the last table
-lists each target of the issue with PASS/MISS. The whole output is also written to
+lists each target (benchmarks/README.md) with PASS/MISS. The whole output is also written to
 ``benchmarks/results-<date>.txt`` (``--save PATH`` to choose, ``--no-save`` to skip).
 
 Timings are wall clock on a shared machine: compare the ratios, which are taken side by side in one run.
@@ -113,7 +113,7 @@ ITEMS = {
     "end-to-end": ("3. End to end: curlopt reproduce queue --full, wall time and memory per worker", item_end_to_end),
     "profile": ("3b. Profile of full-scale queue runs (cProfile)", item_profile),
     "study": ("4. The shipped queue radius × K_ε study: wall time", item_study),
-    "large": ("6. Larger models: random CMDPs at (100,10) and (200,5), and a UC-CURL run (issue 17)", item_large),
+    "large": ("6. Larger models: random CMDPs at (100,10) and (200,5), and a UC-CURL run", item_large),
 }
 
 

@@ -48,6 +48,14 @@ otherwise a :class:`~curlopt.utilities.library.CustomUtility` whose form is that
 (:mod:`curlopt.utilities.forms`) — solved through the backend registry
 with :func:`curlopt.solve_optimum`. The constrained problem is feasible iff
 ``δ >= 0`` and strictly feasible (Slater's condition) iff ``δ > 0``.
+
+At scale (a sparse kernel, or thousands of states) every quantity is either computed on the kernel's nonzeros or
+reported as not computed with a note saying why, never left out silently: ergodicity by sparse graph searches
+(:mod:`curlopt.models.sparse_chains`; its exact search, rarely needed, has a round budget); hitting times and
+diameter up to :data:`~curlopt.models.chains.MAX_HITTING_TIME_STATES` states; the relaxation time from the
+symmetric form of a reversible chain at any size and from a dense eigensolver otherwise
+(:mod:`curlopt.models.spectrum`); the Slater program on the sparse kernel, by default on the backend built for large
+kernels above :data:`LARGE_KERNEL_NONZEROS` nonzeros.
 """
 
 from __future__ import annotations
@@ -57,18 +65,26 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
-from .errors import ModelError, UnsupportedUtilityError
+from .errors import ModelError, ProgramError, UnsupportedUtilityError
 from .models.cmdp import CMDP
 from .utilities import forms
 from .utilities.library import CustomUtility, MinOfLinear, Utility
 from .models.chains import (MAX_HITTING_TIME_STATES, ErgodicityCheck, ergodicity_warning_text, check_ergodicity, diameter,
-    max_hitting_time, relaxation_time)
+    max_hitting_time, model_kernel, relaxation_time)
 
-__all__ = ['DiagnosticsReport', 'SlaterMargin', 'diagnose', 'slater_margin', 'FEASIBILITY_TOLERANCE']
+__all__ = ['DiagnosticsReport', 'SlaterMargin', 'diagnose', 'slater_margin', 'FEASIBILITY_TOLERANCE', 'LARGE_KERNEL_NONZEROS',
+           'LARGE_KERNEL_BACKEND']
 
 
 #: δ >= -tolerance counts as feasible and δ > tolerance as strictly feasible (solver round-off).
 FEASIBILITY_TOLERANCE = 1e-9
+
+#: Above this many kernel nonzeros the Slater program goes by default to :data:`LARGE_KERNEL_BACKEND` (column
+#: generation with an MDP solver inside) when it is installed and can express the constraints: a generic LP pays
+#: for every nonzero in each factorisation (the queue with buffer 10,000, 480,000 nonzeros: about 40 s on highs
+#: against 1.5 s).
+LARGE_KERNEL_NONZEROS = 20_000
+LARGE_KERNEL_BACKEND = "mdp-columns"
 
 
 # ----------------------------------------------------------------------------
@@ -131,10 +147,19 @@ def _worst_slack_utility(constraints: Sequence[Utility]) -> Utility:
     )
 
 
-def _auxiliary_backend(utility: Utility) -> str:
-    from .backends.registry import choose_backend
+def _auxiliary_backend(utility: Utility, model: CMDP) -> str:
+    """The default backend of the Slater program: the large-kernel one for a large kernel, else the ``auto`` one."""
+    from .backends.registry import backend_class, backend_names, choose_backend
 
+    if _kernel_nonzeros(model) > LARGE_KERNEL_NONZEROS and LARGE_KERNEL_BACKEND in backend_names():
+        large = backend_class(LARGE_KERNEL_BACKEND)
+        if large.is_installed() and large.accepts(utility):
+            return LARGE_KERNEL_BACKEND
     return choose_backend([utility])
+
+
+def _kernel_nonzeros(model: CMDP) -> int:
+    return model.nnz if model.sparse else int(np.count_nonzero(model.kernel))
 
 
 def slater_margin(model: CMDP, backend: Any = None) -> SlaterMargin:
@@ -145,8 +170,10 @@ def slater_margin(model: CMDP, backend: Any = None) -> SlaterMargin:
     model : CMDP
         A model with a known kernel.
     backend : str or Backend, optional
-        Default: ``"highs"`` when every constraint is LP-representable, else the
-        first installed backend that can express them.
+        Default: for a kernel with more than :data:`LARGE_KERNEL_NONZEROS` nonzeros,
+        :data:`LARGE_KERNEL_BACKEND` when it is installed and can express the
+        constraints; otherwise ``"highs"`` when every constraint is LP-representable,
+        else the first installed backend that can express them.
 
     Returns
     -------
@@ -166,10 +193,10 @@ def slater_margin(model: CMDP, backend: Any = None) -> SlaterMargin:
         return SlaterMargin(math.inf, True, True, message="no constraints: every policy is feasible")
     utility = _worst_slack_utility(model.constraints)
     auxiliary = CMDP(
-        rewards=model.costs, objective=utility, kernel=model.kernel, initial=model.initial,
+        rewards=model.costs, objective=utility, kernel=model_kernel(model), initial=model.initial,
         name=f"slater({model.name})", labels=model.labels,
     )
-    chosen = _auxiliary_backend(utility) if backend is None else backend
+    chosen = _auxiliary_backend(utility, model) if backend is None else backend
     try:
         result = solve_optimum(auxiliary, chosen)
     except UnsupportedUtilityError as exc:
@@ -202,7 +229,7 @@ def slater_margin(model: CMDP, backend: Any = None) -> SlaterMargin:
 def _require_kernel(model: Any) -> None:
     if not isinstance(model, CMDP):
         raise ModelError(f"model must be a curlopt CMDP, got {type(model).__name__}.")
-    if model.kernel is None:
+    if not model.sparse and model.kernel is None:
         raise ModelError(f"model {model.name!r} has no kernel; the diagnostics need the transition kernel.")
 
 
@@ -235,11 +262,12 @@ class DiagnosticsReport:
     warning : str or None
         The non-ergodicity warning (names a counterexample policy).
     hitting_time : float or None
-        ``T_M`` (``inf`` when not ergodic; ``None`` above :data:`MAX_HITTING_TIME_STATES`).
+        ``T_M`` (``inf`` when not ergodic; ``None`` above :data:`MAX_HITTING_TIME_STATES` or when ergodicity
+        was not decided).
     diameter : float or None
-        ``D`` (``None`` when not ergodic or above :data:`MAX_HITTING_TIME_STATES`).
-    relaxation_time : float
-        Of the uniformly random policy.
+        ``D`` (``None`` when not ergodic, not decided, or above :data:`MAX_HITTING_TIME_STATES`).
+    relaxation_time : float or None
+        Of the uniformly random policy; ``None`` when not computed (a note says why).
     slater : SlaterMargin
     notes : list of str
     """
@@ -251,12 +279,12 @@ class DiagnosticsReport:
     warning: str | None
     hitting_time: float | None
     diameter: float | None
-    relaxation_time: float
+    relaxation_time: float | None
     slater: SlaterMargin
     notes: list[str] = field(default_factory=list)
 
     @property
-    def ergodic(self) -> bool:
+    def ergodic(self) -> bool | None:
         return self.ergodicity.ergodic
 
     @property
@@ -308,7 +336,10 @@ class DiagnosticsReport:
                          " (worst policy, worst pair of states: max expected time to reach a state)")
         if self.diameter is not None:
             lines.append(f"diameter         D = {self.diameter:.6g} steps (best policy, worst pair of states)")
-        lines.append(f"relaxation time  {self.relaxation_time:.6g} steps (uniform policy, 1/(1-|λ_2|))")
+        if self.relaxation_time is None:
+            lines.append("relaxation time  not computed")
+        else:
+            lines.append(f"relaxation time  {self.relaxation_time:.6g} steps (uniform policy, 1/(1-|λ_2|))")
         if s.margin is None:
             lines.append(f"Slater margin    unknown ({s.message})")
         elif math.isinf(s.margin):
@@ -331,7 +362,7 @@ def diagnose(model: CMDP, backend: Any = None) -> DiagnosticsReport:
     Parameters
     ----------
     model : CMDP
-        A model with a known kernel.
+        A model with a known kernel, dense or sparse.
     backend : str or Backend, optional
         Backend for the Slater-margin program (see :func:`slater_margin`).
 
@@ -340,7 +371,10 @@ def diagnose(model: CMDP, backend: Any = None) -> DiagnosticsReport:
     DiagnosticsReport
         Ergodicity (exact, with a counterexample policy when it fails), the
         hitting time ``T_M``, the uniform policy's relaxation time, and the
-        Slater margin with feasibility.
+        Slater margin with feasibility. Each quantity not computed at this size
+        (hitting times above :data:`MAX_HITTING_TIME_STATES` states; ergodicity of a large sparse kernel whose
+        exact search runs out of rounds; the relaxation time of a large chain that is not reversible; a Slater
+        program that cannot be built) is ``None`` with a note saying why.
 
     Raises
     ------
@@ -348,22 +382,16 @@ def diagnose(model: CMDP, backend: Any = None) -> DiagnosticsReport:
         For a model without a kernel.
     """
     _require_kernel(model)
-    kernel = np.asarray(model.kernel)
+    kernel = model_kernel(model)
     check = check_ergodicity(kernel)
     notes: list[str] = []
-    hitting: float | None = None
-    best: float | None = None
-    if not check.ergodic:
-        hitting = math.inf
-        notes.append("the hitting time is infinite: some policy never reaches some state")
-    elif model.n_states > MAX_HITTING_TIME_STATES:
-        notes.append(f"hitting time and diameter are computed up to {MAX_HITTING_TIME_STATES} states only")
-    else:
-        hitting, best = max_hitting_time(kernel), diameter(kernel)
-        if math.isinf(hitting) or (best is not None and math.isinf(best)):
-            notes.append("the hitting time (or diameter) is beyond double precision: some transition probability is"
-                         " below about 1e-16, so some expected time is about its inverse; reported as inf")
-    slater = slater_margin(model, backend)
+    hitting, best = _hitting_times(model, check, notes)
+    try:
+        relaxation: float | None = relaxation_time(kernel)
+    except ModelError as exc:
+        relaxation = None
+        notes.append(str(exc))
+    slater = _slater_or_note(model, backend, notes)
     if slater.margin is not None and not math.isinf(slater.margin) and not check.ergodic:
         notes.append("the Slater margin is over stationary occupancies, which overstate what a policy achieves"
                      " from a given start state on a non-ergodic model")
@@ -377,7 +405,40 @@ def diagnose(model: CMDP, backend: Any = None) -> DiagnosticsReport:
         warning=ergodicity_warning_text(model, check),
         hitting_time=hitting,
         diameter=best,
-        relaxation_time=relaxation_time(kernel),
+        relaxation_time=relaxation,
         slater=slater,
         notes=notes,
     )
+
+
+def _hitting_times(model: CMDP, check: ErgodicityCheck, notes: list[str]) -> tuple[float | None, float | None]:
+    """``(T_M, D)`` of the model, or None for what is not computed (with a note in ``notes``)."""
+    if check.ergodic is None:
+        notes.append("hitting time and diameter are not computed: ergodicity was not decided")
+        return None, None
+    if not check.ergodic:
+        notes.append("the hitting time is infinite: some policy never reaches some state")
+        return math.inf, None
+    if model.n_states > MAX_HITTING_TIME_STATES:
+        notes.append(f"hitting time and diameter are computed up to {MAX_HITTING_TIME_STATES} states only"
+                     " (policy iteration to each target state, a dense solve per step)")
+        return None, None
+    try:
+        kernel = np.asarray(model.kernel)  # a sparse model of this size has a dense view
+    except ModelError as exc:
+        notes.append(f"hitting time and diameter are not computed: {exc}")
+        return None, None
+    hitting, best = max_hitting_time(kernel), diameter(kernel)
+    if math.isinf(hitting) or math.isinf(best):
+        notes.append("the hitting time (or diameter) is beyond double precision: some transition probability is"
+                     " below about 1e-16, so some expected time is about its inverse; reported as inf")
+    return hitting, best
+
+
+def _slater_or_note(model: CMDP, backend: Any, notes: list[str]) -> SlaterMargin:
+    """:func:`slater_margin`, or an unknown margin with the reason when its program cannot be built at this size."""
+    try:
+        return slater_margin(model, backend)
+    except (ModelError, ProgramError) as exc:  # e.g. a program over the size limit, refused before it is built
+        notes.append(f"the Slater margin is not computed: {exc}")
+        return SlaterMargin(None, None, None, status="not computed", message=str(exc))

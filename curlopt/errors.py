@@ -61,7 +61,8 @@ class BackendNotInstalledError(BackendError):
 
 
 class BackendOptionError(BackendError):
-    """A backend was given a keyword argument it does not take, or a solver option its solver refuses.
+    """A backend was given a keyword argument it does not take, a value its declaration of options refuses
+    (wrong type, out of range; see :mod:`curlopt.backends.options`), or a solver option its solver refuses.
 
     ``unknown`` lists the keyword arguments the backend does not take (empty when the error is about a value).
     """

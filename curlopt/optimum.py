@@ -20,7 +20,8 @@ def solve_optimum(model: CMDP, backend: str | Backend = "auto", epsilon: float =
     Parameters
     ----------
     model : CMDP
-        A model with a known kernel.
+        A model with a known kernel. A model that stores its kernel sparse gets the program on the kernel's
+        nonzeros (its size grows with them, not with S²·A).
     backend : str or Backend, default "auto"
         A registry name (with ``options``), ``"auto"`` (highs for LP-representable
         utilities, else the first installed backend that accepts them) or an instance.
@@ -35,7 +36,7 @@ def solve_optimum(model: CMDP, backend: str | Backend = "auto", epsilon: float =
     """
     if not isinstance(model, CMDP):
         raise ProgramError(f"solve_optimum needs a curlopt CMDP, got {type(model).__name__}.")
-    if model.kernel is None:
+    if not model.sparse and model.kernel is None:  # a sparse model's dense view is never built here
         raise ProgramError(f"model {model.name!r} has no kernel; the optimum needs the true transition kernel.")
     program = OccupancyProgram(model, epsilon=epsilon)
     utilities = (model.objective, *model.constraints)

@@ -77,6 +77,19 @@ def backend_or_skip(name: str, program):
         pytest.skip(f"{name} does not accept this program: {exc}")
 
 
+@pytest.fixture(scope="module")
+def reference_trace(tmp_path_factory):
+    """A short PS-CURL run on the queue saved as a run file (for tests that damage, reload or rewrite one)."""
+    from curlopt.agents import make_agent
+    from curlopt.envs import make
+    from curlopt.experiments import run
+    from curlopt.models import build_model
+
+    path = tmp_path_factory.mktemp("trace") / "T300-seed000.json.gz"
+    run(make_agent("ps-curl", build_model("queue")), make("queue"), 300, seed=0, progress=False).save(path)
+    return path
+
+
 class FailingHighs(HighsBackend):
     """HiGHS reporting a numerical error on chosen solve calls, counted from 1 (fault injection)."""
 

@@ -151,6 +151,22 @@ def test_fallback_is_labelled_with_a_message():
         assert "solved the program without constraint rows instead" in result.message
 
 
+def test_cvxpy_says_why_the_fallback_is_infeasible():
+    pytest.importorskip("cvxpy")
+    # S = A = 1: the only policy has cost 1 (the constraint asks for at most 0.5) and earns reward 0, where log is
+    # -inf: CVXPY keeps λ in the objective's domain, so the program without constraint rows is infeasible
+    # although its rows hold
+    model = CMDP(rewards=np.zeros((1, 1, 1)), costs=np.ones((1, 1, 1)), objective=SumOfLogs(1),
+                 constraints=[LinearBound([1.0], 0.5)], kernel=np.ones((1, 1, 1)))
+    result = get_backend("cvxpy", solvers=["SCS"]).compile(OptimisticProgram(model)).solve()
+    assert result.fell_back and result.status is Status.INFEASIBLE
+    assert "its rows hold (checked), but the objective SumOfLogs" in result.message
+    assert "-inf at every point" in result.message
+    # a fallback whose rows cannot hold (no confidence radius, nothing visited) is told apart
+    result = get_backend("cvxpy", solvers=["SCS"]).compile(OptimisticProgram(model, radius_scale=0.0)).solve()
+    assert result.status is Status.INFEASIBLE and "its linear rows themselves cannot hold" in result.message
+
+
 def test_tightness_schedule_closed_form():
     assert tightness(1.0) == 0.0  # ln 1 = 0
     assert tightness(100.0, constant=2.0) == pytest.approx(2 * np.sqrt(np.log(100) / 100))

@@ -205,18 +205,74 @@ def test_box_rows_are_the_spec_rows():
     assert np.all(np.isneginf(program.linear.lower[program.linear.groups["box_lower"]]))
 
 
-def test_box_program_agrees_across_backends(backend_name):
+def box_lp_reference(counts, horizon, reward, cost, bound):
+    """docs/math.md §9 by linprog: max r·ρ over (ρ, p) with Σ ρ = 1, Σ_s' p(s,a,s') = ρ(s,a), the flow rows
+    Σ_a ρ(s',a) = Σ_{s,a} p(s,a,s'), the boxes (P^ - b) ρ <= p <= (P^ + b) ρ and c·ρ <= bound (if any).
+    Returns the optimum, or None when the rows cannot hold."""
+    S, A, _ = counts.shape
+    n, m = S * A, S * A * S
+    p_hat, b = spec_empirical_kernel(counts).reshape(n, S), spec_box_radius(counts, horizon).reshape(n)
+    link = np.hstack([-np.eye(n), np.kron(np.eye(n), np.ones((1, S)))])
+    flow = np.hstack([np.kron(np.eye(S), np.ones((1, A))), -np.tile(np.eye(S), (1, n))])
+    mass = np.append(np.ones(n), np.zeros(m))[None]
+    upper = np.hstack([-np.diag((p_hat + b[:, None]).ravel()) @ np.kron(np.eye(n), np.ones((S, 1))), np.eye(m)])
+    lower = np.hstack([np.diag((p_hat - b[:, None]).ravel()) @ np.kron(np.eye(n), np.ones((S, 1))), -np.eye(m)])
+    a_ub, b_ub = np.vstack([upper, lower]), np.zeros(2 * m)
+    if bound is not None:
+        a_ub, b_ub = np.vstack([a_ub, np.append(cost.ravel(), np.zeros(m))]), np.append(b_ub, bound)
+    result = linprog(-np.append(reward.ravel(), np.zeros(m)), A_ub=a_ub, b_ub=b_ub,
+                     A_eq=np.vstack([mass, link, flow]), b_eq=np.concatenate([[1.0], np.zeros(n + S)]),
+                     bounds=(0, None), method="highs")
+    assert result.status in (0, 2), result.message
+    return -result.fun if result.status == 0 else None
+
+
+def test_box_program_matches_an_lp_written_out_by_hand(backend_name):
     rng = np.random.default_rng(7)
     S, A = 3, 2
     counts = np.floor(rng.random((S, A, S)) * 20)
-    model = box_model(S, A, rng.random((S, A)), rng.random((S, A)), 0.5)
-    program = BoxOptimisticProgram(model, 1000, counts=counts)
-    reference = get_backend("highs").compile(BoxOptimisticProgram(model, 1000, counts=counts)).solve()
-    result = backend_or_skip(backend_name, program).solve()
-    assert result.ok
-    assert result.objective == pytest.approx(reference.objective, abs=1e-5)
-    residuals = program.residuals(result.x)
-    assert max(residuals.values()) <= 1e-5, residuals
+    counts[2, 1] = 0  # an unvisited pair: P^ = 0, b = 1
+    reward, cost = rng.random((S, A)), rng.random((S, A))
+    for bound in (0.5, 0.05):  # the second cannot hold on any kernel in the boxes: the labelled fallback
+        program = BoxOptimisticProgram(box_model(S, A, reward, cost, bound), 1000, counts=counts)
+        result = backend_or_skip(backend_name, program).solve()
+        assert result.ok, result.message
+        tight = box_lp_reference(counts, 1000, reward, cost, bound)
+        assert (result.program.value == "tight") == (tight is not None), (bound, result.message)
+        expected = tight if tight is not None else box_lp_reference(counts, 1000, reward, cost, None)
+        assert result.objective == pytest.approx(expected, abs=1e-5), (backend_name, bound)
+        residuals = program.residuals(result.x, include_constraints=tight is not None)
+        assert max(residuals.values()) <= 1e-5, residuals
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_box_program_updates_in_place_to_the_rows_of_a_fresh_program(seed):
+    """An update rewrites only the boxes of the pairs whose counts changed; the values stay those of a program
+    built afresh from the same counts (bit for bit: traces must not depend on the update history) and of the
+    formulas of docs/math.md §9 (-(P^ + b) on the upper rows, P^ - b on the lower ones)."""
+    model = build_model("queue")
+    S, A = model.n_states, model.n_actions
+    rng = np.random.default_rng(seed)
+    program = BoxOptimisticProgram(model, horizon=12345.0)
+    counts = np.zeros((S, A, S))
+    groups = program.linear.param_groups
+    for epoch in range(40):
+        # a few pairs visited per epoch, as in UCRL-CMDP's short epochs
+        for pair in rng.choice(S * A, size=rng.integers(0, 8), replace=False):
+            counts.reshape(S * A, S)[pair] += rng.integers(0, 30, size=S)
+        version = program.version
+        program.update(counts=counts, time=1 + 7 * epoch, epsilon=0.0)
+        assert program.version == version + 1
+        fresh = BoxOptimisticProgram(model, horizon=12345.0, counts=counts, time=1 + 7 * epoch)
+        assert np.array_equal(program.linear.param_values, fresh.linear.param_values)
+        p_hat, b = spec_empirical_kernel(counts), spec_box_radius(counts, 12345.0)[:, :, None]
+        np.testing.assert_allclose(program.linear.param_values[groups["box_upper"]], -(p_hat + b).ravel(),
+                                   rtol=0, atol=1e-14)
+        np.testing.assert_allclose(program.linear.param_values[groups["box_lower"]], (p_hat - b).ravel(),
+                                   rtol=0, atol=1e-14)
+    before = program.linear.param_values.copy()
+    program.update(time=10 ** 6)  # the radius uses T, not the time: nothing changes
+    assert np.array_equal(program.linear.param_values, before)
 
 
 def test_box_program_structure_and_validation():

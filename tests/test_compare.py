@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from typer.testing import CliRunner
@@ -11,6 +12,7 @@ from curlopt import build_model
 from curlopt.cli import _register, app
 from curlopt.errors import CurloptError
 from curlopt.experiments.compare import compare_solvers, program_instances
+from cli_helpers import invoke as _cli
 
 
 def test_every_solver_solves_the_same_instances_and_agrees():
@@ -51,3 +53,31 @@ def test_cli_prints_a_table_and_json():
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["instances"] == 1 and data["rows"]
+
+
+def test_compare_solvers_counts_instances_and_epochs_is_a_deprecated_alias(capsys):
+    code, out, err = _cli(["compare-solvers", "queue", "--instances", "2", "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["instances"] == 2 and "deprecated" not in err
+    code, out, err = _cli(["compare-solvers", "queue", "--epochs", "1", "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["instances"] == 1
+    notes = [line for line in err.splitlines() if "--epochs" in line]
+    assert notes == ["note: --epochs is deprecated here; use --instances (the number of program instances)."]
+    code, _, err = _cli(["compare-solvers", "queue", "--epochs", "1", "--instances", "2"], capsys)
+    assert code == 2 and "give --instances only" in " ".join(err.replace("│", " ").split())
+    code, out, _ = _cli(["compare-solvers", "--help"], capsys)
+    assert "--instances" in out and "--epochs" not in out  # the old name is hidden
+
+
+def test_compare_solvers_refuses_a_tolerance_that_disables_the_check(capsys):
+    from curlopt.cli import main
+    from curlopt.experiments.compare import compare_solvers
+
+    for bad in (math.nan, -1e-3, math.inf):
+        with pytest.raises(CurloptError, match="tolerance must be a finite number >= 0"):
+            compare_solvers(build_model("queue"), program="optimum", tolerance=bad, backends=["highs"])
+    with pytest.raises(SystemExit) as done:
+        main(["compare-solvers", "queue", "--tolerance", "nan"])
+    assert done.value.code == 2
+    assert capsys.readouterr().err.startswith("error: --tolerance must be a finite number >= 0")

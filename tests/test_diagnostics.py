@@ -1,4 +1,4 @@
-"""Model diagnostics (issue 5): ergodicity, hitting/relaxation times, the Slater margin, `curlopt diagnose`.
+"""Model diagnostics: ergodicity, hitting/relaxation times, the Slater margin, `curlopt diagnose`.
 
 Reference values come from hand calculations (written out next to the assertions), brute-force
 enumeration of deterministic policies, or an LP built here with scipy — never from the code under test.
@@ -119,6 +119,22 @@ def test_ergodicity_check_matches_brute_force_enumeration(kernel):
         assert not irreducible(chain)
     # communicating: the graph of transitions possible under some action is strongly connected
     assert check.communicating == irreducible((kernel > 0).any(axis=1))
+
+
+def test_strong_connectivity_matches_scipy_csgraph():
+    """The check's own graph search against scipy's strongly connected components on random digraphs."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    from curlopt.models.chains import _strongly_connected
+
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        n = int(rng.integers(1, 9))
+        adjacency = rng.random((n, n)) < rng.uniform(0.05, 0.6)
+        count, _ = connected_components(csr_matrix(adjacency), directed=True, connection="strong")
+        assert _strongly_connected(adjacency) == (count == 1)
+        assert _strongly_connected(adjacency) == irreducible(adjacency)
 
 
 def test_ergodicity_warning_without_kernel_is_none():

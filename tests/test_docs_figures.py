@@ -1,4 +1,4 @@
-"""The figures committed under docs/studies/ can be traced to the summary beside them (issue 16).
+"""The figures committed under docs/studies/ can be traced to the summary beside them.
 
 The study runner writes the SHA-256 of the summary.csv it just wrote into every figure's PNG text chunk
 ``curlopt-summary-sha256``; studies/publish.sh copies the summary and the figures together, so each
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -35,8 +36,29 @@ def test_each_committed_figure_was_drawn_from_the_summary_beside_it(png):
                                           " beside it (re-run studies/publish.sh)")
 
 
-def test_the_obsolete_top_level_figure_is_gone():
-    assert not (ROOT / "docs" / "queue-overview.png").exists()
+IMAGE_LINK = re.compile(r"!\[[^\]]*\]\(([^)\s]+)[^)]*\)")
+
+
+def shown_images() -> list[tuple[Path, Path]]:
+    """Every (page, image path) that README.md and the pages under docs/ show with a Markdown image link."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    return [(page, (page.parent / link).resolve()) for page in pages
+            for link in IMAGE_LINK.findall(page.read_text(encoding="utf-8"))]
+
+
+def test_every_figure_the_docs_show_is_a_committed_study_figure():
+    """A shown image exists and lies in docs/studies/<study>/ beside its summary, so the hash check above covers it;
+    and no figure lies anywhere else under docs/ (a copy outside a study folder would escape that check)."""
+    shown = shown_images()
+    assert shown, "the docs show no figure: the link pattern no longer matches them"
+    studies = (ROOT / "docs" / "studies").resolve()
+    for page, image in shown:
+        where = f"{page.relative_to(ROOT)} shows {image}"
+        assert image.is_file(), f"{where}, which does not exist"
+        assert image.parent.parent == studies, f"{where}, which is not in a docs/studies/<study>/ folder"
+        assert image in {png.resolve() for png in COMMITTED}, where
+    strays = [png.relative_to(ROOT) for png in (ROOT / "docs").rglob("*.png") if png.resolve().parent.parent != studies]
+    assert not strays, f"figures outside docs/studies/<study>/: {strays}"
 
 
 def test_a_study_records_its_summary_in_every_figure(tmp_path):

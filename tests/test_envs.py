@@ -1,4 +1,4 @@
-"""Environments (issue 5): the built-in models, the Gymnasium API, `curlopt.envs.make` and `curlopt optimum`.
+"""Environments: the built-in models, the Gymnasium API, `curlopt.envs.make` and `curlopt optimum`.
 
 Reference numbers are computed by hand from docs/math.md §8 (the arithmetic is written out next to each
 assertion) or by an independent computation in this file, never by the code under test.
@@ -532,3 +532,28 @@ def test_cli_optimum_maxent(cli):
     # highs cannot express the entropy: a clear error naming a backend that can
     refused = cli("optimum", "maxent", "-b", "highs")
     assert refused.exit_code != 0 and "cvxpy" in str(refused.exception)
+
+
+def test_make_has_a_spec_and_passes_check_env_with_its_render_modes():
+    env = make("queue")
+    assert isinstance(env, TabularCMDPEnv) and env.spec is not None and env.spec.id == ENV_IDS["queue"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "not able to test alternative render modes" would be an error here
+        check_env(env)
+        check_env(make(build_model("nonergodic")))
+    again = make("queue", buffer=3).spec.make(render_mode="ansi")
+    assert again.unwrapped.model.n_states == 4 and again.unwrapped.render_mode == "ansi"
+    assert gymnasium.make(ENV_IDS["queue"]).unwrapped.spec.kwargs == {"name": "queue"}
+
+
+def test_max_episode_steps_truncates():
+    env = make("queue", max_episode_steps=5)
+    assert env.spec.max_episode_steps == 5
+    env.reset(seed=0)
+    ends = [env.step(env.action_space.sample())[2:4] for _ in range(5)]
+    assert ends == [(False, False)] * 4 + [(False, True)]
+    env.reset(seed=1)
+    assert env.step(0)[3] is False  # a new episode counts from 0 again
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(EnvError, match="max_episode_steps"):
+            make("queue", max_episode_steps=bad)

@@ -1,4 +1,4 @@
-"""Fuzzing (issue 10): malformed models and command lines raise only documented errors.
+"""Fuzzing: malformed models and command lines raise only documented errors.
 
 Model construction may raise only curlopt's own errors (``CurloptError`` subclasses); the CLI turns every
 error into one line on stderr and a non-zero exit, never a traceback.

@@ -1,4 +1,4 @@
-"""Numerical edge cases (issue 10): unvisited pairs, huge counts and times, tiny probabilities,
+"""Numerical edge cases: unvisited pairs, huge counts and times, tiny probabilities,
 degenerate LPs and ties. No NaN may reach a policy, on any backend."""
 
 from __future__ import annotations

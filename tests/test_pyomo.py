@@ -8,9 +8,11 @@ feasible bounds use scipy's ``linprog`` on the formulas of docs/math.md.
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
+from cli_helpers import fresh_process
 from reference import occupancy_polytope
 
 pytest.importorskip("pyomo")
@@ -48,7 +51,7 @@ from curlopt.models import queue_model, scheduler_model  # noqa: E402
 HAS_CVXPY = "cvxpy" in installed_backends()
 needs_cvxpy = pytest.mark.skipif(not HAS_CVXPY, reason="the cvxpy backend is not installed")
 
-#: tolerances of the issue: objectives within 1e-5 relative, constraints within 1e-6
+#: the agreement asked of the pyomo backend: objectives within 1e-5 relative, constraints within 1e-6
 AGREE = 1e-5
 FEASIBLE = 1e-6
 
@@ -628,3 +631,39 @@ def test_a_safe_mode_utility_is_one_pyomo_expression():
     expr = pyomo_expression(wrapped, [model.y[i] for i in range(5)])
     expected = math.log(0.4) + 2 * math.log(0.8) + 0.5 * 1.5 - 2.0 * 0.25
     assert pyo.value(expr) == pytest.approx(expected, rel=1e-14)
+
+
+# -- solvers by name, and Pyomo's messages, in a fresh process -------------------------------------------------------
+def test_a_pyomo_solver_by_name_works_in_a_fresh_process():
+    done = fresh_process("run", "queue", "--backend", "pyomo", "--option", "solver=appsi_highs", "--steps", "5", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["meta"]["backend"] == "pyomo"
+    assert "knows no solver" not in done.stderr and "Traceback" not in done.stdout + done.stderr
+    # ipopt: found if installed, else "not available" — never "knows no solver", never a traceback on stdout
+    done = fresh_process("run", "queue", "--backend", "pyomo", "--option", "solver=ipopt", "--steps", "5", "--json")
+    assert "knows no solver" not in done.stderr and "Traceback" not in done.stdout + done.stderr
+    assert done.returncode == 0 or (done.returncode == 2 and "is not available on this machine" in done.stderr
+                                    and done.stdout == "")
+
+
+def test_pyomo_messages_are_one_line_on_stderr():
+    code = textwrap.dedent("""
+        import logging
+        from curlopt.errors import BackendError
+        from curlopt.backends import get_backend
+        try:
+            get_backend("pyomo", solver="no_such_solver")  # Pyomo logged a warning and a traceback on stdout
+        except BackendError as exc:
+            print("refused:", exc)
+        from curlopt.backends.pyomo.solvers import pyomo_messages
+        with pyomo_messages():
+            try:
+                raise RuntimeError("inner")
+            except RuntimeError:
+                logging.getLogger("pyomo.core").warning("a Pyomo warning\\nover two lines", exc_info=True)
+    """)
+    done = fresh_process(code=code)
+    assert done.stdout.strip() == "refused: Pyomo knows no solver named 'no_such_solver'; the default solver is" \
+                                  " 'cyipopt-bridge'."
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip() == "Pyomo: a Pyomo warning over two lines (RuntimeError: inner)"

@@ -1,4 +1,4 @@
-"""Reliability (issue 10): solver faults never corrupt a run; a killed sweep resumes to the same summary."""
+"""Faults during a run: solver faults never corrupt a run; a killed sweep resumes to the same summary."""
 
 from __future__ import annotations
 

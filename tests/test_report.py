@@ -1,4 +1,4 @@
-"""The HTML report of a finished study (issue 16): `curlopt report` and the report `sweep` writes at the end."""
+"""The HTML report of a finished study: `curlopt report` and the report `sweep` writes at the end."""
 
 from __future__ import annotations
 

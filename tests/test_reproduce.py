@@ -1,4 +1,4 @@
-"""The reproduction sweep (issues 8 and 13): a preset of the study runner; files, summary, figures, resume,
+"""The reproduction sweep: a preset of the study runner; files, summary, figures, resume,
 profiles, executors, CLI."""
 
 from __future__ import annotations
@@ -168,7 +168,8 @@ def test_a_garbage_file_is_reported_and_rerun(tmp_path):
 
 
 # -- planning -----------------------------------------------------------------------------------------------------
-def test_the_experiments_match_the_issue():
+def test_the_full_profile_is_the_papers_experiments():
+    # the paper's simulations: the queue at T = 5·10^5 over 50 seeds, the scheduler at T = 5·10^5 over 10 seeds
     queue, scheduler = EXPERIMENTS["queue"], EXPERIMENTS["scheduler"]
     assert [a.key for a in queue.algorithms] == ["uc-curl-doubling", "uc-curl-linear", "ps-curl-doubling",
                                                  "ps-curl-linear", "ucrl-cmdp", "primal-dual"]

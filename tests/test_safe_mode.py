@@ -98,6 +98,32 @@ def test_the_least_violation_level_matches_an_lp_written_out_by_hand(backend_nam
     assert program.level(result.x) == pytest.approx(least_violation_reference(model, kernel, penalty), abs=1e-5)
 
 
+def test_a_results_objective_is_the_models_f_without_bonus_or_level(backend_name):
+    """SolveResult.objective is f(λ) of the occupancy, as its docstring says: for the safe program without the
+    bonus, for the least-violation program not the level (which program.level reads); g_m(ζ) unpenalised."""
+    model = small_model()
+    S, A = model.n_states, model.n_actions
+    rng = np.random.default_rng(4)
+    kernel = rng.dirichlet(np.ones(S), size=(S, A))
+    bonus, penalty = rng.uniform(0.05, 0.2, (S, A)), np.full((1, S, A), 0.5)
+    safe = backend_or_skip(backend_name, SafeProgram(model, kernel, bonus, penalty * 0.01, 0.01)).solve(fallback=False)
+    assert safe.ok
+    rho = safe.occupancy
+    f = float(model.rewards[0].ravel() @ rho.ravel())  # f is linear with weight 1 on the one reward
+    assert safe.objective == pytest.approx(f, abs=1e-9)
+    assert float((bonus * rho).sum()) > 1e-3  # the bonus the program maximised, left out
+    least = LeastViolationProgram(model, kernel, penalty)
+    result = backend_or_skip(backend_name, least).solve()
+    assert result.ok
+    rho = result.occupancy
+    (w,), bound = model.constraints[0].affine_pieces()[0][0], -model.constraints[0].affine_pieces()[1][0]
+    g = float((w * model.costs[0]).ravel() @ rho.ravel()) - bound
+    assert result.objective == pytest.approx(float(model.rewards[0].ravel() @ rho.ravel()), abs=1e-9)
+    assert result.constraint_values[0] == pytest.approx(g, abs=1e-9)
+    assert least.level(result.x) == pytest.approx(g + float((penalty[0] * rho).sum()), abs=1e-6)
+    assert abs(least.level(result.x) - result.objective) > 1e-3
+
+
 def penalised_worst(model, rho, penalty):
     costs = model.average_costs(rho)
     return max(g.value(costs) + float((penalty[m] * rho).sum()) for m, g in enumerate(model.constraints))
@@ -120,21 +146,43 @@ def test_least_violation_beats_dropping_the_constraints(backend_name):
     assert worst_lv < worst_dropped - 1e-3
 
 
-def test_backends_agree_on_the_safe_program_with_a_log_objective(backend_name):
-    """A concave objective (sum of logs) and a linear constraint: every backend that takes it finds the
-    same optimal value, and the same policy where the optimum is unique (strictly concave in λ)."""
+def penalised_rows(model: CMDP, penalty: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows ``(w_m c + q_m)·ρ <= b_m`` of the linear constraints ``g_m(ζ) = w_m·ζ - b_m``, written out."""
+    rows, bounds = [], []
+    for m, g in enumerate(model.constraints):
+        w, c = g.affine_pieces()
+        rows.append(sum(w[0, i] * model.costs[i].ravel() for i in range(model.n_costs)) + penalty[m].ravel())
+        bounds.append(-c[0])
+    return np.array(rows), np.array(bounds)
+
+
+def test_the_safe_program_with_a_log_objective_meets_its_optimality_certificate(backend_name):
+    """A concave objective (sum of logs) plus the bonus, linear penalised constraints: the backend's point is
+    feasible (rows checked here) and optimal by the first-order certificate, computed here by linprog: for a
+    concave F, F(ρ') <= F(ρ) + ∇F(ρ)·(ρ' - ρ) for every ρ', so the largest ∇F(ρ)·(ρ' - ρ) over the feasible ρ'
+    bounds how far F(ρ) is below the optimum."""
+    shift = 0.1
     base = random_model(4, 2, n_rewards=2, seed=5, margin=0.1, concentration=1.0)
-    model = CMDP(rewards=base.rewards, costs=base.costs, objective=SumOfLogs(dim=2, shift=0.1),
+    model = CMDP(rewards=base.rewards, costs=base.costs, objective=SumOfLogs(dim=2, shift=shift),
                  constraints=base.constraints, kernel=base.kernel)
     S, A = model.n_states, model.n_actions
     rng = np.random.default_rng(3)
-    program = SafeProgram(model, base.kernel, rng.uniform(0, 0.1, (S, A)), rng.uniform(0, 0.02, (1, S, A)), 0.005)
-    result = backend_or_skip(backend_name, program).solve(fallback=False)
-    assert result.ok
-    reference = backend_or_skip("cvxpy", SafeProgram(model, base.kernel, program.bonus, program.penalty, 0.005)).solve()
-    value = lambda r: model.objective.value(model.average_rewards(r.occupancy)) + float((program.bonus * r.occupancy).sum())
-    assert value(result) == pytest.approx(value(reference), abs=1e-5)
-    assert penalised_worst(model, result.occupancy, program.penalty) <= -0.005 + 1e-6
+    kernel = rng.dirichlet(np.ones(S), size=(S, A))
+    bonus, penalty, eps = rng.uniform(0, 0.1, (S, A)), rng.uniform(0, 0.02, (model.n_constraints, S, A)), 0.005
+    result = backend_or_skip(backend_name, SafeProgram(model, kernel, bonus, penalty, eps)).solve(fallback=False)
+    assert result.ok and result.program.value == "tight", result.message
+    rho = result.occupancy.ravel()
+    a_eq, b_eq = occupancy_lp(model, kernel)
+    a_ub, b_ub = penalised_rows(model, penalty)
+    assert np.all(rho >= -1e-9) and np.max(np.abs(a_eq @ rho - b_eq)) <= 1e-6
+    assert np.all(a_ub @ rho <= b_ub - eps + 1e-6)
+    # F(ρ) = Σ_k ln(λ_k(ρ) + shift) + b·ρ, so ∇F(ρ)(s,a) = Σ_k r_k(s,a) / (λ_k(ρ) + shift) + b(s,a)
+    lam = model.rewards.reshape(model.n_rewards, -1) @ rho
+    gradient = (model.rewards.reshape(model.n_rewards, -1) / (lam + shift)[:, None]).sum(axis=0) + bonus.ravel()
+    best = linprog(-gradient, A_ub=a_ub, b_ub=b_ub - eps, A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method="highs")
+    assert best.status == 0
+    gap = -best.fun - float(gradient @ rho)
+    assert gap <= 1e-5, f"{backend_name}: the point is up to {gap:.3g} below the optimum"
 
 
 def test_program_updates_are_checked():

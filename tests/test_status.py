@@ -17,10 +17,11 @@ import pytest
 
 from curlopt import Linear, LinearBound
 from curlopt.backends.base import CompiledProgram, RawSolution
-from curlopt.backends.registry import backend_class, backend_names
+from curlopt.backends.registry import backend_class, get_backend
 from curlopt.models.cmdp import CMDP
 from curlopt.programs.occupancy import OccupancyProgram
 from curlopt.backends.results import ALMOST_OPTIMAL_TOLERANCE, ProgramVariant, Status
+from conftest import installed_backend_names
 
 
 def _installed(module: str) -> bool:
@@ -32,19 +33,29 @@ def _installed(module: str) -> bool:
 # ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", backend_names())
-def test_every_registered_backend_declares_a_status_map(name):
-    mapping = backend_class(name).STATUS_MAP
-    assert mapping, f"backend {name!r} declares no STATUS_MAP"
-    assert all(isinstance(status, Status) for status in mapping.values())
+@pytest.mark.parametrize("name", installed_backend_names())
+def test_every_solver_of_every_backend_reports_optimal_and_infeasible(name):
+    """What every epoch meets, read through each backend's map from its solver's own answer: a program with
+    an optimum (the two-state model below, optimum 3/4) is ``optimal``, and one whose constraint no occupancy
+    meets (a cost of at least 0 bounded by -0.1) is ``infeasible`` (not an error, which would skip the fallback)."""
+    for label, options in backend_class(name).solver_variants():
+        backend = get_backend(name, **options)
+        solved = backend.compile(OccupancyProgram(_queue_like())).solve(fallback=False)
+        assert solved.status is Status.OPTIMAL, (label, solved.message)
+        assert solved.objective == pytest.approx(0.75, abs=1e-6), label
+        impossible = backend.compile(OccupancyProgram(_queue_like(bound=-0.1))).solve(fallback=False)
+        assert impossible.status is Status.INFEASIBLE, (label, impossible.message)
 
 
 @pytest.mark.skipif(not _installed("highspy"), reason="highspy not installed")
-def test_highs_maps_every_model_status():
+@pytest.mark.parametrize("name", ["highs", "highs-columns"])
+def test_highs_maps_every_model_status(name):
     import highspy
 
     native = set(highspy.HighsModelStatus.__members__)
-    assert native - set(backend_class("highs").STATUS_MAP) == set()
+    mapping = backend_class(name).STATUS_MAP
+    assert native - set(mapping) == set()
+    assert mapping["kOptimal"] is Status.OPTIMAL and mapping["kInfeasible"] is Status.INFEASIBLE
 
 
 @pytest.mark.skipif(not _installed("cvxpy"), reason="cvxpy not installed")
@@ -102,7 +113,7 @@ def test_pyomo_maps_every_ipopt_return_code_and_termination_condition():
 # ----------------------------------------------------------------------------
 
 
-def _queue_like():
+def _queue_like(bound: float = 0.75):
     """Two states, two actions; the reward 1 only in state 1, a cost bound that keeps some mass in state 0."""
     kernel = np.zeros((2, 2, 2))
     kernel[:, 0, 0] = 1.0  # action 0 goes to state 0
@@ -111,7 +122,7 @@ def _queue_like():
     rewards[0, 1, :] = 1.0
     costs = np.zeros((1, 2, 2))
     costs[0, 1, :] = 1.0
-    return CMDP(rewards, costs, Linear([1.0]), [LinearBound([1.0], 0.75)], kernel=kernel, name="two-states")
+    return CMDP(rewards, costs, Linear([1.0]), [LinearBound([1.0], bound)], kernel=kernel, name="two-states")
 
 
 class _Replay(CompiledProgram):

@@ -1,4 +1,4 @@
-"""Study files and the study runner (issue 13): format, validation, grid expansion, run layout, resume, CLI."""
+"""Study files and the study runner: format, validation, grid expansion, run layout, resume, CLI."""
 
 from __future__ import annotations
 

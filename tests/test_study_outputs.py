@@ -1,6 +1,8 @@
-"""A study's summary tables and figures (issue 13, part 3; issue 16), from hand-built traces with known numbers.
+"""A study's summary tables and figures, from hand-built traces with known numbers.
 
-Expected values are computed here with numpy and scipy on the same numbers, not by calling the code under test.
+Expected values are computed here with numpy on the same numbers, not by calling the code under test. The
+bootstrap intervals are checked against the exact bootstrap distribution of the mean (every resample, counted
+by convolution), within the Monte-Carlo error of the summary's finite number of resamples.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from curlopt.errors import CurloptError
 from curlopt.experiments.outputs import summary as S
@@ -76,16 +77,62 @@ def epoch(index: int, start: int, length: int, exact, source: str = "tight", sol
     return EpochRecord(index, start, length, 0.1, source, status, solve_time, exact_constraints=exact)
 
 
-def bootstrap(values) -> tuple[float, float]:
-    keywords = {"rng": np.random.default_rng(S.BOOTSTRAP_SEED)}
-    try:
-        result = stats.bootstrap((np.asarray(values, dtype=float),), np.mean, n_resamples=S.BOOTSTRAP_RESAMPLES,
-                                 confidence_level=0.95, method="percentile", **keywords)
-    except TypeError:  # scipy < 1.15
-        keywords = {"random_state": np.random.default_rng(S.BOOTSTRAP_SEED)}
-        result = stats.bootstrap((np.asarray(values, dtype=float),), np.mean, n_resamples=S.BOOTSTRAP_RESAMPLES,
-                                 confidence_level=0.95, method="percentile", **keywords)
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+def exact_bootstrap_means(values, step: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    """The exact bootstrap distribution of the mean of ``values``: ``(support, cumulative probabilities)``.
+
+    A resample draws n values with replacement, each of the n with probability 1/n, so its sum is distributed
+    as the n-fold convolution of the sample's empirical distribution. The values lie on a grid of ``step``, so
+    the convolution is one of integer-indexed probability vectors: exact, and independent of any sampling.
+    """
+    grid = np.rint(np.asarray(values, dtype=float) / step).astype(np.int64)
+    assert np.allclose(grid * step, values, rtol=0, atol=1e-12), "the values must lie on the grid"
+    n, low = grid.size, int(grid.min())
+    empirical = np.bincount(grid - low) / n
+    distribution = np.array([1.0])
+    for _ in range(n):
+        distribution = np.convolve(distribution, empirical)
+    support = (n * low + np.arange(distribution.size)) * step / n
+    keep = distribution > 0
+    return support[keep], np.cumsum(distribution[keep])
+
+
+#: Monte-Carlo slack of a percentile-bootstrap end. With B resamples, the number of resampled means at or below
+#: a point x is Binomial(B, F(x)) (F: the exact bootstrap distribution). The 2.5% end is read between the
+#: 250th and 251st of B = 9,999 sorted means, so it falls below the exact quantile Q(0.025 - δ) only if 250 or
+#: more draws land where F < 0.025 - δ, and above Q(0.025 + δ) only if 250 or fewer land where F >= 0.025 + δ.
+#: With δ six binomial standard deviations, sqrt(0.025 · 0.975 / B) ≈ 0.0016 each (δ ≈ 0.0094), either happens
+#: with probability below 1e-8 (Chernoff); the same holds at 97.5%.
+BOOTSTRAP_SLACK = 6 * math.sqrt(0.025 * 0.975 / S.BOOTSTRAP_RESAMPLES)
+
+
+def percentile_window(values, level: float, step: float = 0.05) -> tuple[float, float]:
+    """``[Q(level - δ), Q(level + δ)]``: where a bootstrap percentile end at ``level`` must lie (see above)."""
+    support, cumulative = exact_bootstrap_means(values, step)
+
+    def quantile(p: float) -> float:  # the smallest mean whose cumulative probability reaches p
+        return float(support[min(np.searchsorted(cumulative, p - 1e-12), support.size - 1)])
+
+    return quantile(level - BOOTSTRAP_SLACK), quantile(level + BOOTSTRAP_SLACK)
+
+
+def assert_bootstrap_interval(low: float, high: float, values, step: float = 0.05) -> None:
+    """``(low, high)`` is a 95% percentile-bootstrap interval of the mean of ``values``, within Monte-Carlo error."""
+    for end, level in ((low, 0.025), (high, 0.975)):
+        lowest, highest = percentile_window(values, level, step)
+        assert lowest - 1e-12 <= end <= highest + 1e-12, (values, level, end, (lowest, highest))
+
+
+def test_the_interval_is_the_95_percent_percentile_bootstrap_of_the_mean():
+    # Ten values on a grid of 0.1: the exact bootstrap distribution has 130 atoms, fine enough that the windows
+    # tell the 95% interval from a 90% or a 99% one (checked first, so this test could fail on either).
+    values = [0.3, 0.7, 0.1, 1.2, 0.5, 0.9, 0.4, 1.5, 0.2, 0.8]
+    below, above = percentile_window(values, 0.025, 0.1), percentile_window(values, 0.975, 0.1)
+    # the ends of a 90% and of a 99% interval lie outside the 95% windows, even with their own slack ...
+    assert percentile_window(values, 0.05, 0.1)[0] > below[1] and percentile_window(values, 0.005, 0.1)[1] < below[0]
+    assert percentile_window(values, 0.95, 0.1)[1] < above[0] and percentile_window(values, 0.995, 0.1)[0] > above[1]
+    low, high = S.bootstrap_interval(values)  # ... and the summary's interval lies inside them
+    assert_bootstrap_interval(low, high, values, 0.1)
+    assert S.bootstrap_interval(values) == (low, high)  # a fixed seed: the same interval on every call
 
 
 # The numbers of the tests.
@@ -119,7 +166,7 @@ def written(tmp_path_factory):
     return out, csv_path, md_path, rows
 
 
-def test_means_stds_and_intervals_equal_numpy_and_scipy(written):
+def test_means_stds_and_intervals_by_hand(written):
     _, csv_path, _, rows = written
     _, table = read_csv(csv_path)
     row = table[0]
@@ -129,9 +176,8 @@ def test_means_stds_and_intervals_equal_numpy_and_scipy(written):
                          ("violation", violations)):
         assert float(row[f"{name}_mean"]) == pytest.approx(np.mean(values), rel=1e-12, abs=1e-15), name
         assert float(row[f"{name}_std"]) == pytest.approx(np.std(values, ddof=1), rel=1e-12), name
-        low, high = bootstrap(values)
-        assert float(row[f"{name}_ci_low"]) == pytest.approx(low, rel=1e-12, abs=1e-15), name
-        assert float(row[f"{name}_ci_high"]) == pytest.approx(high, rel=1e-12, abs=1e-15), name
+        low, high = float(row[f"{name}_ci_low"]), float(row[f"{name}_ci_high"])
+        assert_bootstrap_interval(low, high, values)
         assert min(values) <= low <= np.mean(values) <= high <= max(values)
     assert float(row["zero_violation_share"]) == pytest.approx(np.mean([v == 0 for v in violations]))
     assert float(row["wall_time_mean"]) == pytest.approx(np.mean(WALL))
@@ -231,7 +277,9 @@ def test_markdown_tables_digits_plurals_and_legend(written):
     assert "1–4 seeds per configuration" in text
     line = next(line for line in text.splitlines() if line.startswith("| UC-CURL (K_ε=1)"))
     cells = [cell.strip() for cell in line.strip("|").split("|")]
-    low, high = bootstrap(REGRETS)
+    row = read_csv(written[1])[1][0]  # the markdown shows the CSV's interval, to 3 significant digits
+    low, high = float(row["regret_ci_low"]), float(row["regret_ci_high"])
+    assert_bootstrap_interval(low, high, REGRETS)
     std = np.std(REGRETS, ddof=1)
     assert cells[3] == f"0.625 ± {std:.2f} [{low:#.3g}, {high:#.3g}]"
     assert cells[1] == "4"
@@ -402,11 +450,17 @@ def test_frontier_points_and_error_bars():
         if len(g.traces) == 1:
             assert f"xbar:{g.label}" not in bars
             continue
+        # the bars are the summary table's intervals (the same numbers as summary.csv), which are bootstrap intervals
         (x0, y0), (x1, y1) = bars[f"xbar:{g.label}"].get_segments()[0]
-        assert (min(x0, x1), max(x0, x1)) == pytest.approx(bootstrap(regrets)) and y0 == y1
+        assert (min(x0, x1), max(x0, x1)) == pytest.approx(S.bootstrap_interval(regrets)) and y0 == y1
+        assert_bootstrap_interval(min(x0, x1), max(x0, x1), regrets)
         (x0, y0), (x1, y1) = by_gid(ax, "ybar:")[f"ybar:{g.label}"].get_segments()[0]
-        low, high = (0.0, 0.0) if not any(violations) else bootstrap(violations)
-        assert (min(y0, y1), max(y0, y1)) == pytest.approx((low, high), abs=1e-12) and x0 == x1
+        if any(violations):
+            assert (min(y0, y1), max(y0, y1)) == pytest.approx(S.bootstrap_interval(violations), abs=1e-12)
+            assert_bootstrap_interval(min(y0, y1), max(y0, y1), violations)
+        else:  # C(T) = 0 on every seed: the degenerate interval [0, 0]
+            assert (min(y0, y1), max(y0, y1)) == (0.0, 0.0)
+        assert x0 == x1
     assert ax.get_xscale() == "log" and "log axis" in ax.get_xlabel()
     assert ax.get_ylim()[0] < 0 < ax.get_ylim()[1]  # C = 0 is visible
     labels = {str(text.get_gid()) for text in ax.texts if str(text.get_gid() or "").startswith("label:")}

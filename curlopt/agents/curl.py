@@ -11,10 +11,15 @@ from ..errors import AgentError, CurloptError
 from ..programs.occupancy import OccupancyProgram
 from ..programs.optimistic import OptimisticProgram, check_radius
 from ..programs.blocks import Program
+from ..programs.safe import SafeProgram
 from .base import ProgramAgent
+from .safe_sizing import constraint_scales, lipschitz_bounds
 from .triggers import EpochTrigger
 
-__all__ = ["UcCurl", "PsCurl", "MAX_PRIOR", "sample_posterior_kernel"]
+__all__ = ["UcCurl", "PsCurl", "MAX_PRIOR", "MARGINS", "sample_posterior_kernel"]
+
+#: how PS-CURL's tightness ε becomes each constraint's margin: as it is, or in the constraint's own units
+MARGINS = ("absolute", "range")
 
 #: the largest Dirichlet prior α0 PS-CURL takes
 MAX_PRIOR = 1e6
@@ -116,6 +121,14 @@ class PsCurl(ProgramAgent):
         The Dirichlet prior ``0 < α0 <= MAX_PRIOR`` (10^6; 1 is uniform over kernels). Larger
         priors would only pin the sample to the uniform kernel, and beyond ~1e300 the
         Gamma draws overflow.
+    margin : {"absolute", "range"}, default "absolute"
+        How the tightness ``ε = K_ε sqrt(ln τ / τ)`` enters each constraint row.
+        ``absolute`` (the paper's): ``g_m(ζ) <= -ε``, a number in the costs' units, so the same
+        problem with its costs and bounds multiplied by 100 gets a margin 100 times thinner.
+        ``range``: ``g_m(ζ) <= -ε s_m`` with ``s_m = Σ_i L_{m,i} range(c_i)`` the constraint's own
+        unit (:func:`curlopt.agents.safe_sizing.constraint_scales`; for a linear ``g_m = w·ζ - b``,
+        ``Σ_i |w_i| range(c_i)``), which makes the agent invariant to the costs' units. It needs a
+        slope bound of every ``g_m`` (affine pieces, norms, convex quadratics).
 
     PS-CURL has no confidence radius: ``radius`` and ``radius_scale`` are refused
     with an :class:`~curlopt.errors.AgentError`.
@@ -125,7 +138,7 @@ class PsCurl(ProgramAgent):
 
     def __init__(self, model, backend="auto", trigger="doubling", tightness_constant=1.0,
                  horizon_lower_bound=None, seed=None, prior: float = 1.0, unreached: str = "uniform",
-                 **backend_options):
+                 margin: str = "absolute", **backend_options):
         for key in ("radius", "radius_scale"):
             if key in backend_options:
                 raise AgentError(
@@ -135,6 +148,9 @@ class PsCurl(ProgramAgent):
         if isinstance(prior, bool) or not isinstance(prior, (int, float)) or not 0 < prior <= MAX_PRIOR:
             raise CurloptError(f"the Dirichlet prior must be a number in (0, {MAX_PRIOR:g}], got {prior!r}.")
         self.prior = float(prior)
+        self.margin = margin
+        #: ``s_m`` of each constraint with ``margin="range"`` (None with the absolute margin)
+        self.margin_scales = _margin_scales(model, margin)
         super().__init__(model, backend, trigger, tightness_constant, horizon_lower_bound, seed, unreached,
                          **backend_options)
 
@@ -144,10 +160,36 @@ class PsCurl(ProgramAgent):
 
     def _build_program(self) -> Program:
         S, A = self.model.n_states, self.model.n_actions
+        if self.margin_scales is not None:
+            # One margin per constraint: safe mode's program with no bonus and constant penalty weights ε s_m,
+            # which add exactly ε s_m to row m (Σ ρ = 1); the program's own scalar ε stays 0.
+            return SafeProgram(self.model, kernel=np.full((S, A, S), 1.0 / S))
         return OccupancyProgram(self.model, kernel=np.full((S, A, S), 1.0 / S))
 
     def _update_program(self, time, epsilon):
-        self.program.update(kernel=self.sample_kernel(), epsilon=epsilon)
+        kernel = self.sample_kernel()
+        if self.margin_scales is None:
+            self.program.update(kernel=kernel, epsilon=epsilon)
+            return
+        S, A = self.model.n_states, self.model.n_actions
+        margins = np.broadcast_to((epsilon * self.margin_scales)[:, None, None], (len(self.margin_scales), S, A))
+        self.program.update(kernel=kernel, penalty=margins, epsilon=0.0)
 
     def describe(self):
-        return {**super().describe(), "prior": self.prior}
+        return {**super().describe(), "prior": self.prior, "margin": self.margin}
+
+
+def _margin_scales(model, margin: str) -> np.ndarray | None:
+    """``s_m`` for ``margin="range"`` (None for ``absolute`` or a model without constraints)."""
+    if not isinstance(margin, str) or margin not in MARGINS:
+        raise AgentError(f"margin must be one of {', '.join(map(repr, MARGINS))}, got {margin!r}.")
+    if margin == "absolute" or not model.constraints:
+        return None
+    try:
+        slopes = lipschitz_bounds(model.constraints, model.costs)
+    except AgentError:
+        raise AgentError(
+            "margin='range' needs a bound of each constraint's slope, and the toolkit cannot bound one of "
+            f"{list(model.constraints)!r} (it knows affine pieces, norms and convex quadratics): use margin='absolute'."
+        ) from None
+    return constraint_scales(slopes, model.costs)

@@ -1,16 +1,23 @@
-"""Safe mode: optimistic in the objective, pessimistic in the constraints (docs/safe-mode.md).
+"""Safe mode: optimistic in the objective, with margins in the constraints' own units (docs/safe-mode.md).
 
 Each epoch the agent solves :class:`curlopt.programs.safe.SafeProgram` on an estimated
-kernel (the plug-in estimate, or a posterior sample), with
+kernel Q (a posterior sample by default, or the plug-in estimate), with
 
 * an exploration bonus ``b(s,a) = bonus · S_f · u(s,a)`` in the objective;
-* a penalty ``q_m(s,a) = penalty · S_m · u(s,a)`` in each constraint row;
+* the margin ``ε s_m`` in each constraint row, ``s_m`` the constraint's unit (``margin="range"``);
+* optionally (``penalty > 0``; the default for the plug-in kernel) a penalty ``q_m(s,a) = penalty · S_m · u(s,a)``
+  in each constraint row;
 
-where ``u(s,a)`` bounds the pair's kernel error in L1 (the confidence radius, or the
-posterior width) and the sensitivities ``S_f``, ``S_m`` come from the model and the data
-(:mod:`curlopt.agents.safe_sizing`): a Lipschitz bound of the utility times half the bias span
-of each signal under the last policy on the estimated kernel. When the program is
-infeasible it plays the least-violation policy instead of dropping the constraints.
+where ``u(s,a)`` bounds the pair's kernel error in L1 (the posterior width, or the
+confidence radius) and the sensitivities ``S_f``, ``S_m`` come from the model and the data
+(:mod:`curlopt.agents.safe_sizing`): a bound of the utility's slope times the reach of each
+signal. By default (``sizing="range"``) a signal's reach is its range; ``sizing="mixing"``
+multiplies it by half the mixing factor τ of Q under the uniform policy
+(:func:`~curlopt.agents.safe_sizing.mixing_factor`, recomputed each epoch on the epoch's Q),
+and ``sizing="bias-span"`` takes half the span of the signal's discounted value under the last
+policy on Q instead. When the program is infeasible it plays the least-violation policy instead
+of dropping the constraints. Every default is scaled by the model's ranges, so the agent plays
+the same policies whatever the units of the costs (and of the rewards, for a linear f).
 """
 
 from __future__ import annotations
@@ -27,23 +34,28 @@ from ..programs.blocks import Program
 from ..programs.optimistic import check_radius
 from ..backends.results import Status
 from ..programs.safe import LeastViolationProgram, SafeProgram
-from .safe_sizing import (bias_spans, lipschitz_bounds, mixing_factor, plug_in_kernel, posterior_uncertainty,
-    radius_uncertainty)
+from .safe_sizing import (bias_spans, constraint_scales, lipschitz_bounds, mixing_factor, plug_in_kernel,
+    posterior_uncertainty, radius_uncertainty)
 from .base import EpochPlan, PlanSource, ProgramAgent
 from .curl import MAX_PRIOR, sample_posterior_kernel
 from .triggers import EpochTrigger
 
-__all__ = ["SafeCurl", "KERNELS", "FALLBACKS", "SIZINGS", "DEFAULT_PENALTY"]
+__all__ = ["SafeCurl", "KERNELS", "FALLBACKS", "SIZINGS", "MARGINS", "DEFAULT_PENALTY", "DEFAULT_BONUS"]
 
 #: where the program's kernel comes from
 KERNELS = ("posterior", "plug-in")
 #: what an infeasible safe program is replaced by
 FALLBACKS = ("least-violation", "drop")
 #: how the sensitivities of f and g_m are sized
-SIZINGS = ("mixing", "bias-span", "range")
-#: the penalty multiplier by kernel: the posterior width has no logarithmic factor and is small on peaked rows,
-#: about a tenth of the L1 radius on the queue and the random models of docs/safe-mode.md
-DEFAULT_PENALTY = {"plug-in": 0.03, "posterior": 0.3}
+SIZINGS = ("range", "mixing", "bias-span")
+#: how the tightness ε becomes each constraint's margin: in the constraint's own units, or as it is
+MARGINS = ("range", "absolute")
+#: the penalty multiplier by kernel. With the posterior kernel none: once the margin is in each constraint's
+#: units, a penalty cost regret on every family of docs/safe-mode.md and no family needed it to keep C(T) = 0.
+#: The plug-in kernel keeps its multiplier, not measured again since the margin and the sizing changed.
+DEFAULT_PENALTY = {"plug-in": 0.03, "posterior": 0.0}
+#: the bonus multiplier: chosen on the design families of docs/safe-mode.md (0.1, 0.25 and 0.5 tried)
+DEFAULT_BONUS = 0.25
 #: the largest bonus or penalty multiplier taken (far beyond any useful value; keeps coefficients finite)
 MAX_MULTIPLIER = 1e6
 
@@ -81,19 +93,22 @@ class SafeCurl(ProgramAgent):
         The L1 radius for ``kernel="plug-in"``; ``radius_scale`` multiplies it. ``u`` is capped at 2.
     prior : float, default 1
         The Dirichlet prior for ``kernel="posterior"``.
-    bonus : float, default 0.5
-        Multiplier of the exploration bonus (0 switches it off).
+    bonus : float, default 0.25
+        Multiplier of the exploration bonus (0 switches it off; :data:`DEFAULT_BONUS`).
     penalty : float, optional
-        Multiplier of the constraint penalty (0 switches it off; then only ε protects the constraints);
-        default 0.3 with the posterior kernel, 0.03 with the plug-in kernel (:data:`DEFAULT_PENALTY`).
-        The defaults were chosen on the queue and on random models (docs/safe-mode.md shows the
-        measurements and where they fall short).
-    sizing : {"mixing", "bias-span", "range"}, default "mixing"
-        How far a signal's average can move per unit of kernel error. ``mixing``: the signal's
-        range times half the mixing factor τ of the estimated kernel under the uniform policy
-        (:func:`curlopt.agents.safe_sizing.mixing_factor`); ``bias-span``: half the span of the
-        signal's (discounted) bias under the last policy on the estimated kernel, which swings
-        with that policy; ``range``: the signal's range alone.
+        Multiplier of the constraint penalty (0 switches it off; then the margin ``ε s_m`` alone
+        protects the constraints); default 0 with the posterior kernel, 0.03 with the plug-in kernel
+        (:data:`DEFAULT_PENALTY`). The defaults were chosen on design families and checked on others
+        (docs/safe-mode.md shows the measurements and where they fall short).
+    sizing : {"range", "mixing", "bias-span"}, default "range"
+        How far a signal's average can move per unit of kernel error. ``range``: the signal's range
+        alone. ``mixing``: the signal's
+        range times half the mixing factor τ of the epoch's kernel (the posterior draw, or the
+        plug-in estimate) under the uniform policy (:func:`curlopt.agents.safe_sizing.mixing_factor`:
+        discount 1 - 1/100 on an unnormalised sum); ``bias-span``: half the span of the signal's
+        discounted value (the same discount) under the last policy on that kernel, which swings
+        with that policy. Both grow with how slowly the chain mixes, which on slowly mixing
+        models made the bonus explore far more than it gained (docs/safe-mode.md).
     cost_lipschitz : float or sequence of float, optional
         A bound of ``|∂g_m/∂ζ_i|`` (one number, or one per constraint) for constraints whose
         bound the toolkit cannot compute (user utilities); default computed.
@@ -103,6 +118,12 @@ class SafeCurl(ProgramAgent):
         as UC-CURL and PS-CURL do).
     unreached : {"uniform", "safe"}, default "safe"
         The policy in states the plan does not reach (see :func:`curlopt.programs.policy.extract_policy`).
+    margin : {"range", "absolute"}, default "range"
+        The tightness ε enters row m as ``ε s_m``, with ``s_m = Σ_i L_{m,i} range(c_i)`` the constraint's
+        own unit (``range``: with the bonus and penalty, which scale with the signals' ranges too, the
+        agent plays the same policies whatever the units of the costs and, for a linear f, of the
+        rewards), or as the number ε itself (``absolute``, as the paper's agents; what safe mode did
+        before this option existed).
 
     Raises
     ------
@@ -115,9 +136,9 @@ class SafeCurl(ProgramAgent):
     def __init__(self, model, backend: str | Backend = "auto", trigger: str | EpochTrigger = "linear",
                  tightness_constant: float = 1.0, horizon_lower_bound: float | None = None, seed: Any = None,
                  kernel: str = "posterior", radius: str = "experiment", radius_scale: float = 1.0,
-                 prior: float = 1.0, bonus: float = 0.5, penalty: float | None = None, sizing: str = "mixing",
+                 prior: float = 1.0, bonus: float = DEFAULT_BONUS, penalty: float | None = None, sizing: str = "range",
                  cost_lipschitz: Any = None, fallback: str = "least-violation", unreached: str = "safe",
-                 **backend_options: Any):
+                 margin: str = "range", **backend_options: Any):
         self.kernel_source = _choice(kernel, "kernel", KERNELS)
         self.radius, self.radius_scale = check_radius(radius, radius_scale, AgentError)
         if isinstance(prior, bool) or not isinstance(prior, (int, float)) or not 0 < prior <= MAX_PRIOR:
@@ -127,9 +148,12 @@ class SafeCurl(ProgramAgent):
         self.penalty = _multiplier(DEFAULT_PENALTY[self.kernel_source] if penalty is None else penalty, "penalty")
         self.sizing = _choice(sizing, "sizing", SIZINGS)
         self.fallback = _choice(fallback, "fallback", FALLBACKS)
+        self.margin = _choice(margin, "margin", MARGINS)
         self.cost_lipschitz = cost_lipschitz
         # Raises now, naming cost_lipschitz, for a constraint the toolkit cannot bound.
         self.lipschitz = lipschitz_bounds(model.constraints, model.costs, cost_lipschitz)
+        #: the unit of each constraint, ``s_m = Σ_i L_{m,i} range(c_i)`` (the margin is ``ε s_m`` with ``margin="range"``)
+        self.constraint_scales = constraint_scales(self.lipschitz, model.costs)
         self._model_constants(model)
         super().__init__(model, backend, trigger, tightness_constant, horizon_lower_bound, seed, unreached,
                          **backend_options)
@@ -195,7 +219,13 @@ class SafeCurl(ProgramAgent):
         reward_sensitivity, cost_sensitivity = self.sensitivities(kernel)
         self.weights = (self.bonus * reward_sensitivity * u,
                         self.penalty * cost_sensitivity[:, None, None] * u[None])
-        self.program.update(kernel=kernel, bonus=self.weights[0], penalty=self.weights[1], epsilon=epsilon)
+        if self.margin == "absolute":
+            self.program.update(kernel=kernel, bonus=self.weights[0], penalty=self.weights[1], epsilon=epsilon)
+            return
+        # The margin ε s_m in the constraint's own units, carried as a constant penalty weight (Σ ρ = 1 adds it
+        # to row m exactly); the program's scalar ε, the same number for every row, stays 0.
+        margins = (epsilon * self.constraint_scales)[:, None, None]
+        self.program.update(kernel=kernel, bonus=self.weights[0], penalty=self.weights[1] + margins, epsilon=0.0)
 
     # -- an epoch ---------------------------------------------------------------
     def _plan(self, time: int) -> EpochPlan:
@@ -219,7 +249,7 @@ class SafeCurl(ProgramAgent):
 
     def describe(self):
         out = {**super().describe(), "kernel": self.kernel_source, "bonus": self.bonus, "penalty": self.penalty,
-               "sizing": self.sizing, "fallback": self.fallback}
+               "sizing": self.sizing, "fallback": self.fallback, "margin": self.margin}
         if self.kernel_source == "plug-in":
             out.update(radius=self.radius, radius_scale=self.radius_scale)
         else:

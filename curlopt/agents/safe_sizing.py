@@ -1,14 +1,16 @@
 """How safe mode sizes its bonus and penalties from the model and the data (docs/safe-mode.md).
 
-For a policy π, its occupancy ρ̂ on an estimated kernel P̂ and the true kernel P, the
-average of a signal r differs by (the simulation identity of average-reward chains)
+For a policy π, its occupancy ρ̂ on the kernel Q an epoch plans on (the plug-in estimate P̂
+or a posterior draw) and the true kernel P, the average of a signal r differs by (the
+simulation identity of average-reward chains)
 
-    λ_P - λ_P̂ = Σ_{s,a} ρ̂(s,a) Σ_{s'} (P - P̂)(s'|s,a) h(s'),   so   |λ_P - λ_P̂| <= Σ ρ̂(s,a) ‖P - P̂‖₁(s,a) · sp(h)/2,
+    λ_P - λ_Q = Σ_{s,a} ρ̂(s,a) Σ_{s'} (P - Q)(s'|s,a) h(s'),   so   |λ_P - λ_Q| <= Σ ρ̂(s,a) ‖P - Q‖₁(s,a) · sp(h)/2,
 
-with h the bias (relative value) of r under π and sp(h) = max h - min h. With
-``u(s,a)`` a bound on ``‖P - P̂‖₁(s,a)``, a constraint g_m with per-cost Lipschitz bounds
+with h the bias (relative value) of r under π on P and sp(h) = max h - min h. With
+``u(s,a)`` a bound on ``‖P - Q‖₁(s,a)``, a constraint g_m with per-cost Lipschitz bounds
 ``L_{m,i}`` is off by at most ``Σ_i L_{m,i} sp(h_i)/2 · Σ ρ̂ u``. This module computes the
-pieces: the uncertainty ``u``, the bias spans and the Lipschitz bounds.
+pieces: the uncertainty ``u``, stand-ins for the bias spans (computed on Q, the only chain
+at hand) and the Lipschitz bounds.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from ..programs.optimistic import l1_radius
 from ..utilities.library import ConvexQuadratic, Norm, Utility
 
 __all__ = ["plug_in_kernel", "radius_uncertainty", "posterior_uncertainty", "bias_spans", "mixing_factor", "lipschitz_bounds",
-           "UNCERTAINTY_CAP"]
+           "constraint_scales", "UNCERTAINTY_CAP"]
 
 #: Two distributions are at most 2 apart in L1, so a larger radius says nothing more.
 UNCERTAINTY_CAP = 2.0
@@ -57,7 +59,8 @@ def posterior_uncertainty(counts: np.ndarray, prior: float) -> np.ndarray:
     return np.minimum(UNCERTAINTY_CAP, std.sum(axis=2))
 
 
-#: The horizon 1/(1-γ) of the discounted values whose span estimates a bias span (see :func:`bias_spans`).
+#: The horizon 1/(1-γ) of the discounted values whose span estimates a bias span (see :func:`bias_spans`):
+#: γ = 1 - 1/100 on the unnormalised sum Σ_t γ^t r(s_t), so a signal in [0, 1] has values in [0, 100].
 SPAN_HORIZON = 100.0
 
 
@@ -65,9 +68,11 @@ def bias_spans(kernel: np.ndarray, policy: np.ndarray, signals: np.ndarray, hori
                ) -> np.ndarray:
     """The span of each signal's discounted value under ``policy`` on ``kernel``, discount ``γ = 1 - 1/horizon``.
 
-    For a chain with one recurrent class the span of the discounted value tends to the span
-    of the bias as ``γ → 1`` and is close to it once ``horizon`` exceeds the chain's mixing
-    time. Unlike the bias it exists for every chain: an estimated kernel under a
+    The value is the unnormalised sum ``V(x) = E[Σ_{t>=0} γ^t r(s_t, a_t) | s_0 = x]``, not multiplied
+    by ``1 - γ``: it expands as ``g/(1 - γ) + h + O(1 - γ)`` (g the average, h the bias), so for a
+    chain with one recurrent class its span tends to the span of the bias as ``γ → 1`` (the
+    normalised value's span would vanish), and is close to it once ``horizon`` exceeds the
+    chain's mixing time. Unlike the bias it exists for every chain: an estimated kernel under a
     deterministic policy often has several recurrent classes (pairs seen a few times with
     one outcome), where the bias is not defined and a Poisson solve returns huge numbers.
     It never exceeds ``horizon`` times the signal's range.
@@ -93,8 +98,11 @@ def bias_spans(kernel: np.ndarray, policy: np.ndarray, signals: np.ndarray, hori
 def mixing_factor(kernel: np.ndarray, horizon: float = SPAN_HORIZON) -> float:
     """``τ = max_s sp(V_s)``: how long the chain under the uniform policy remembers where it started.
 
-    ``V_s`` is the discounted value (discount ``1 - 1/horizon``) of the indicator of state
-    ``s`` under the uniform policy on ``kernel``. For a signal of range ``r`` and a chain that
+    ``V_s`` is the discounted value of the indicator of state ``s`` under the uniform policy on
+    ``kernel``, with discount ``1 - 1/horizon`` on the unnormalised sum (:func:`bias_spans`): the
+    expected discounted number of visits to ``s``, between 0 and ``horizon``. Safe mode passes
+    the kernel its epoch plans on (the posterior draw by default, P̂ with the plug-in kernel), so
+    ``τ`` is recomputed every epoch. For a signal of range ``r`` and a chain that
     mixes in about ``τ`` steps, the bias span of the signal is of order ``r τ``. The uniform
     policy is the reference because it exists before any plan and visits every action, so
     ``τ`` does not swing with the last plan's choices (a plan that plays one action
@@ -163,3 +171,22 @@ def _numbers(value: Any) -> bool:
     items = list(np.ravel(value)) if isinstance(value, (list, tuple, np.ndarray)) else [value]
     return len(items) > 0 and all(
         isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in items)
+
+
+def constraint_scales(lipschitz: np.ndarray, costs: np.ndarray) -> np.ndarray:
+    """``s_m = Σ_i L_{m,i} · range(c_i)``: how far g_m can move between the model's extreme costs, shape (M,).
+
+    The unit of each constraint: multiplying the costs (and the bounds) by ``k`` multiplies ``s_m`` by ``k``,
+    so a margin ``ε · s_m`` keeps the same meaning in any units (docs/safe-mode.md). For a linear
+    ``g_m = w·ζ - b`` it is ``Σ_i |w_i| range(c_i)``.
+
+    Parameters
+    ----------
+    lipschitz : ndarray, shape (M, d)
+        Bounds of ``|∂g_m/∂ζ_i|`` (:func:`lipschitz_bounds`).
+    costs : ndarray, shape (d, S, A)
+    """
+    d = costs.shape[0]
+    flat = costs.reshape(d, -1)
+    spread = flat.max(axis=1) - flat.min(axis=1) if flat.size else np.zeros(d)
+    return np.asarray(lipschitz, dtype=float).reshape(-1, d) @ spread

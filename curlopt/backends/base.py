@@ -2,16 +2,22 @@
 
 A backend is declared the way CVXPY declares a solver interface: a name, the
 Python packages it needs (and the extra that installs them), and a test of what
-utilities it can express. ``compile(program)`` builds the solver's model once;
-the returned :class:`CompiledProgram` re-reads the program's changed data before
-each ``solve()``. The ε-tight / fallback logic (docs/math.md §4) lives here, once, so no
-backend can get it wrong.
+utilities it can express; its keyword options are declared once, as Pyomo's
+``SolverConfig`` declares a solver's (:mod:`curlopt.backends.options`), and how it
+compiles utility forms is one table (:mod:`curlopt.backends.form_table`).
+``compile(program)`` builds the solver's model once; the returned
+:class:`CompiledProgram` re-reads the program's changed data before each
+``solve()``. The ε-tight / fallback logic (docs/math.md §4) and the time limit live
+here, once, so no backend can get them wrong.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib.metadata
 import importlib.util
+import inspect
 import os
 import sys
 import time
@@ -21,15 +27,18 @@ from typing import Any, Callable, ClassVar, Iterator
 
 import numpy as np
 
-from ..errors import BackendError, BackendNotInstalledError, CurloptError, UnsupportedUtilityError, UtilityCodeError
+from ..errors import (BackendError, BackendNotInstalledError, BackendOptionError, CurloptError, UnsupportedUtilityError,
+    UtilityCodeError)
 from ..programs.blocks import Program
+from .form_table import FormTable
+from .options import COMMON_OPTIONS, Option, check_options, declared
 from .results import ALMOST_OPTIMAL_TOLERANCE, ProgramVariant, SolveResult, Status
 from ..programs.policy import policy_from_occupancy
 from ..utilities.library import CustomUtility, Utility
 
 __all__ = [
     "Backend", "CompiledProgram", "RawSolution", "call_utility", "is_user_utility", "expression_error",
-    "solver_output_to_stderr", "captured_output", "set_backend_finder",
+    "solver_output_to_stderr", "captured_output", "set_backend_finder", "package_version",
 ]
 
 
@@ -195,12 +204,54 @@ class RawSolution:
     solver_time: float | None = None  # the solver's own reported run time, when it gives one
 
 
+@functools.lru_cache(maxsize=None)
+def package_version(module: str) -> str:
+    """``"<distribution> <version>"`` of the installed package that provides the import name ``module``
+    (read from its metadata, without importing it), or ``"<module> (not installed)"``."""
+    distributions = importlib.metadata.packages_distributions().get(module, [])
+    for distribution in [module] + [d for d in distributions if d != module]:
+        try:
+            return f"{distribution} {importlib.metadata.version(distribution)}"
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return f"{module} (not installed)"
+
+
+@functools.lru_cache(maxsize=None)
+def _version_of(backend_class: type["Backend"]) -> str:
+    """``backend_class.version()``, asked once per class (a result carries it at every solve)."""
+    return backend_class.version()
+
+
+#: the clock of time limits (one place, so that a test can stand it still or move it on)
+_clock = time.perf_counter
+
+
 class Backend(ABC):
     """Base class of the backends.
 
-    Subclasses set ``name``, ``requires`` (import names) and ``extra`` (the
-    ``pip install curlopt[extra]`` that provides them), and implement
-    :meth:`accepts` and :meth:`_compile`.
+    Subclasses set ``name``, ``requires`` (import names), ``extra`` (the ``pip install curlopt[extra]``
+    that provides them), ``takes``, ``STATUS_MAP``, ``FORMS`` and their own ``OPTIONS``, and implement
+    :meth:`accepts` and :meth:`_compile` (and :meth:`version` when ``requires`` does not say it all).
+
+    Parameters
+    ----------
+    *args
+        The backend's own options by position, in the order of its ``OPTIONS``.
+    time_limit : float or None, default None
+        The most seconds one ``solve()`` may take, the ε-tight program and its fallback together; each
+        backend hands what is left of it to its solver (and checks it between a solver's runs). Reaching
+        it gives ``Status.TIME_LIMIT`` (no solution) and says so in the result's message. None: no limit.
+    verbose : bool, default False
+        Let the solver print its own log.
+    **options
+        The backend's own options (its ``OPTIONS``).
+
+    Raises
+    ------
+    BackendOptionError
+        For a keyword the backend does not take, a value its declaration refuses, or solver settings its
+        solver refuses.
     """
 
     name: ClassVar[str] = ""
@@ -211,6 +262,63 @@ class Backend(ABC):
     #: every status the solver can return, in the solver's own spelling, mapped to a
     #: :class:`~curlopt.backends.results.Status`; the tests check it against the solver's own list
     STATUS_MAP: ClassVar[dict[Any, Status]] = {}
+    #: whether ``backend="auto"`` may choose this backend (:func:`curlopt.backends.registry.auto_candidates`);
+    #: False for a backend that should run only when named (e.g. ``scipy``, which does what ``highs`` does
+    #: without its hot start)
+    auto_choice: ClassVar[bool] = True
+    #: the backend's own keyword options (each an :class:`~curlopt.backends.options.Option`: name, types,
+    #: default, doc, accepted values, check); every backend also takes ``time_limit`` and ``verbose``
+    #: (:data:`~curlopt.backends.options.COMMON_OPTIONS`)
+    OPTIONS: ClassVar[tuple[Option, ...]] = ()
+    #: how the backend compiles each form class of :mod:`curlopt.utilities.forms`, or why it refuses it
+    #: (:class:`~curlopt.backends.form_table.FormTable`); None for a backend that declares none
+    FORMS: ClassVar[FormTable | None] = None
+
+    # The checked values of the common options (class defaults, for a subclass whose __init__ skips ours).
+    time_limit: float | None = None
+    verbose: bool = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        declared(cls.__name__, cls.OPTIONS)  # a name declared twice is a mistake in the class: say it now
+        # inspect.signature (help(), the registry's keyword check) shows the declared options: the backend's own
+        # (also positional, in their order), then time_limit and verbose; a subclass with an __init__ of its own
+        # keeps that one's signature
+        parameters = [inspect.Parameter(o.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=o.default)
+                      for o in cls.OPTIONS]
+        parameters += [inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.default)
+                       for o in COMMON_OPTIONS]
+        signature = None if "__init__" in cls.__dict__ else inspect.Signature(parameters)
+        cls.__signature__ = signature  # type: ignore[attr-defined]
+
+    def __init__(self, *args: Any, **options: Any) -> None:
+        owner = self.name or type(self).__name__
+        if len(args) > len(self.OPTIONS):
+            raise BackendOptionError(
+                f"the {owner} backend takes at most {len(self.OPTIONS)} option(s) by position"
+                f" ({', '.join(o.name for o in self.OPTIONS) or 'none'}), got {len(args)}; name them.")
+        for option, value in zip(self.OPTIONS, args):
+            if option.name in options:
+                raise BackendOptionError(f"the {owner} backend was given {option.name} twice: by position and by name.")
+            options[option.name] = value
+        for name, value in check_options(owner, self.declared_options(), options).items():
+            setattr(self, name, value)
+        self._configure()
+
+    @classmethod
+    def declared_options(cls) -> dict[str, Option]:
+        """Every keyword the backend takes: its own ``OPTIONS``, then ``time_limit`` and ``verbose``."""
+        return declared(cls.__name__, cls.OPTIONS)
+
+    def _configure(self) -> None:
+        """Checks that involve several options or the solver (settings tried on a throwaway solver), and
+        derived attributes; called once the declared options are set. Raise ``BackendOptionError``."""
+
+    @classmethod
+    def version(cls) -> str:
+        """The versions of the packages behind the backend, e.g. ``"highspy 1.15.1"`` (read from their
+        metadata; a backend whose solver reports its own version adds it)."""
+        return ", ".join(package_version(module) for module in cls.requires)
 
     @classmethod
     def is_installed(cls) -> bool:
@@ -244,8 +352,19 @@ class Backend(ABC):
                 hint = f"use the {' or '.join(others)} backend" if others else "no installed backend can take it"
                 raise UnsupportedUtilityError(
                     f"the {self.name} backend cannot express the {role} {utility!r}"
-                    f" ({self.name} takes {self.takes}); {hint}."
+                    f" ({self.name} takes {self.takes}{self._form_refusal(utility)}); {hint}."
                 )
+
+    def _form_refusal(self, utility: Utility) -> str:
+        """``"; <form class>: <why>"`` when the backend's form table refuses the utility's form, else ``""``."""
+        if self.FORMS is None:
+            return ""
+        try:
+            form = utility.describe()
+        except Exception:  # a hint for a refusal already decided: a utility's broken describe() must not hide it
+            return ""
+        reason = None if form is None else self.FORMS.refusal(form)
+        return f"; {reason}" if reason else ""
 
     def compile(self, program: Program) -> "CompiledProgram":
         """Build the solver model for ``program`` once; re-solve it with :meth:`CompiledProgram.solve`.
@@ -286,11 +405,29 @@ class Backend(ABC):
 
 
 class CompiledProgram(ABC):
-    """A program compiled for one backend; ``solve()`` reads the program's current data."""
+    """A program compiled for one backend; ``solve()`` reads the program's current data.
+
+    A backend's ``_solve`` hands :meth:`time_left` to its solver (and asks it again between a solver's
+    runs); when nothing is left it returns :meth:`time_limit_reached`.
+    """
+
+    #: when the running ``solve()`` must end (a reading of the time-limit clock), None without a limit
+    _deadline: float | None = None
 
     def __init__(self, backend: Backend, program: Program):
         self.backend = backend
         self.program = program
+
+    def time_left(self) -> float | None:
+        """Seconds left of the backend's ``time_limit`` in the running ``solve()`` (<= 0 once it is
+        reached), or None without a limit."""
+        return None if self._deadline is None else self._deadline - _clock()
+
+    def time_limit_reached(self, when: str, solver: str = "", iterations: int | None = None,
+                           solver_time: float | None = None) -> RawSolution:
+        """The outcome of an attempt stopped by the backend's ``time_limit`` (``when``: e.g. "after 3 rounds")."""
+        return RawSolution(Status.TIME_LIMIT, None, iterations, solver,
+                           f"the time limit of {self.backend.time_limit:g} s was reached {when}", solver_time)
 
     @abstractmethod
     def _solve(self, with_constraints: bool) -> RawSolution:
@@ -308,10 +445,15 @@ class CompiledProgram(ABC):
         Returns
         -------
         SolveResult
-            Never raises for solver trouble: failures come back as a status.
+            Never raises for solver trouble: failures come back as a status. Only a proof of infeasibility
+            (``infeasible``) leads to the fallback; any other failure, ``time_limit`` included, is the
+            result. With the backend's ``time_limit``, both attempts share it: a fallback is not started
+            once it is used up.
         """
         program = self.program
         started = time.perf_counter()
+        limit = self.backend.time_limit
+        self._deadline = None if limit is None else _clock() + limit
         tight = self._guarded_solve(True)
         raw, variant, message = tight, ProgramVariant.TIGHT, tight.message
         iterations = tight.iterations
@@ -328,6 +470,9 @@ class CompiledProgram(ABC):
                 iterations = (tight.iterations or 0) + (dropped.iterations or 0)
         if raw.status is Status.ALMOST_OPTIMAL:
             message = self._judge_almost_optimal(raw, variant, message)
+        if raw.status is Status.TIME_LIMIT:
+            message = self._time_limit_message(message, limit)
+        self._deadline = None
         elapsed = time.perf_counter() - started
         own = [a.solver_time for a in (tight, raw if raw is not tight else None) if a is not None and a.solver_time is not None]
         result = SolveResult(
@@ -340,11 +485,21 @@ class CompiledProgram(ABC):
             iterations=iterations,
             backend=self.backend.name,
             solver=raw.solver,
+            solver_version=_version_of(type(self.backend)),
             message=message,
         )
         if raw.status.has_solution and raw.x is not None:
             self._fill(result, raw.x)
         return result
+
+    @staticmethod
+    def _time_limit_message(message: str, limit: float | None) -> str:
+        """``message``, saying (once) which time limit stopped the solve: the backend's, or the solver's own."""
+        if limit is not None and f"time limit of {limit:g} s" not in message:
+            return _join(message, f"the time limit of {limit:g} s was reached")
+        if limit is None and "time limit" not in message:
+            return _join(message, "the solver stopped at a time limit of its own options")
+        return message
 
     def _judge_almost_optimal(self, raw: RawSolution, variant: ProgramVariant, message: str) -> str:
         """Keep or discard a point solved to reduced accuracy (the rule of :class:`~curlopt.backends.results.Status`).
@@ -367,11 +522,15 @@ class CompiledProgram(ABC):
                               f" {group} residual is {worst:.2g} > {ALMOST_OPTIMAL_TOLERANCE:g}")
 
     def _guarded_solve(self, with_constraints: bool) -> RawSolution:
-        """``_solve``, with any solver exception turned into a SOLVER_ERROR status.
+        """``_solve``, with any solver exception turned into a SOLVER_ERROR status, and not started once the
+        time limit is reached.
 
         A :class:`UtilityCodeError` (a utility's own code raised, e.g. a ``NameError`` in a user's
         gradient called back by the solver) is not solver trouble: it passes, and the run stops with it.
         """
+        left = self.time_left()
+        if left is not None and left <= 0:  # e.g. the ε-tight attempt used it all: no fallback attempt
+            return self.time_limit_reached("before this attempt started")
         try:
             return self._solve(with_constraints)
         except UtilityCodeError:

@@ -23,8 +23,10 @@ the message lists any that failed. Clarabel is called through :class:`ClarabelPa
 
 from __future__ import annotations
 
+import importlib.util
+import time
 import warnings
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -34,9 +36,12 @@ from ..errors import BackendError, BackendOptionError, CurloptError, Unsupported
 from ..programs.blocks import Program
 from .results import Status
 from ..utilities.library import Utility
-from .base import Backend, CompiledProgram, RawSolution, expression_error
+from .base import Backend, CompiledProgram, RawSolution, expression_error, package_version
+from .form_table import FormCompiler, FormTable, Rule
+from .options import NONE, Option, refuse_both
 
-__all__ = ["CvxpyBackend", "DEFAULT_SOLVERS", "DEFAULT_SOLVER_OPTIONS", "cvxpy_expression", "can_express", "STATUS_MAP"]
+__all__ = ["CvxpyBackend", "DEFAULT_SOLVERS", "DEFAULT_SOLVER_OPTIONS", "cvxpy_expression", "can_express", "STATUS_MAP",
+           "CVXPY_FORMS"]
 
 DEFAULT_SOLVERS = ("CLARABEL", "SCS")
 #: tolerances tight enough that solutions meet the constraint rows to ~1e-8
@@ -49,6 +54,13 @@ CVXPY_KEYWORDS = ("verbose", "canon_backend")
 #: keywords of ``Problem.solve`` the backend sets itself (or that change what is solved)
 RESERVED_KEYWORDS = ("solver", "warm_start", "ignore_dpp", "enforce_dpp", "gp", "qcp", "requires_grad",
                      "solver_path")
+#: each CVXPY solver's setting of a time limit in seconds (the backend-neutral ``time_limit`` sets it)
+#: (those CVXPY passes on as a number: MOSEK's and CPLEX's limits sit in parameter dictionaries, ECOS has none)
+TIME_LIMIT_SETTINGS = {"CLARABEL": "time_limit", "SCS": "time_limit_secs", "HIGHS": "time_limit", "OSQP": "time_limit",
+                       "GUROBI": "TimeLimit", "IPOPT": "max_wall_time"}
+#: the package of each CVXPY solver, for :meth:`CvxpyBackend.version`
+SOLVER_PACKAGES = {"CLARABEL": "clarabel", "SCS": "scs", "ECOS": "ecos", "HIGHS": "highspy", "OSQP": "osqp",
+                   "MOSEK": "mosek", "GUROBI": "gurobipy", "CPLEX": "cplex", "IPOPT": "cyipopt"}
 
 
 def check_solver_settings(solver: str, settings: dict[str, Any]) -> None:
@@ -117,20 +129,9 @@ STATUS_MAP: dict[str, Status] = {
 
 
 def can_express(utility: Utility) -> bool:
-    """True when ``utility`` gives its own ``cvxpy_expr``, or a form whose utilities
-    (:class:`~curlopt.utilities.forms.Of`) can all be expressed."""
-    if utility.has_cvxpy:
-        return True
-    form = utility.describe()
-    if form is None:
-        return False
-    stack = [form]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, forms.Of) and not can_express(node.utility):
-            return False
-        stack.extend(node.children())
-    return True
+    """True when ``utility`` gives its own ``cvxpy_expr``, or a form the cvxpy backend compiles whole
+    (:data:`CVXPY_FORMS`; the utilities inside :class:`~curlopt.utilities.forms.Of` included)."""
+    return utility.has_cvxpy or CVXPY_FORMS.can(utility.describe())
 
 
 def cvxpy_expression(utility: Utility, y: Any, role: str = "the utility") -> Any:
@@ -149,7 +150,7 @@ def cvxpy_expression(utility: Utility, y: Any, role: str = "the utility") -> Any
             form = utility.describe()
             if form is None:
                 raise NotImplementedError(f"{utility!r} has neither a form (describe()) nor a cvxpy_expr.")
-            expr = _compile(form, y, role)
+            expr = CVXPY_FORMS.compile(form, y, role)
     except (NotImplementedError, CurloptError):
         raise
     except Exception as exc:  # e.g. cp.power's rational approximation of 1 - α for α = 1e6 divides by zero
@@ -160,52 +161,115 @@ def cvxpy_expression(utility: Utility, y: Any, role: str = "the utility") -> Any
     return expr
 
 
-def _compile(form: forms.Form, y: Any, role: str) -> Any:
-    """The CVXPY expression of ``form`` at ``y``."""
+# Each form class's CVXPY expression (the entries of CVXPY_FORMS); ``y`` is a CVXPY expression.
+
+def _affine_pieces(form: forms.AffinePieces, y: Any, compile: FormCompiler) -> Any:
     import cvxpy as cp
 
-    if isinstance(form, forms.AffinePieces):
-        if form.combine == "affine":
-            return form.matrix[0] @ y + float(form.offset[0])
-        return (cp.min if form.combine == "min" else cp.max)(form.matrix @ y + form.offset)
-    if isinstance(form, forms.Logs):
-        return form.weights @ cp.log(y + form.shift)
-    if isinstance(form, forms.Powers):
-        return form.weights @ cp.power(y + form.shift, form.exponent) / form.exponent
-    if isinstance(form, forms.Entropy):
-        if form.shift == 0:
-            return cp.sum(cp.entr(y))
-        # -y ln(y+η) = entr(y+η) + η ln(y+η): both terms concave, so DCP.
-        z = y + form.shift
-        return cp.sum(cp.entr(z)) + form.shift * cp.sum(cp.log(z))
-    if isinstance(form, forms.Quadratic):
-        return cp.quad_form(y, cp.psd_wrap(form.matrix)) + form.linear @ y + form.constant
-    if isinstance(form, forms.Norm):
-        return cp.norm(y - form.center, form.ord) - form.radius
-    return _compile_composition(form, y, role)
+    if form.combine == "affine":
+        return form.matrix[0] @ y + float(form.offset[0])
+    return (cp.min if form.combine == "min" else cp.max)(form.matrix @ y + form.offset)
 
 
-def _compile_composition(form: forms.Form, y: Any, role: str) -> Any:
+def _logs(form: forms.Logs, y: Any, compile: FormCompiler) -> Any:
     import cvxpy as cp
 
-    if isinstance(form, forms.Of):
-        return cvxpy_expression(form.utility, y, role)
-    if isinstance(form, forms.HeadPlusLinear):
-        n = form.head.dim
-        return _compile(form.head, y[:n], role) + form.coefficients @ y[n:]
-    if isinstance(form, forms.Negated):
-        return -_compile(form.inner, y, role)
-    terms = [_compile(t, y, role) for t in form.children()]
-    if isinstance(form, forms.Sum):
-        total = terms[0]
-        for term in terms[1:]:
-            total = total + term
-        return total
-    if isinstance(form, (forms.Minimum, forms.Maximum)):
-        if len(terms) == 1:
-            return terms[0]
-        return (cp.min if isinstance(form, forms.Minimum) else cp.max)(cp.hstack(terms))
-    raise NotImplementedError(f"the cvxpy backend does not know the form {type(form).__name__}.")
+    return form.weights @ cp.log(y + form.shift)
+
+
+def _powers(form: forms.Powers, y: Any, compile: FormCompiler) -> Any:
+    import cvxpy as cp
+
+    return form.weights @ cp.power(y + form.shift, form.exponent) / form.exponent
+
+
+def _entropy(form: forms.Entropy, y: Any, compile: FormCompiler) -> Any:
+    import cvxpy as cp
+
+    if form.shift == 0:
+        return cp.sum(cp.entr(y))
+    # -y ln(y+η) = entr(y+η) + η ln(y+η): both terms concave, so DCP.
+    z = y + form.shift
+    return cp.sum(cp.entr(z)) + form.shift * cp.sum(cp.log(z))
+
+
+def _quadratic(form: forms.Quadratic, y: Any, compile: FormCompiler) -> Any:
+    import cvxpy as cp
+
+    return cp.quad_form(y, cp.psd_wrap(form.matrix)) + form.linear @ y + form.constant
+
+
+def _norm(form: forms.Norm, y: Any, compile: FormCompiler) -> Any:
+    import cvxpy as cp
+
+    return cp.norm(y - form.center, form.ord) - form.radius
+
+
+def _of(form: forms.Of, y: Any, compile: FormCompiler) -> Any:
+    return cvxpy_expression(form.utility, y, compile.role)
+
+
+def _head_plus_linear(form: forms.HeadPlusLinear, y: Any, compile: FormCompiler) -> Any:
+    n = form.head.dim
+    return compile(form.head, y[:n]) + form.coefficients @ y[n:]
+
+
+def _negated(form: forms.Negated, y: Any, compile: FormCompiler) -> Any:
+    return -compile(form.inner, y)
+
+
+def _sum(form: forms.Sum, y: Any, compile: FormCompiler) -> Any:
+    terms = [compile(term, y) for term in form.children()]
+    total = terms[0]
+    for term in terms[1:]:
+        total = total + term
+    return total
+
+
+def _extremum(form: forms.Minimum | forms.Maximum, y: Any, compile: FormCompiler) -> Any:
+    import cvxpy as cp
+
+    terms = [compile(term, y) for term in form.children()]
+    if len(terms) == 1:
+        return terms[0]
+    return (cp.min if isinstance(form, forms.Minimum) else cp.max)(cp.hstack(terms))
+
+
+def _utility_refused(form: forms.Of) -> str | None:
+    if can_express(form.utility):
+        return None
+    return f"{form.utility!r} has neither a form the cvxpy backend compiles nor a cvxpy_expr"
+
+
+#: How the cvxpy backend compiles each form class (every one, into a CVXPY expression; CVXPY then checks the
+#: result is DCP with the curvature the utility declares).
+CVXPY_FORMS = FormTable("cvxpy", {
+    forms.AffinePieces: _affine_pieces,
+    forms.Logs: _logs,
+    forms.Powers: _powers,
+    forms.Entropy: _entropy,
+    forms.Quadratic: _quadratic,
+    forms.Norm: _norm,
+    forms.Of: Rule(_of, _utility_refused),
+    forms.HeadPlusLinear: _head_plus_linear,
+    forms.Negated: _negated,
+    forms.Sum: _sum,
+    forms.Minimum: _extremum,
+    forms.Maximum: _extremum,
+}, refused={})
+
+
+def _solver_names(value: Any) -> str | None:
+    names = [value] if isinstance(value, str) else value
+    if value is None or (names and all(isinstance(name, str) and name for name in names)):
+        return None
+    return "it must hold at least one solver name, each a non-empty string"
+
+
+def _settings_by_solver(value: Any) -> str | None:
+    if value is None or all(isinstance(k, str) and isinstance(v, dict) for k, v in value.items()):
+        return None
+    return "each key must be a solver name and each value a dict of settings"
 
 
 class CvxpyBackend(Backend):
@@ -218,6 +282,9 @@ class CvxpyBackend(Backend):
         restricted to the installed ones.
     solver_options : dict, optional
         Per-solver keyword options, merged over :data:`DEFAULT_SOLVER_OPTIONS`.
+    time_limit, verbose
+        As for every backend (:class:`~curlopt.backends.base.Backend`): each solver tried gets what is left
+        of the limit (its own setting, :data:`TIME_LIMIT_SETTINGS`), and ``verbose`` is CVXPY's.
     """
 
     name: ClassVar[str] = "cvxpy"
@@ -225,25 +292,35 @@ class CvxpyBackend(Backend):
     extra: ClassVar[str] = "cvxpy"
     takes: ClassVar[str] = "utilities with a form (describe()) or a DCP cvxpy_expr"
     STATUS_MAP: ClassVar[dict[str, Status]] = STATUS_MAP
+    FORMS = CVXPY_FORMS
+    OPTIONS = (
+        Option("solvers", (str, list, tuple) + NONE, None,
+               "CVXPY solver names tried in order; None: CLARABEL then SCS, those installed.",
+               "a CVXPY solver name or a list of them, or None", _solver_names,
+               lambda value: [value] if isinstance(value, str) else (None if value is None else list(value))),
+        Option("solver_options", (dict,) + NONE, None,
+               "Each solver's settings, merged over DEFAULT_SOLVER_OPTIONS; tried on a scratch solver when given.",
+               "a dict from CVXPY solver name to a dict of that solver's settings, e.g. {'CLARABEL': {'max_iter':"
+               " 100}}, or None", _settings_by_solver),
+    )
 
-    def __init__(self, solvers: str | Sequence[str] | None = None, solver_options: dict | None = None):
-        if solvers is not None and not isinstance(solvers, str) and not (
-                isinstance(solvers, (list, tuple)) and all(isinstance(s, str) for s in solvers)):
-            raise BackendOptionError(f"solvers must be a CVXPY solver name or a list of them, got {solvers!r}.")
-        if solver_options is not None and not (
-                isinstance(solver_options, dict)
-                and all(isinstance(k, str) and isinstance(v, dict) for k, v in solver_options.items())):
-            raise BackendOptionError(
-                "solver_options must be a dict from CVXPY solver name to a dict of that solver's settings,"
-                f" e.g. {{'CLARABEL': {{'max_iter': 100}}}}, got {solver_options!r}."
-            )
-        self._requested = [solvers] if isinstance(solvers, str) else (list(solvers) if solvers else None)
+    #: the solvers asked for (None: the default order)
+    solvers: list[str] | None
+    #: each solver's settings (the defaults with the given ones over them)
+    solver_options: dict[str, dict[str, Any]]
+
+    def _configure(self) -> None:
+        given = self.solver_options or {}
         self.solver_options = {k: dict(v) for k, v in DEFAULT_SOLVER_OPTIONS.items()}
-        for key, value in (solver_options or {}).items():
+        for key, value in given.items():
             self.solver_options.setdefault(key.upper(), {}).update(value)
-        if solvers or solver_options:  # checked now, not at the first solve (imports CVXPY)
-            order = self.solvers
-            for key, value in (solver_options or {}).items():
+        if self.verbose and any("verbose" in value for value in given.values()):
+            refuse_both(self.name, "verbose", "solver_options[<solver>]", "verbose")
+        if self.time_limit is not None:
+            self._check_time_limit(given)
+        if self.solvers or given:  # checked now, not at the first solve (imports CVXPY)
+            order = self.solver_order
+            for key in given:
                 if key.upper() not in order:
                     raise BackendOptionError(
                         f"solver_options has settings for {key!r}, which this cvxpy backend does not run"
@@ -251,18 +328,40 @@ class CvxpyBackend(Backend):
                     )
                 check_solver_settings(key.upper(), self.solver_options[key.upper()])
 
+    def _check_time_limit(self, given: dict[str, dict[str, Any]]) -> None:
+        """Every solver the backend may run must have a plain time-limit setting, not given twice."""
+        order = [s.upper() for s in self.solvers] if self.solvers else list(DEFAULT_SOLVERS)
+        without = [solver for solver in order if solver not in TIME_LIMIT_SETTINGS]
+        if without:
+            raise BackendOptionError(
+                f"the cvxpy backend cannot give the solver(s) {', '.join(without)} a time limit (time_limit="
+                f"{self.time_limit:g}): run solvers with a time-limit setting ({', '.join(TIME_LIMIT_SETTINGS)}), or"
+                " set the solver's own limit in solver_options without time_limit."
+            )
+        for key, value in given.items():
+            if TIME_LIMIT_SETTINGS.get(key.upper()) in value:
+                refuse_both(self.name, "time_limit", f"solver_options[{key!r}]", TIME_LIMIT_SETTINGS[key.upper()])
+
+    @classmethod
+    def version(cls) -> str:
+        """CVXPY's version and those of the installed solver packages it can run, e.g.
+        ``"cvxpy 1.9.3 (CLARABEL: clarabel 0.11.1, SCS: scs 3.3.1)"``."""
+        solvers = [f"{name}: {package_version(module)}" for name, module in SOLVER_PACKAGES.items()
+                   if importlib.util.find_spec(module) is not None]
+        return package_version("cvxpy") + (f" ({', '.join(solvers)})" if solvers else "")
+
     @property
-    def solvers(self) -> list[str]:
-        """The solver order, validated against CVXPY's installed solvers."""
+    def solver_order(self) -> list[str]:
+        """The solvers tried, in order, validated against CVXPY's installed solvers."""
         import cvxpy as cp
 
         installed = set(cp.installed_solvers())
-        if self._requested is None:
+        if self.solvers is None:
             order = [s for s in DEFAULT_SOLVERS if s in installed]
             if not order:
                 raise BackendError(f"none of {DEFAULT_SOLVERS} is installed for CVXPY; installed: {sorted(installed)}.")
             return order
-        order = [s.upper() for s in self._requested]
+        order = [s.upper() for s in self.solvers]
         missing = [s for s in order if s not in installed]
         if missing:
             raise BackendError(f"CVXPY solver(s) {missing} are not installed; installed: {sorted(installed)}.")
@@ -287,8 +386,26 @@ class CvxpyBackend(Backend):
         return CompiledCvxpy(self, program)
 
 
+#: the status name :meth:`CompiledCvxpy._attempt` gives a solve its solver stopped at a time limit (CVXPY says
+#: ``user_limit`` for a time and an iteration limit alike; the solver's own status tells them apart)
+TIME_LIMIT_NAME = "time_limit"
+
+
 def _status(name: str) -> Status:
-    return STATUS_MAP.get(name, Status.UNKNOWN)
+    return Status.TIME_LIMIT if name == TIME_LIMIT_NAME else STATUS_MAP.get(name, Status.UNKNOWN)
+
+
+def _stopped_by_time(problem, name: str, time_given: float | None, elapsed: float) -> bool:
+    """Whether the solve ``Problem.solve`` just made (CVXPY status ``name``) stopped at a time limit: Clarabel's
+    own status ``MaxTime``, SCS's "reached time_limit_secs", and for another solver a ``user_limit`` after at
+    least the time the backend gave it."""
+    stats = problem.solver_stats
+    native = getattr(stats, "extra_stats", None) if stats is not None else None
+    if hasattr(native, "status"):  # Clarabel's result
+        return str(getattr(native, "status")) == "MaxTime"
+    if isinstance(native, dict) and isinstance(native.get("info"), dict):  # SCS's solution
+        return "time_limit" in str(native["info"].get("status", ""))
+    return name == "user_limit" and time_given is not None and elapsed >= time_given
 
 
 #: CVXPY statuses that come with a point
@@ -308,7 +425,7 @@ class ClarabelPath:
     against CVXPY's own at construction, so the solutions are those ``Problem.solve`` would give.
     """
 
-    def __init__(self, problem, x, options: dict[str, Any]):
+    def __init__(self, problem, x, options: dict[str, Any], verbose: bool = False):
         from cvxpy import settings
         from cvxpy.reductions.solvers.conic_solvers.clarabel_conif import CLARABEL, dims_to_solver_cones
         from cvxpy.reductions.solvers.conic_solvers.conic_solver import ConicSolver
@@ -327,8 +444,11 @@ class ClarabelPath:
         self._column = program.var_id_to_col[x.id]
         self._size = x.size
         self._cones = dims_to_solver_cones(data[ConicSolver.DIMS])
-        self._settings = CLARABEL().parse_solver_opts(False, dict(options))
-        self._solver = None
+        self._settings = CLARABEL().parse_solver_opts(verbose, dict(options))
+        self._solver: Any = None
+        self._timed = False  # whether the solver's settings hold a time limit
+        #: Clarabel's own status of the last solve (e.g. "MaxTime" where CVXPY says "user_limit")
+        self.last_status = ""
         q, A, b = self.data()
         A = self.matrix(A)
         if not (np.array_equal(q, data[settings.C]) and np.array_equal(b, data[settings.B])
@@ -336,12 +456,12 @@ class ClarabelPath:
             raise BackendError("the Clarabel path's data differ from CVXPY's")
 
     @classmethod
-    def create(cls, problem, x, options: dict[str, Any]) -> "ClarabelPath | None":
+    def create(cls, problem, x, options: dict[str, Any], verbose: bool = False) -> "ClarabelPath | None":
         """The path for ``problem``, or None where it cannot be had (not DPP, quadratic objective, bounds, ...)."""
         try:
             if not problem.is_dpp():
                 return None
-            path = cls(problem, x, options)
+            path = cls(problem, x, options, verbose)
         except Exception:  # any CVXPY internal we do not expect: Problem.solve serves instead
             return None
         program = path._program
@@ -372,9 +492,10 @@ class ClarabelPath:
         """``A`` as a matrix, from the data of its fixed pattern."""
         return sp.csc_array((data, self._indices, self._indptr), shape=(self._m, self._n))
 
-    def solve(self, values: dict[int, Any]) -> tuple[str, np.ndarray | None, int, float]:
+    def solve(self, values: dict[int, Any],
+              time_limit: float | None = None) -> tuple[str, np.ndarray | None, int, float]:
         """Clarabel's status name (as CVXPY spells it), ``x`` (or None), iterations and Clarabel's solve time,
-        at the given parameter values (by parameter id)."""
+        at the given parameter values (by parameter id), within ``time_limit`` seconds (None: no limit)."""
         import clarabel
         from cvxpy.reductions.solvers.conic_solvers.clarabel_conif import CLARABEL
 
@@ -384,8 +505,13 @@ class ClarabelPath:
             self._solver = clarabel.DefaultSolver(P, q, self.matrix(A), b, self._cones, self._settings)
         else:
             self._solver.update(q=q, A=A, b=b)  # the data of A's fixed pattern: no matrix to build
+        if time_limit is not None or self._timed:  # settings touched only by a time limit
+            self._settings.time_limit = float("inf") if time_limit is None else time_limit
+            self._solver.update(settings=self._settings)
+            self._timed = time_limit is not None
         result = self._solver.solve()
-        name = CLARABEL.STATUS_MAP.get(str(result.status), "solver_error")
+        self.last_status = str(result.status)
+        name = CLARABEL.STATUS_MAP.get(self.last_status, "solver_error")
         x = np.array(result.x[self._column: self._column + self._size], dtype=float) if result.x is not None else None
         return name, x, int(result.iterations), float(result.solve_time)
 
@@ -398,7 +524,7 @@ class CompiledCvxpy(CompiledProgram):
         import cvxpy as cp
 
         self._cp = cp
-        self.solvers = backend.solvers
+        self.solvers = backend.solver_order
         lin = program.linear
         n, J = program.n_vars, lin.n_params
         self.x = x = cp.Variable(n, name="x")
@@ -482,7 +608,7 @@ class CompiledCvxpy(CompiledProgram):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 # DPP (no ignore_dpp): with parameters as constants diag(θ) would become a dense J×J matrix
-                rows_only.solve(solver=solver, **self.backend.solver_options.get(solver, {}))
+                rows_only.solve(solver=solver, **self._keywords(solver, self.time_left()))
         except Exception as exc:  # the explanation is a courtesy: never let it fail the solve
             return f"could not check the rows alone ({type(exc).__name__})"
         if _status(rows_only.status) is Status.OPTIMAL:
@@ -500,8 +626,17 @@ class CompiledCvxpy(CompiledProgram):
             self._set_values()  # CVXPY's canonical data, checked against the path's, are taken at these values
             options = self.backend.solver_options.get("CLARABEL", {})
             plain = not any(k in options for k in CVXPY_KEYWORDS + ("use_quad_obj", "accept_unknown"))
-            self._paths[key] = ClarabelPath.create(problem, self.x, options) if plain else None
+            self._paths[key] = ClarabelPath.create(problem, self.x, options, self.backend.verbose) if plain else None
         return self._paths[key]
+
+    def _keywords(self, solver: str, time_given: float | None) -> dict[str, Any]:
+        """``Problem.solve``'s keywords for ``solver``: its settings, the time it is given, CVXPY's verbose."""
+        keywords = dict(self.backend.solver_options.get(solver, {}))
+        if time_given is not None:
+            keywords[TIME_LIMIT_SETTINGS[solver]] = max(time_given, 0.0)
+        if self.backend.verbose:
+            keywords["verbose"] = True
+        return keywords
 
     def _set_values(self) -> None:
         """Give the CVXPY Parameters the program's current values (checked by CVXPY: ~0.6 ms each, so only
@@ -510,11 +645,13 @@ class CompiledCvxpy(CompiledProgram):
         self.epsilon.value = self.program.epsilon
 
     def _attempt(self, problem, solver: str) -> tuple[str, np.ndarray | None, int, float]:
-        """One solver on ``problem``: CVXPY's status name, ``x`` (None unless optimal), iterations, solver time.
+        """One solver on ``problem``: CVXPY's status name (:data:`TIME_LIMIT_NAME` when the solver stopped at the
+        time it was given), ``x`` (None unless optimal), iterations, solver time.
 
         Raises ``cvxpy.error.SolverError`` when the solver fails, as ``Problem.solve`` does.
         """
         cp = self._cp
+        time_given = self.time_left()
         # Problem.solve keeps one solver's state per problem and drops it when another solver ran on that problem
         # (a new cache key): the path and Problem.solve follow the same rule, so the solutions are the same.
         same_solver = self._last_solver.get(id(problem)) == solver
@@ -525,7 +662,9 @@ class CompiledCvxpy(CompiledProgram):
                       self.epsilon.id: np.asarray(self.program.epsilon)}
             if not same_solver:
                 path.reset()
-            name, x, iterations, solver_time = path.solve(values)
+            name, x, iterations, solver_time = path.solve(values, time_given)
+            if path.last_status == "MaxTime":
+                return TIME_LIMIT_NAME, None, iterations, solver_time
             if name == cp.SOLVER_ERROR:  # CVXPY's own words for this case
                 raise cp.error.SolverError("Solver 'CLARABEL' failed. Try another solver, or solve with verbose=True"
                                            " for more information.")
@@ -534,23 +673,31 @@ class CompiledCvxpy(CompiledProgram):
         with warnings.catch_warnings():
             # An inaccurate solve is a status we handle (next solver, and a note in the message).
             warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+            started = time.perf_counter()
             problem.solve(solver=solver, warm_start=same_solver, ignore_dpp=self.ignore_dpp,
-                          **self.backend.solver_options.get(solver, {}))
+                          **self._keywords(solver, time_given))
         stats = problem.solver_stats
-        x = np.asarray(self.x.value, dtype=float) if problem.status in _WITH_POINT and self.x.value is not None else None
-        return (problem.status, x, int(stats.num_iters or 0) if stats is not None else 0,
+        name = problem.status
+        if _stopped_by_time(problem, name, time_given, time.perf_counter() - started):
+            name = TIME_LIMIT_NAME
+        x = np.asarray(self.x.value, dtype=float) if name in _WITH_POINT and self.x.value is not None else None
+        return (name, x, int(stats.num_iters or 0) if stats is not None else 0,
                 float(stats.solve_time or 0.0) if stats is not None else 0.0)
 
     def _solve(self, with_constraints: bool) -> RawSolution:
         cp = self._cp
         program = self.program
         problem = self.tight if (with_constraints and program.constraints) else self.fallback
-        notes = []
+        notes: list[str] = []
         iterations = 0
         solver_time = 0.0
         last = Status.SOLVER_ERROR
         almost: RawSolution | None = None  # the first point solved to reduced accuracy: used if no solver does better
         for solver in self.solvers:
+            left = self.time_left()
+            if left is not None and left <= 0:
+                return self.time_limit_reached("; ".join(["before " + solver] + notes), solver, iterations,
+                                               solver_time)
             try:
                 name, x, its, own = self._attempt(problem, solver)
             except cp.error.SolverError as exc:
@@ -560,6 +707,9 @@ class CompiledCvxpy(CompiledProgram):
             iterations += its
             solver_time += own
             status = _status(name)
+            if status is Status.TIME_LIMIT:  # the time is used up: no other solver is tried
+                return RawSolution(status, None, iterations, solver,
+                                   "; ".join(notes + [f"{solver}: stopped at its time limit"]), solver_time)
             if status in (Status.OPTIMAL, Status.INFEASIBLE, Status.UNBOUNDED):
                 if status is Status.OPTIMAL and (x is None or not np.all(np.isfinite(x))):
                     notes.append(f"{solver}: reported optimal without a finite solution")

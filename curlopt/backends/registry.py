@@ -25,6 +25,10 @@ _BUILTIN = {
     "scipy": "curlopt.backends.scipy:ScipyBackend",
     # UC-CURL's optimistic program by column generation (same optimal value as highs); never the ``auto`` choice
     "highs-columns": "curlopt.backends.highs.columns:ColumnsBackend",
+    # UCRL-CMDP's box program (and UC-CURL's) by column generation (same optimal value as highs); never ``auto``
+    "highs-box-columns": "curlopt.backends.highs.box_columns:BoxColumnsBackend",
+    # occupancy programs by column generation with an MDP solver inside (for large kernels); never the ``auto`` choice
+    "mdp-columns": "curlopt.backends.mdp.backend:MdpColumnsBackend",
 }
 _REGISTRY: dict[str, str | type[Backend] | Callable[..., Backend]] = dict(_BUILTIN)
 
@@ -85,8 +89,9 @@ def get_backend(backend: str | Backend = "highs", **options: Any) -> Backend:
     BackendError
         For an unknown name (the message lists the known ones).
     BackendOptionError
-        For a keyword the backend does not take (the message names it and lists those it takes), or an
-        option value its solver refuses (each backend checks its solver options when it is built).
+        For a keyword the backend does not take (the message names it and lists those it takes), a value
+        its declaration refuses (:attr:`Backend.OPTIONS`), or solver settings its solver refuses (each
+        backend tries them when it is built).
     """
     if isinstance(backend, Backend):
         if options:
@@ -122,10 +127,10 @@ def check_keywords(name: str, factory: Callable[..., Any], options: dict[str, An
 def auto_candidates() -> list[str]:
     """Installed backends ``auto`` may choose, in registry order.
 
-    A backend class that sets ``auto_choice = False`` (e.g. ``scipy``, which does what ``highs`` does
-    without its hot start) is left out: it is used only when named.
+    A backend class that sets ``auto_choice = False`` (:attr:`Backend.auto_choice`; e.g. ``scipy``, which does
+    what ``highs`` does without its hot start) is left out: it is used only when named.
     """
-    return [name for name in installed_backends() if getattr(backend_class(name), "auto_choice", True)]
+    return [name for name in installed_backends() if backend_class(name).auto_choice]
 
 
 def choose_backend(utilities: Sequence[Utility]) -> str:

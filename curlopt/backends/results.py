@@ -24,6 +24,11 @@ class Status(str, Enum):
 
     ``OPTIMAL`` and ``ALMOST_OPTIMAL`` carry a solution; every other status does not.
 
+    ``TIME_LIMIT``: the solver (or the backend, between a solver's runs) stopped at a time limit, the
+    backend-neutral ``time_limit`` option or a solver's own. No point comes with it, even where the solver
+    had one (it is not certified optimal); like every failure but ``INFEASIBLE`` it never leads to the
+    fallback program.
+
     ``ALMOST_OPTIMAL`` is the one meaning, across backends, of "solved to reduced accuracy" (CVXPY's
     ``optimal_inaccurate``, Ipopt's ``Solved_To_Acceptable_Level``; MOI calls it ``ALMOST_OPTIMAL``). The
     rule is applied once, in :meth:`curlopt.backends.base.CompiledProgram.solve`, for every backend: such a
@@ -71,10 +76,19 @@ class SolveResult:
     tight_status : Status
         Status of the ε-tight attempt (differs from ``status`` after a fallback).
     objective : float
-        ``f(λ)`` at the solution, evaluated by the utility (NaN without a solution).
+        ``f(λ)`` at the solution, evaluated by the model's objective utility at the rewards ``λ`` of
+        ``occupancy`` (NaN without a solution) — the model's f, not the program's own objective.
+        For safe mode's :class:`~curlopt.programs.safe.SafeProgram` it is therefore ``f(λ)`` without the
+        exploration bonus ``Σ b(s,a) ρ(s,a)`` the program maximised. For the
+        :class:`~curlopt.programs.safe.LeastViolationProgram` it is not the level the program minimised
+        (the largest penalised constraint value ``max_m g_m(ζ) + Σ q_m(s,a) ρ(s,a)``, read with
+        ``program.level(result.x)``) but ``f(λ)`` of the least-violation occupancy: the objective its
+        policy attains on the program's kernel. For both programs ``constraint_values`` are the
+        unpenalised ``g_m(ζ)``.
     occupancy : ndarray (S, A) or None
-    joint : ndarray (S, A, S) or None
-        ``p`` for the optimistic program.
+    joint : ndarray (S, A, S), ndarray (nnz,), or None
+        ``p`` for the optimistic programs: (S, A, S) on a dense support, (nnz,) in the support's entry order
+        (:class:`~curlopt.programs.support.Support`) for a program on a sparse support.
     policy : ndarray (S, A) or None
         Extracted policy; rows sum to 1, uniform where ρ(s,·) = 0.
     rewards, costs : ndarray or None
@@ -91,6 +105,9 @@ class SolveResult:
     iterations : int or None
         Solver iterations when reported (summed over attempts).
     backend, solver : str
+        The backend's registry name and the solver that produced the result.
+    solver_version : str
+        The versions of the packages behind the backend (its ``version()``, e.g. ``"highspy 1.15.1"``).
     message : str
         What happened, in words (always says so when a fallback was used).
     x : ndarray or None
@@ -113,6 +130,7 @@ class SolveResult:
     iterations: int | None = None
     backend: str = ""
     solver: str = ""
+    solver_version: str = ""
     message: str = ""
     x: np.ndarray | None = field(default=None, repr=False)
 
@@ -150,6 +168,7 @@ class SolveResult:
             "iterations": self.iterations,
             "backend": self.backend,
             "solver": self.solver,
+            "solver_version": self.solver_version,
             "message": self.message,
         }
         if self.joint is not None and arrays:

@@ -23,6 +23,8 @@ from ..programs.blocks import Program
 from .results import Status
 from ..utilities.library import Utility
 from .base import Backend, CompiledProgram, RawSolution
+from .form_table import affine_pieces_table
+from .options import NONE, Option, refuse_both, string_keys
 
 __all__ = ["ScipyBackend", "CompiledScipy", "STATUS_MAP"]
 
@@ -45,23 +47,41 @@ class ScipyBackend(Backend):
     Parameters
     ----------
     options : dict, optional
-        Options passed to ``linprog`` (e.g. ``{"time_limit": 10.0}``), merged over
-        :data:`DEFAULT_OPTIONS`. Unknown names are refused when the backend is built.
+        Options passed to ``linprog`` (e.g. ``{"maxiter": 1000}``), merged over :data:`DEFAULT_OPTIONS`.
+        Unknown names and values ``linprog`` refuses are refused when the backend is built.
+    time_limit, verbose
+        As for every backend (:class:`~curlopt.backends.base.Backend`): ``linprog``'s ``time_limit`` (what is
+        left of the limit at each call) and ``disp``.
     """
 
     name: ClassVar[str] = "scipy"
     requires: ClassVar[tuple[str, ...]] = ("scipy",)
     extra: ClassVar[str] = ""  # scipy is a core dependency
     takes: ClassVar[str] = "linear and LP-representable utilities (max-min, max of linear, 1- and inf-norms)"
-    #: read by the registry: ``auto`` never chooses this backend (highs does the same job, hot-started)
+    #: ``auto`` never chooses this backend (highs does the same job, hot-started)
     auto_choice: ClassVar[bool] = False
     #: every status ``linprog`` returns, mapped (see :data:`STATUS_MAP`)
     STATUS_MAP: ClassVar[dict[int, Status]] = STATUS_MAP
+    #: forms become affine pieces (LPForm's rows); smooth nonlinear forms are refused
+    FORMS = affine_pieces_table("scipy")
+    OPTIONS = (
+        Option("options", (dict,) + NONE, None,
+               "linprog(method='highs') options, merged over DEFAULT_OPTIONS; tried on a one-variable LP when the"
+               " backend is built.",
+               "a dict of linprog(method='highs') options (name: value), or None", string_keys),
+    )
 
-    def __init__(self, options: dict[str, Any] | None = None):
-        if options is not None and not isinstance(options, dict):
-            raise BackendOptionError(f"the scipy backend's options must be a dict of linprog options, got {options!r}.")
-        self.options = {**DEFAULT_OPTIONS, **(options or {})}
+    options: dict[str, Any]
+
+    def _configure(self) -> None:
+        given = dict(self.options or {})
+        for neutral, key, on in (("time_limit", "time_limit", self.time_limit is not None),
+                                 ("verbose", "disp", self.verbose)):
+            if on and key in given:
+                refuse_both(self.name, neutral, "options", key)
+        if self.verbose:
+            given["disp"] = True
+        self.options = {**DEFAULT_OPTIONS, **given}
         _check_options(self.options)
 
     @classmethod
@@ -96,8 +116,8 @@ def _check_options(options: dict[str, Any]) -> None:
             f" linprog(method='highs') does not take; it takes {', '.join(map(repr, known))}.",
             [str(key) for key in unknown],
         )
-    try:
-        linprog([1.0], bounds=[(0.0, 1.0)], method="highs", options=options)
+    try:  # quietly: the trial is not a solve the user asked to watch
+        linprog([1.0], bounds=[(0.0, 1.0)], method="highs", options={**options, "disp": False})
     except (TypeError, ValueError) as exc:
         reason = " ".join(str(exc).split())  # SciPy's message spans lines; keep the error to one
         raise BackendOptionError(f"the scipy backend's linprog options {options!r} are refused: {reason[:300]}") from exc
@@ -139,11 +159,17 @@ class CompiledScipy(CompiledProgram):
         upper = self._upper[np.isfinite(row_upper[self._upper])]
         a_ub = sp.vstack([matrix[upper], -matrix[self._lower]]).tocsr()
         b_ub = np.concatenate([row_upper[upper], -form.row_lower[self._lower]])
+        options = self.backend.options
+        left = self.time_left()
+        if left is not None:
+            if left <= 0:
+                return self.time_limit_reached("before linprog started", "scipy linprog (HiGHS)")
+            options = {**options, "time_limit": left}
         started = time.perf_counter()
         res = linprog(-form.cost, A_ub=a_ub if a_ub.shape[0] else None, b_ub=b_ub if b_ub.size else None,
                       A_eq=matrix[self._equal] if self._equal.size else None,
                       b_eq=form.row_upper[self._equal] if self._equal.size else None,
-                      bounds=self._bounds, method="highs", options=self.backend.options)
+                      bounds=self._bounds, method="highs", options=options)
         solver_time = time.perf_counter() - started  # linprog reports no run time of its own
         status = _status(int(res.status), str(res.message))
         x = np.asarray(res.x, dtype=float)[: program.n_vars] if status is Status.OPTIMAL else None

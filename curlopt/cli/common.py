@@ -23,7 +23,8 @@ def parse_params(items: list[str] | None, flag: str = "--param") -> dict[str, An
 
     ``true``/``false``/``null`` (any case, as in a study file) are read as ``True``/``False``/``None`` too.
 
-    ``flag`` names the option in messages (``--param``, ``--option``).
+    ``flag`` names the option in messages (``--param``, ``--option``). A key given twice with different values
+    is refused (naming both), rather than the last one silently winning.
     """
     params: dict[str, Any] = {}
     for item in items or []:
@@ -31,16 +32,47 @@ def parse_params(items: list[str] | None, flag: str = "--param") -> dict[str, An
         key = key.strip()
         if not sep or not key.isidentifier():
             raise CurloptError(f"{flag} takes key=value (e.g. {flag} {_EXAMPLES.get(flag, 'key=1')}), got {item!r}.")
-        text = raw.strip()
-        if text.lower() in _WORDS:  # the TOML spelling a study file uses: the same option, the same value
-            params[key] = _WORDS[text.lower()]
-            continue
-        try:
-            value = ast.literal_eval(text)
-        except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):  # not a literal: a string
-            value = text
+        value = _literal(raw.strip())
+        if key in params and not _same(params[key], value):
+            raise CurloptError(f"{flag} {key}={params[key]!r} and {flag} {key}={value!r} contradict each other;"
+                               f" give {flag} {key} once.")
         params[key] = value
     return params
+
+
+def _literal(text: str) -> Any:
+    if text.lower() in _WORDS:  # the TOML spelling a study file uses: the same option, the same value
+        return _WORDS[text.lower()]
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):  # not a literal: a string
+        return text
+
+
+def _same(first: Any, second: Any) -> bool:
+    """Whether two option values are the same option (``1`` and ``1.0`` are; ``1`` and ``True`` are not)."""
+    return type(first) is type(second) and first == second or (
+        not isinstance(first, bool) and not isinstance(second, bool)
+        and isinstance(first, (int, float)) and isinstance(second, (int, float)) and first == second)
+
+
+def merge_options(named: dict[str, tuple[str, Any]], given: dict[str, Any], flag: str = "--option") -> dict[str, Any]:
+    """The options of the named flags (``{option: (flag, value)}``, None values left out) with the ``--option`` ones.
+
+    An ``--option`` that sets the same option as a named flag to another value (``--epochs linear --option
+    trigger=doubling``) is refused with one line naming both, rather than one of them silently winning.
+    """
+    options = {key: value for key, (_, value) in named.items() if value is not None}
+    for key, value in given.items():
+        if key in options and not _same(options[key], value):
+            raise CurloptError(f"{named[key][0]} {_show(options[key])} and {flag} {key}={_show(value)} contradict each"
+                               f" other (both set {key}); give one of them.")
+        options[key] = value
+    return options
+
+
+def _show(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def load_model(env: str, params: list[str] | None) -> CMDP:

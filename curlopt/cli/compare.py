@@ -6,6 +6,7 @@ import json
 
 import typer
 
+from ..errors import CurloptError
 from .app import app
 from .common import load_model
 from .logs import aliased_option, deprecated_alias
@@ -20,29 +21,29 @@ def compare_command(
     deprecated_epochs: int = typer.Option(None, "--epochs", hidden=True, help="Deprecated name of --instances.",
                                           callback=deprecated_alias("epochs", "--epochs", "--instances",
                                                                     "the number of program instances")),
-    size: str = typer.Option(None, "--size", help="S,A of a random model (ENV must be random)."),
+    size: str = typer.Option(None, "--size", help="The model's size: S,A for random; S (or S,16) for queue (S = buffer + 1 states)."),
     param: list[str] = typer.Option(None, "--param", "-p", help="Model parameter key=value (repeatable)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the simulated run and posterior samples."),
     tolerance: float = typer.Option(1e-5, "--tolerance", help="Relative objective tolerance for agreement (a finite number >= 0)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
-    """Print backend, solver, status, objective, largest constraint residual, solve times and iterations."""
+    """Print backend, solver, status, objective, largest constraint residual, solve times and iterations.
+
+    The mean objectives are over the instances every solver solved (the others are listed, with who failed them);
+    a solver the backend does not take the program with is shown as refused; objectives that differ beyond
+    --tolerance on an instance are flagged; and the report says when fewer instances ran than --instances asked.
+    """
     from ..backends.base import solver_output_to_stderr
-    from ..errors import CurloptError
     from ..experiments.compare import check_tolerance, compare_solvers
+    from .logs import note, warn
 
     check_tolerance(tolerance, "--tolerance")
-
     params = list(param or [])
     if size is not None:
-        if env != "random":
-            raise CurloptError("--size builds a random model: use it with ENV = random.")
-        try:
-            n_states, n_actions = (int(v) for v in size.split(","))
-        except ValueError:
-            raise CurloptError(f"--size takes S,A (two integers), got {size!r}.") from None
-        params += [f"n_states={n_states}", f"n_actions={n_actions}"]
+        params += size_params(env, size, params)
     model = load_model(env, params)
+    if size is not None and env == "queue":
+        _check_queue_actions(size, model)
     with solver_output_to_stderr():  # whatever a solver prints goes to stderr: stdout is the report alone
         report = compare_solvers(model, program=program, epochs=epochs, seed=seed, tolerance=tolerance)
     if as_json:
@@ -50,5 +51,55 @@ def compare_command(
     else:
         typer.echo(f"{env}: {report.program} program, {report.instances} instance(s), {model!r}")
         typer.echo(report.table())
+    for line in report.notes:
+        note(line)
+    if report.dropped:
+        note(f"{len(report.dropped)} of {report.instances} instances were left out of the means: not every solver"
+             " solved them.")
     for line in report.disagreements:
-        typer.echo(f"warning: solvers disagree beyond {tolerance:g} (relative): {line}", err=True)
+        warn(f"solvers disagree beyond {tolerance:g} (relative): {line}")
+
+
+def _sizes(size: str, allowed: str) -> list[int]:
+    try:
+        values = [int(v) for v in size.split(",")]
+    except ValueError:
+        raise CurloptError(f"--size takes {allowed}, got {size!r}.") from None
+    return values
+
+
+def size_params(env: str, size: str, given: list[str]) -> list[str]:
+    """The ``--param`` entries ``--size`` stands for: ``n_states``/``n_actions`` (random), ``buffer`` (queue).
+
+    Raises
+    ------
+    CurloptError
+        For a malformed size, a model whose size is fixed, or a size also given with ``--param``.
+    """
+    if env == "random":
+        values = _sizes(size, "S,A (two integers)")
+        if len(values) != 2:
+            raise CurloptError(f"--size takes S,A (two integers) for random, got {size!r}.")
+        names: tuple[str, ...] = ("n_states", "n_actions")
+    elif env == "queue":
+        values = _sizes(size, "S or S,A (integers)")
+        if not 1 <= len(values) <= 2 or values[0] < 2:
+            raise CurloptError(f"--size takes S (states, at least 2) or S,A for queue, got {size!r}; the queue has"
+                               " S = buffer + 1 states.")
+        names, values = ("buffer",), [values[0] - 1]
+    else:
+        raise CurloptError(f"--size sizes the random model (S,A) and the queue (S = buffer + 1); {env!r} has a fixed"
+                           " size (or give its own --param values).")
+    for name in names:
+        if any(item.partition("=")[0].strip() == name for item in given):
+            raise CurloptError(f"--size and --param {name}=... both set {name}; give one of them.")
+    return [f"{name}={value}" for name, value in zip(names, values)]
+
+
+def _check_queue_actions(size: str, model) -> None:
+    """The queue's actions are its service x flow grids: an A in --size must match them."""
+    values = _sizes(size, "S or S,A (integers)")
+    if len(values) == 2 and values[1] != model.n_actions:
+        raise CurloptError(f"the queue has A = {model.n_actions} actions (service x flow probabilities), not"
+                           f" {values[1]}; give --size {values[0]} (or --param service=[...] flow=[...] for other"
+                           " grids).")

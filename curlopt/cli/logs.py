@@ -14,8 +14,13 @@ a bar.
 The root options ``--quiet`` (errors only) and ``--verbose`` (debug messages
 too) set the level with :func:`set_level`.
 
-Worker processes of a parallel study (``--jobs`` > 1) keep Python's own warning
-format: the hook is installed in the command's process only.
+Worker processes of a parallel study (a local pool with ``--jobs`` > 1, or Ray)
+do not print warnings themselves: each run's warnings come back with its result
+and are raised again in the command's process
+(:func:`curlopt.experiments.executors.reissue_warnings`), so they print here as
+one ``warning:`` line each (a warning every worker raised, once). Ray's own log
+messages go to the ``curlopt.ray`` logger while a sweep runs on Ray, and print as
+``warning: <message> (from ray)``.
 """
 
 from __future__ import annotations

@@ -30,6 +30,8 @@ def reproduce_command(
     checkpoints: int = typer.Option(100, "--checkpoints", help="About this many log-spaced checkpoints per run."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bars on stderr."),
     figures: bool = typer.Option(True, "--figures/--no-figures", help="Write the figures (needs matplotlib)."),
+    max_runs: int = typer.Option(None, "--max-runs", min=1, help="Allow up to this many runs (default 5,000); more are refused before anything runs."),
+    wait: bool = typer.Option(False, "--wait", help="When another sweep is writing the output folder, wait for it to finish instead of stopping."),
 ) -> None:
     """Run the experiment (resumable) through the study runner, then write its run traces, summary tables and figures.
 
@@ -50,7 +52,8 @@ def reproduce_command(
             result = reproduce(
                 experiment, profile=profile, full=full, seeds=seeds, steps=steps, jobs=jobs, executor=executor,
                 address=address, backend=backend, out=out, algorithms=keys, tightness=tightness,
-                checkpoints=checkpoints, progress=progress, figures=figures, echo=typer.echo,
+                checkpoints=checkpoints, progress=progress, figures=figures, echo=typer.echo, max_runs=max_runs,
+                wait=wait,
             )
     except KeyboardInterrupt as exc:  # Ctrl-C (exit 130) or SIGTERM (exit 143)
         exit_interrupted(exc)

@@ -7,7 +7,7 @@ import json
 import typer
 
 from .app import app
-from .common import load_model, parse_params
+from .common import load_model, merge_options, parse_params
 
 
 @app.command("run")
@@ -31,14 +31,18 @@ def run_command(
 ) -> None:
     """Run an agent for T steps and print its summary (final f(λ^), R(T), g_m, C(T), epochs, fallbacks, time).
 
-    `curlopt agents` lists the agents and every option they take, with its default.
+    `curlopt agents` lists the agents and every option they take, with its default. An --option that contradicts
+    a named option (--epochs linear --option trigger=doubling) is refused. A run in which more than half of the
+    epochs failed to solve ends with a warning and exit status 1 (the summary is printed and the trace written).
     """
     from ..agents import AGENTS, make_agent
     from ..envs import make
     from ..errors import CurloptError
     from ..experiments import run
+    from ..experiments.outputs.solve_failures import failed_solves_warning
     from ..experiments.simulation.loop import MAX_CHECKPOINTS, MAX_STEPS
     from ..fileio import check_output_file, write_error
+    from .logs import warn
 
     # Every argument is checked before any work, the output path included (created, and written to once).
     if not 2 <= checkpoints <= MAX_CHECKPOINTS:
@@ -51,10 +55,10 @@ def run_command(
         check_output_file(out)
     model = load_model(env, param)
     # Only the options the user gave: an agent refuses one it does not take, by name.
-    given = {"trigger": epochs, "backend": backend, "tightness_constant": tightness,
-             "horizon_lower_bound": horizon_lower_bound, "prior": prior}
-    options = {key: value for key, value in given.items() if value is not None}
-    options.update(parse_params(option, "--option"))
+    named = {"trigger": ("--epochs", epochs), "backend": ("--backend", backend),
+             "tightness_constant": ("--tightness", tightness),
+             "horizon_lower_bound": ("--horizon-lower-bound", horizon_lower_bound), "prior": ("--prior", prior)}
+    options = merge_options(named, parse_params(option, "--option"))
     if "seed" in options:
         value = options["seed"]
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -73,14 +77,19 @@ def run_command(
         except OSError as exc:  # e.g. the disk filled up during the run: the summary is still printed
             failure = write_error(out, exc)
     summary = trace.summary()
+    unsolved = failed_solves_warning(trace)
     if as_json:
-        typer.echo(json.dumps({"meta": trace.meta, "summary": summary, "trace": None if failure else out}, indent=2))
+        typer.echo(json.dumps({"meta": trace.meta, "summary": summary, "trace": None if failure else out,
+                               "warnings": [unsolved] if unsolved else []}, indent=2))
     else:
         _print_summary(trace, summary, model)
         if out is not None and failure is None:
             typer.echo(f"trace        {out}")
     if failure is not None:
         raise failure
+    if unsolved is not None:  # the run is kept (its trace written), but it did not do what was asked
+        warn(unsolved)
+        raise typer.Exit(code=1)
 
 
 def _print_summary(trace, summary, model) -> None:

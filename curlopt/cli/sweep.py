@@ -23,6 +23,8 @@ def sweep_command(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bars on stderr."),
     figures: bool = typer.Option(True, "--figures/--no-figures", help="Write the figures (needs matplotlib)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Check the study and print its plan; run and write nothing."),
+    max_runs: int = typer.Option(None, "--max-runs", min=1, help="Allow a study of up to this many runs (default: the study's max_runs, else 5,000); a larger one is refused before anything is expanded."),
+    wait: bool = typer.Option(False, "--wait", help="When another sweep is writing the output folder, wait for it to finish instead of stopping."),
 ) -> None:
     """Run a study file (resumable): every configuration of its grid × its seeds, then the summary and figures.
 
@@ -30,6 +32,12 @@ def sweep_command(
     a mistake stops it with one line naming the key, before any run. Each configuration has its own folder,
     runs/<setting>/<algorithm>/<configuration>/, so changing an option never overwrites earlier runs; re-running
     the same command skips the runs already finished.
+
+    The run count (configurations x seeds) is checked before the grid is expanded: above the limit (--max-runs,
+    or max_runs in [study]) the study stops with its counts. One sweep at a time writes an output folder: it holds
+    study.lock there while it runs, and a second sweep on the folder stops with one line naming the holder (pid,
+    host, start time), or waits with --wait. A run in which most epochs failed to solve is kept, warned about, and
+    makes the command exit 1.
     """
     from ..experiments.runner import run_study
     from ..fileio import WriteError, check_output_dir
@@ -43,7 +51,7 @@ def sweep_command(
     try:
         with sigterm_interrupts(), forced_jobs(force_jobs):
             result = run_study(study, jobs=jobs, executor=executor, address=address, out=out, progress=progress,
-                               figures=figures, dry_run=dry_run, echo=typer.echo)
+                               figures=figures, dry_run=dry_run, echo=typer.echo, max_runs=max_runs, wait=wait)
     except KeyboardInterrupt as exc:  # Ctrl-C (exit 130) or SIGTERM (exit 143)
         exit_interrupted(exc)
     if not dry_run:
@@ -69,8 +77,12 @@ def forced_jobs(force: bool) -> Iterator[None]:
             os.environ[FORCE_JOBS_VARIABLE] = previous
 
 
+#: the mostly unsolved runs listed one per line (the count of all of them follows)
+_LISTED = 10
+
+
 def report(result) -> None:
-    """The summary tables and where the files are; the failed runs (exit 1) if any."""
+    """The summary tables and where the files are; the failed runs and those mostly unsolved (exit 1) if any."""
     typer.echo("")
     if result.summary_md is not None:
         text = result.summary_md.read_text(encoding="utf-8")
@@ -86,9 +98,19 @@ def report(result) -> None:
         typer.echo(f"figures      {result.figures[0].parent}/  ({len(result.figures)} files)")
     if getattr(result, "report", None):
         typer.echo(f"report       {result.report}")
+    from .logs import warn
+
+    for task, message in result.unsolved[:_LISTED]:
+        warn(f"run {task.key}: {message}")
     if result.failed:
         typer.echo(f"error: {len(result.failed)} runs failed; the summary leaves them out. Run the command again to retry:",
                    err=True)
         for task, message in result.failed:
             typer.echo(f"  {task.key}: {message}", err=True)
+    if result.unsolved:
+        more = len(result.unsolved) - _LISTED
+        warn(f"{len(result.unsolved)} of {len(result.tasks)} runs had most epochs unsolved"
+             + (f" (the first {_LISTED} are listed above)" if more > 0 else " (listed above)")
+             + "; the summary keeps them")
+    if result.failed or result.unsolved:
         sys.exit(1)

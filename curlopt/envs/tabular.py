@@ -12,6 +12,12 @@ reproduce this environment's trajectory exactly):
 ``cumulative_initial = cumsum(model.initial)`` and
 ``cumulative_kernel = cumsum(model.kernel, axis=2)``. Nothing else draws from
 ``np_random``.
+
+A model stored sparse (:attr:`curlopt.CMDP.sparse`) is stepped from its CSR rows instead:
+``cumulative_transitions`` holds, row ``s·A + a``, the cumulative sums over the row's stored successors, and
+``step`` moves to the successor at ``min(searchsorted(row, u, side="right"), len(row) − 1)``. Those sums are the
+dense table's values at the stored successors (:mod:`curlopt.models.sampling`), so the same model stored sparse
+or dense gives the same trajectory for the same seed; the memory is linear in the kernel's nonzeros.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from gymnasium import spaces
 
 from ..errors import EnvError
 from ..models.cmdp import CMDP
+from ..models.sampling import cumulative_transitions
 
 __all__ = ["TabularCMDPEnv"]
 
@@ -60,8 +67,10 @@ class TabularCMDPEnv(gymnasium.Env):
     ----------
     model : CMDP
         The model behind the environment.
-    cumulative_kernel : ndarray, shape (S, A, S)
-        ``cumsum(model.kernel, axis=2)`` (read-only).
+    cumulative_kernel : ndarray, shape (S, A, S), or None
+        ``cumsum(model.kernel, axis=2)`` (read-only); None for a model stored sparse.
+    cumulative_transitions : scipy.sparse.csr_array, shape (S·A, S), or None
+        For a model stored sparse: its rows' cumulative sums over their stored successors (read-only); else None.
     cumulative_initial : ndarray, shape (S,)
         ``cumsum(model.initial)`` (read-only).
     state : int or None
@@ -79,7 +88,7 @@ class TabularCMDPEnv(gymnasium.Env):
     def __init__(self, model: CMDP, render_mode: str | None = None):
         if not isinstance(model, CMDP):
             raise EnvError(f"model must be a curlopt CMDP, got {type(model).__name__}.")
-        if model.kernel is None:
+        if not model.sparse and model.kernel is None:
             raise EnvError(f"model {model.name!r} has no kernel; an environment needs one to simulate transitions.")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise EnvError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}.")
@@ -87,9 +96,14 @@ class TabularCMDPEnv(gymnasium.Env):
         self.render_mode = render_mode
         self.observation_space = spaces.Discrete(model.n_states)
         self.action_space = spaces.Discrete(model.n_actions)
-        self.cumulative_kernel = np.cumsum(model.kernel, axis=2)
+        self.cumulative_kernel: np.ndarray | None = None
+        self.cumulative_transitions = None
+        if model.sparse:
+            self.cumulative_transitions = cumulative_transitions(model.transitions)
+        else:
+            self.cumulative_kernel = np.cumsum(model.kernel, axis=2)
+            self.cumulative_kernel.setflags(write=False)
         self.cumulative_initial = np.cumsum(model.initial)
-        self.cumulative_kernel.setflags(write=False)
         self.cumulative_initial.setflags(write=False)
         self.state: int | None = None
         self._last: tuple[int, int] | None = None
@@ -98,6 +112,14 @@ class TabularCMDPEnv(gymnasium.Env):
         # One uniform per draw, inverse-CDF: the contract in the module docstring.
         u = self.np_random.random()
         return min(int(np.searchsorted(cumulative, u, side="right")), self.model.n_states - 1)
+
+    def _draw_successor(self, row: int) -> int:
+        # The same single uniform, inverse-CDF over the row's stored successors only.
+        table = self.cumulative_transitions
+        start, end = int(table.indptr[row]), int(table.indptr[row + 1])
+        u = self.np_random.random()
+        position = min(int(np.searchsorted(table.data[start:end], u, side="right")), end - start - 1)
+        return int(table.indices[start + position])
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Start a new trajectory from the model's initial distribution.
@@ -150,7 +172,10 @@ class TabularCMDPEnv(gymnasium.Env):
             raise EnvError("call reset() before step().")
         a = _index(action, self.model.n_actions, "action")
         s = self.state
-        self.state = self._draw(self.cumulative_kernel[s, a])
+        if self.cumulative_kernel is not None:
+            self.state = self._draw(self.cumulative_kernel[s, a])
+        else:
+            self.state = self._draw_successor(s * self.model.n_actions + a)
         self._last = (s, a)
         info = {"rewards": self.model.rewards[:, s, a].copy(), "costs": self.model.costs[:, s, a].copy()}
         return np.int64(self.state), float(self.model.rewards[0, s, a]), False, False, info

@@ -13,6 +13,21 @@ loop's simulator): a fixed random policy is played, and the counts are taken at
 
 Each backend and solver compiles its own copy of the program once and re-solves it
 after every update, as an agent would.
+
+What the report compares:
+
+* a solver the backend does not offer for the program (the backend refuses it
+  when compiling: it cannot express a utility) is *refused*, not failed, and
+  left out of the comparison; so is one whose compilation failed (*error*), and
+  one that solved no instance at all (listed as such);
+* the mean objective is taken over the instances **every** compared solver
+  solved, the same instances for every row, so the means can be compared; the
+  instances left out are listed with the solvers that did not solve them;
+* objectives disagree on an instance when ``high - low > tolerance * max(1, |high|)``
+  over the solvers that solved it (relative, default 1e-5); each disagreement
+  is listed, and the report says when there is none;
+* when fewer instances run than were asked (the ``optimum`` program has one;
+  snapshot times that coincide give fewer), the report says so and why.
 """
 
 from __future__ import annotations
@@ -34,9 +49,14 @@ from ..programs.tightness import tightness
 from ..backends.results import ProgramVariant, Status
 from .simulation.loop import ChainSimulator
 
-__all__ = ["PROGRAMS", "SolverRow", "ComparisonReport", "compare_solvers", "program_instances", "check_tolerance"]
+__all__ = ["PROGRAMS", "MAX_INSTANCES", "SolverRow", "ComparisonReport", "compare_solvers", "program_instances",
+           "check_tolerance"]
 
 PROGRAMS = ("optimum", "optimistic", "sampled")
+#: the most instances a comparison takes (each one is 2,000 more simulated steps and a solve per solver)
+MAX_INSTANCES = 1_000
+#: simulated steps per instance asked
+_STEPS_PER_INSTANCE = 2_000
 
 
 @dataclass
@@ -54,9 +74,29 @@ class SolverRow:
     #: the first message of a non-optimal solve, if any
     failure: str = ""
 
+    @property
+    def refused(self) -> bool:
+        """The backend does not take the program with this solver (it said so when compiling)."""
+        return self.error.startswith("refused")
+
+    @property
+    def ran(self) -> bool:
+        """The row ran every instance (it was neither refused nor stopped by an error)."""
+        return not self.error
+
+    @property
+    def compared(self) -> bool:
+        """The row ran every instance and solved at least one: its objectives enter the comparison."""
+        return self.ran and any(self.solved(i) for i in range(len(self.statuses)))
+
+    def solved(self, instance: int) -> bool:
+        """Whether this solver solved ``instance`` (a status with a solution and a finite objective)."""
+        return (instance < len(self.statuses) and Status(self.statuses[instance]).has_solution
+                and math.isfinite(self.objectives[instance]))
+
     def status_summary(self) -> str:
         if self.error:
-            return "refused" if self.error.startswith("refused") else "error"
+            return "refused" if self.refused else "error"
         counts: dict[str, int] = {}
         for status in self.statuses:
             counts[status] = counts.get(status, 0) + 1
@@ -77,27 +117,63 @@ class SolverRow:
 
 @dataclass
 class ComparisonReport:
-    """All rows, and the instances on which solvers disagree beyond the tolerance."""
+    """All rows; the instances every compared solver solved; disagreements beyond the tolerance; notes.
+
+    Attributes
+    ----------
+    program : str
+    instances : int
+        Instances run.
+    rows : list of SolverRow
+    tolerance : float
+        Relative objective tolerance of the agreement check.
+    disagreements : list of str
+        One line per instance whose objectives differ beyond the tolerance.
+    requested : int
+        Instances asked for (``--instances``); see ``notes`` when more than ``instances``.
+    common : list of int
+        The instances every compared solver (not refused, no error) solved: the means are over these.
+    dropped : list of str
+        One line per instance left out of the means, naming the solvers that did not solve it and how they ended.
+    notes : list of str
+        Why fewer instances ran than were asked.
+    """
 
     program: str
     instances: int
     rows: list[SolverRow]
     tolerance: float
     disagreements: list[str]
+    requested: int = 0
+    common: list[int] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"program": self.program, "instances": self.instances, "tolerance": self.tolerance,
-                "rows": [r.to_dict() for r in self.rows], "disagreements": self.disagreements}
+        rows = []
+        for row in self.rows:
+            entry = row.to_dict()
+            entry["mean_objective"] = self.mean_objective(row)
+            rows.append(entry)
+        return {"program": self.program, "instances": self.instances, "requested": self.requested,
+                "tolerance": self.tolerance, "compared_instances": self.common, "dropped": self.dropped,
+                "notes": self.notes, "rows": rows, "disagreements": self.disagreements}
+
+    def mean_objective(self, row: SolverRow) -> float | None:
+        """The row's mean objective over :attr:`common` (None when it is not compared or nothing is common)."""
+        if not row.compared or not self.common:
+            return None
+        return float(np.mean([row.objectives[i] for i in self.common]))
 
     def table(self) -> str:
         header = ("backend", "solver", "status", "mean objective", "max residual", "mean time", "max time", "iterations")
         lines = []
         for row in self.rows:
             d = row.to_dict()
-            ok = [o for o, s in zip(row.objectives, row.statuses) if Status(s).has_solution and math.isfinite(o)]
+            mean = self.mean_objective(row)
             lines.append((
                 row.backend, row.solver, d["status"],
-                f"{np.mean(ok):.9g}" if ok else "-",
+                f"{mean:.9g}" if mean is not None else "-",
                 f"{d['max_residual']:.1e}" if d["max_residual"] is not None else "-",
                 f"{1e3 * d['mean_time']:.2f} ms" if d["mean_time"] is not None else "-",
                 f"{1e3 * d['max_time']:.2f} ms" if d["max_time"] is not None else "-",
@@ -107,10 +183,36 @@ class ComparisonReport:
         out = ["  ".join(str(x).ljust(w) for x, w in zip(header, widths))]
         out.append("  ".join("-" * w for w in widths))
         out += ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)) for line in lines]
+        return "\n".join(out + self.explanation())
+
+    def explanation(self) -> list[str]:
+        """The lines under the table: what the means are over, agreement, notes, and each row's trouble."""
+        out = [self._means_line()] + [f"  dropped {line}" for line in self.dropped]
+        idle = [f"{r.backend}/{r.solver}" for r in self.rows if r.ran and not r.compared]
+        if idle:
+            out.append(f"left out of the means: {', '.join(idle)} (solved no instance).")
+        if self.disagreements:
+            out.append(f"DISAGREEMENT beyond {self.tolerance:g} (relative) on {len(self.disagreements)} instance(s):")
+            out += [f"  {line}" for line in self.disagreements]
+        elif sum(1 for r in self.rows if r.compared) >= 2:
+            out.append(f"agreement: on every instance, the solvers that solved it agree within {self.tolerance:g}"
+                       " (relative: high - low <= tolerance * max(1, |high|)).")
+        out += [f"note: {note}" for note in self.notes]
         for row in self.rows:
             if row.error or row.failure:
                 out.append(f"{row.backend}/{row.solver}: {row.error or row.failure}")
-        return "\n".join(out)
+        return out
+
+    def _means_line(self) -> str:
+        compared = [r for r in self.rows if r.compared]
+        if not compared:
+            return "mean objective: none, no solver solved any instance (see below)."
+        if not self.common:
+            return (f"mean objective: none, no instance of the {self.instances} was solved by every compared solver"
+                    f" ({len(compared)}); see below.")
+        which = ", ".join(map(str, self.common)) if len(self.common) <= 10 else f"{len(self.common)} instances"
+        return (f"mean objective: over the {len(self.common)} of {self.instances} instance(s) every compared solver"
+                f" solved ({which})" + (f"; {len(self.dropped)} dropped:" if self.dropped else "."))
 
 
 def _simulate_counts(model: CMDP, steps: int, snapshots: int, rng: np.random.Generator) -> list[tuple[int, np.ndarray]]:
@@ -122,7 +224,8 @@ def _simulate_counts(model: CMDP, steps: int, snapshots: int, rng: np.random.Gen
     S, A = model.n_states, model.n_actions
     policy = rng.dirichlet(np.ones(A), size=S)
     simulator = ChainSimulator(model.kernel, *rng.spawn(2))
-    times = np.unique(np.geomspace(max(10, S * A), steps, snapshots).astype(int))
+    start = max(10, S * A)  # about one visit per pair
+    times = np.unique(np.geomspace(start, max(steps, 10 * start), snapshots).astype(int))
     counts = np.zeros(S * A * S)
     out = []
     done = 0
@@ -140,12 +243,13 @@ def program_instances(model: CMDP, program: str, epochs: int, seed: int = 0) -> 
         raise CurloptError(f"program must be one of {', '.join(PROGRAMS)}, got {program!r}.")
     if model.kernel is None:
         raise CurloptError(f"model {model.name!r} has no kernel to simulate from.")
-    if not isinstance(epochs, int) or epochs < 1:
-        raise CurloptError(f"epochs must be an integer >= 1, got {epochs!r}.")
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or not 1 <= epochs <= MAX_INSTANCES:
+        raise CurloptError(f"the number of instances must be an integer between 1 and {MAX_INSTANCES:,}, got"
+                           f" {epochs!r}.")
     if program == "optimum":
         return OccupancyProgram, [{"kernel": model.kernel, "epsilon": 0.0}]
     rng = np.random.default_rng(seed)
-    snapshots = _simulate_counts(model, steps=2_000 * epochs, snapshots=epochs, rng=rng)
+    snapshots = _simulate_counts(model, steps=_STEPS_PER_INSTANCE * epochs, snapshots=epochs, rng=rng)
     if program == "optimistic":
         return OptimisticProgram, [{"counts": n, "time": t, "epsilon": tightness(t)} for t, n in snapshots]
     return OccupancyProgram, [{"kernel": _dirichlet(rng, n), "epsilon": tightness(t)} for t, n in snapshots]
@@ -180,7 +284,8 @@ def compare_solvers(model: CMDP, program: str = "optimistic", epochs: int = 10, 
         A model with a known kernel.
     program : {"optimum", "optimistic", "sampled"}
     epochs : int
-        Number of instances (``optimum`` has one).
+        Number of instances asked for, at most :data:`MAX_INSTANCES` (``optimum`` has one; the report's
+        ``notes`` say when fewer run).
     seed : int
         Seed of the simulated run and the posterior samples.
     tolerance : float
@@ -188,10 +293,17 @@ def compare_solvers(model: CMDP, program: str = "optimistic", epochs: int = 10, 
     backends : list of str, optional
         Restrict to these backends (default: every installed one).
 
+    Returns
+    -------
+    ComparisonReport
+        Means over the instances every compared solver solved (the others listed as dropped), and the
+        disagreements beyond ``tolerance``.
+
     Raises
     ------
     CurloptError
-        For a tolerance that is not a finite number >= 0 (NaN would silence every disagreement).
+        For a tolerance that is not a finite number >= 0 (NaN would silence every disagreement), or a number of
+        instances out of range.
     """
     tolerance = check_tolerance(tolerance)
     cls, instances = program_instances(model, program, epochs, seed)
@@ -199,32 +311,64 @@ def compare_solvers(model: CMDP, program: str = "optimistic", epochs: int = 10, 
     rows: list[SolverRow] = []
     for name in names:
         for label, options in backend_class(name).solver_variants():
-            row = SolverRow(name, label)
-            rows.append(row)
-            try:
-                compiled = get_backend(name, **options).compile(cls(model, **instances[0]))
-            except UnsupportedUtilityError as exc:
-                row.error = f"refused: {exc}"
-                continue
-            except CurloptError as exc:
-                row.error = str(exc)
-                continue
-            for data in instances:
-                compiled.program.update(**data)
-                started = time.perf_counter()
-                try:
-                    result = compiled.solve()
-                except UtilityCodeError as exc:  # the utility's own code failed: no solver can help
-                    row.error = str(exc)
-                    break
-                row.times.append(time.perf_counter() - started)
-                row.statuses.append(result.status.value)
-                row.objectives.append(result.objective)
-                row.iterations.append(result.iterations or 0)
-                row.residuals.append(_residual(compiled.program, result))
-                if not result.status.has_solution and not row.failure:
-                    row.failure = f"{result.status.value}: {result.message}"
-    return ComparisonReport(program, len(instances), rows, tolerance, _disagreements(rows, len(instances), tolerance))
+            rows.append(_run_variant(SolverRow(name, label), name, options, cls, model, instances))
+    common, dropped = _common_instances(rows, len(instances))
+    return ComparisonReport(program, len(instances), rows, tolerance, _disagreements(rows, len(instances), tolerance),
+                            requested=epochs, common=common, dropped=dropped,
+                            notes=_fewer_instances(program, epochs, len(instances)))
+
+
+def _run_variant(row: SolverRow, name: str, options: dict, cls: type, model: CMDP,
+                 instances: list[dict[str, Any]]) -> SolverRow:
+    """Compile the program once for one backend and solver, then solve every instance in turn (as an agent would)."""
+    try:
+        compiled = get_backend(name, **options).compile(cls(model, **instances[0]))
+    except UnsupportedUtilityError as exc:
+        row.error = f"refused: {exc}"
+        return row
+    except CurloptError as exc:
+        row.error = str(exc)
+        return row
+    for data in instances:
+        compiled.program.update(**data)
+        started = time.perf_counter()
+        try:
+            result = compiled.solve()
+        except UtilityCodeError as exc:  # the utility's own code failed: no solver can help
+            row.error = str(exc)
+            break
+        row.times.append(time.perf_counter() - started)
+        row.statuses.append(result.status.value)
+        row.objectives.append(result.objective)
+        row.iterations.append(result.iterations or 0)
+        row.residuals.append(_residual(compiled.program, result))
+        if not result.status.has_solution and not row.failure:
+            row.failure = f"{result.status.value}: {result.message}"
+    return row
+
+
+def _common_instances(rows: list[SolverRow], count: int) -> tuple[list[int], list[str]]:
+    """The instances every compared row solved, and a line per other instance naming who did not solve it."""
+    compared = [r for r in rows if r.compared]
+    common, dropped = [], []
+    for i in range(count):
+        missing = [f"{r.backend}/{r.solver} {r.statuses[i] if i < len(r.statuses) else 'not run'}"
+                   for r in compared if not r.solved(i)]
+        if missing:
+            dropped.append(f"instance {i}: not solved by " + ", ".join(missing))
+        else:
+            common.append(i)
+    return (common, dropped) if compared else ([], [])
+
+
+def _fewer_instances(program: str, requested: int, ran: int) -> list[str]:
+    """Why fewer instances ran than were asked for (empty when as many ran)."""
+    if ran >= requested:
+        return []
+    if program == "optimum":
+        return [f"{requested} instances were asked for, but the optimum program has one (the true kernel, ε = 0)."]
+    return [f"{requested} instances were asked for, but {ran} ran: some log-spaced snapshot times of the simulated run"
+            f" coincide after rounding to whole steps."]
 
 
 def _residual(program: Program, result) -> float:
@@ -235,10 +379,10 @@ def _residual(program: Program, result) -> float:
 
 
 def _disagreements(rows: list[SolverRow], count: int, tolerance: float) -> list[str]:
+    """One line per instance where the objectives of the solvers that solved it differ beyond the tolerance."""
     out = []
     for i in range(count):
-        values = {(r.backend, r.solver): r.objectives[i] for r in rows
-                  if not r.error and Status(r.statuses[i]).has_solution and math.isfinite(r.objectives[i])}
+        values = {(r.backend, r.solver): r.objectives[i] for r in rows if r.compared and r.solved(i)}
         if len(values) < 2:
             continue
         low, high = min(values.values()), max(values.values())

@@ -27,6 +27,14 @@ results do not depend on the executor: a run's trace is a function of its task
     have ``curlopt`` installed. A Ray session that was already initialised (e.g.
     by the caller) is used and left running; one started here is shut down.
 
+Warnings: a warning raised in a worker process (a local pool's or Ray's) is
+caught there and raised again in the process that runs the sweep, at its
+original place (:func:`reissue_warnings`), so it goes through that process's
+filters and logging: the command line prints it as one ``warning:`` line, and
+a warning every worker raises (a model that is not ergodic) once, as when the
+runs share one process. Ray's own log messages go to the ``curlopt.ray`` logger
+while a sweep runs on Ray (:func:`ray_logs_to_curlopt`).
+
 Per-run progress bars (the learning loop's bar, shown for runs of 50,000 steps
 or more): in this process they nest under the overall bar; in a local pool,
 each worker process draws its run's bar on its own line below the overall bar
@@ -37,12 +45,15 @@ by line to the driver, so bars would become log spam).
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
 import threading
 import time as clock
 import traceback
+import warnings
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ..errors import CurloptError
@@ -141,6 +152,58 @@ def _run_guarded(task: "Task", progress: bool | None) -> tuple["Trace | None", s
         return None, f"{type(exc).__name__}: {exc} (at {os.path.basename(where.filename)}:{where.lineno})"
 
 
+# -- warnings of other processes --------------------------------------------------------------------------------------
+#: a warning raised in a worker, as sent back: (message, category, filename, line number, module)
+CaughtWarning = tuple[str, type, str, int, str]
+
+
+def _run_catching(task: "Task", progress: bool | None) -> tuple["Trace | None", str | None, list[CaughtWarning]]:
+    """:func:`_run_guarded` in a worker process, with the warnings it raised caught and returned (each once).
+
+    A worker's own ``warnings.showwarning`` would print Python's two-line format on the worker's stderr; the
+    process that started the sweep shows them instead (:func:`reissue_warnings`), through its own filters and
+    logging.
+    """
+    found: dict[tuple, CaughtWarning] = {}  # each distinct warning once, however often it is raised
+
+    def collect(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ARG001
+        key = (str(message), category, filename, lineno)
+        if key in found:
+            return
+        text = str(message)
+        if not _picklable(category):  # a class defined where the parent cannot find it by name
+            text, category = f"{category.__name__}: {text}", UserWarning
+        found[key] = (text, category, filename, lineno, os.path.splitext(os.path.basename(filename))[0])
+
+    with warnings.catch_warnings():
+        # Each distinct warning of a place reaches the parent (once per task, as a run in one process shows it),
+        # whose filters decide what is shown; "always" would cost a call here for every repeat in a hot loop.
+        warnings.simplefilter("default")
+        warnings.showwarning = collect
+        trace, error = _run_guarded(task, progress)
+    return trace, error, list(found.values())
+
+
+def _picklable(category: type) -> bool:
+    import pickle
+
+    try:
+        return pickle.loads(pickle.dumps(category)) is category
+    except Exception:  # noqa: BLE001 - a class defined where it cannot be found again by name
+        return False
+
+
+def reissue_warnings(caught: Iterable[CaughtWarning], registry: dict) -> None:
+    """Raise warnings caught in a worker again in this process, as if raised here at their place.
+
+    They go through this process's filters and ``warnings.showwarning`` (the command line prints each as one
+    ``warning:`` line); ``registry`` is shared by one sweep's workers, so a warning every worker raised (e.g.
+    a model that is not ergodic) is shown once, as it would be when the runs share one process.
+    """
+    for text, category, filename, lineno, module in caught:
+        warnings.warn_explicit(text, category, filename, lineno, module=module, registry=registry)
+
+
 # -- local ----------------------------------------------------------------------------------------------------------
 _worker_state: dict[str, Any] = {"slot": None}
 
@@ -198,8 +261,8 @@ def _init_worker(lock, counter, per_run_progress: bool, parent: int | None = Non
         auto.tqdm = _Positioned
 
 
-def _pool_task(task: "Task", per_run_progress: bool) -> tuple["Trace | None", str | None]:
-    return _run_guarded(task, None if per_run_progress else False)
+def _pool_task(task: "Task", per_run_progress: bool) -> tuple["Trace | None", str | None, list[CaughtWarning]]:
+    return _run_catching(task, None if per_run_progress else False)
 
 
 class LocalExecutor:
@@ -242,18 +305,21 @@ class LocalExecutor:
                                    initargs=(lock, counter, per_run_progress, os.getpid()))
         futures = {pool.submit(_pool_task, task, per_run_progress): task for task in tasks}
         finished = False
+        registry: dict = {}
         try:
             remaining = set(futures)
             while remaining:
                 done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
                 for future in done:
                     task = futures[future]
+                    caught: list[CaughtWarning] = []
                     try:
-                        trace, error = future.result()
+                        trace, error, caught = future.result()
                     except BrokenProcessPool as exc:
                         trace, error = None, f"a worker process died ({exc}); run the command again to resume"
                     except Exception as exc:  # e.g. a result that could not be unpickled
                         trace, error = None, f"{type(exc).__name__}: {exc}"
+                    reissue_warnings(caught, registry)
                     yield task, trace, error
             finished = True
         finally:
@@ -276,8 +342,43 @@ def _import_ray():
     return ray
 
 
-def _ray_task(task: "Task") -> tuple["Trace | None", str | None]:
-    return _run_guarded(task, False)
+def _ray_task(task: "Task") -> tuple["Trace | None", str | None, list[CaughtWarning]]:
+    return _run_catching(task, False)
+
+
+#: the logger Ray's own messages are sent to while a sweep runs on Ray (a child of the ``curlopt`` logger)
+RAY_LOGGER = logging.getLogger("curlopt.ray")
+
+
+class _ToCurloptLogger(logging.Handler):
+    """Re-logs Ray's records on :data:`RAY_LOGGER` as one line each, ``<message> (from ray)``."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = " ".join(record.getMessage().split())
+        except Exception:  # noqa: BLE001 - a record that cannot be formatted is not worth a crash
+            text = " ".join(str(record.msg).split())
+        RAY_LOGGER.log(record.levelno, "%s (from ray)", text)
+
+
+@contextmanager
+def ray_logs_to_curlopt() -> Iterator[None]:
+    """Within the block, Ray's ``ray`` logger (its own warnings, e.g. at ``ray.init``) goes to :data:`RAY_LOGGER`.
+
+    Ray prints its messages with a handler of its own (a time stamp, a level, a file:line); here they go through
+    the toolkit's logging instead, so the command line prints each as one ``warning: ... (from ray)`` line.
+    The logger's handlers, level and propagation are restored afterwards.
+    """
+    logger = logging.getLogger("ray")
+    saved = (logger.handlers[:], logger.level, logger.propagate)
+    logger.handlers = [_ToCurloptLogger()]
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.handlers, level, logger.propagate = saved
+        logger.setLevel(level)
 
 
 class RayExecutor:
@@ -297,15 +398,22 @@ class RayExecutor:
                 + (f"; {self.note})" if self.note else ")"))
 
     def run(self, tasks: Iterable["Task"], per_run_progress: bool = False) -> Iterator[Outcome]:
-        """Yield ``(task, trace, error)`` for every task, in the order they finish."""
-        import logging
+        """Yield ``(task, trace, error)`` for every task, in the order they finish.
 
+        Warnings raised in the Ray workers, and Ray's own log messages, are shown in this process through its
+        warning filters and the toolkit's logging (see :func:`reissue_warnings`, :func:`ray_logs_to_curlopt`).
+        """
         ray = _import_ray()
         tasks = list(tasks)
         if not tasks:
             return
+        with ray_logs_to_curlopt():
+            yield from self._run(ray, tasks)
+
+    def _run(self, ray, tasks: list["Task"]) -> Iterator[Outcome]:
         started_here = False
         in_flight: dict[Any, Task] = {}
+        registry: dict = {}
         if not ray.is_initialized():
             if self.address:
                 ray.init(address=self.address, logging_level=logging.WARNING)
@@ -327,10 +435,12 @@ class RayExecutor:
                 ready, _ = ray.wait(list(in_flight), num_returns=1)
                 ref = ready[0]
                 task = in_flight.pop(ref)
+                caught: list[CaughtWarning] = []
                 try:
-                    trace, error = ray.get(ref)
+                    trace, error, caught = ray.get(ref)
                 except Exception as exc:  # the worker died, or Ray failed the task
                     trace, error = None, f"Ray task failed: {type(exc).__name__}: {exc}"
+                reissue_warnings(caught, registry)
                 submit()
                 yield task, trace, error
         finally:

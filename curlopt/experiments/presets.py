@@ -39,7 +39,7 @@ from typing import Any, Callable, Sequence
 from ..errors import CurloptError
 from .study.planning import Configuration, Task, agent_parameters, plan_study
 from .runner import StudyResult, execute_task, format_duration, run_study, task_status
-from .study.spec import SettingSpec, Study, StudyAlgorithm
+from .study.spec import MAX_SEEDS, SettingSpec, Study, StudyAlgorithm
 
 __all__ = [
     "AlgorithmSpec", "SettingSpec", "Scale", "Experiment", "EXPERIMENTS", "Profile", "PROFILES", "Task",
@@ -203,6 +203,8 @@ def _seed_list(seeds: int | Sequence[int]) -> list[int]:
     if isinstance(seeds, int):
         if seeds < 1:
             raise CurloptError(f"the number of seeds must be >= 1, got {seeds}.")
+        if seeds > MAX_SEEDS:  # before listing them
+            raise CurloptError(f"the number of seeds must be at most {MAX_SEEDS:,}, got {seeds:,}.")
         return list(range(seeds))
     out = [int(s) for s in seeds]
     if not out or any(s < 0 for s in out) or len(set(out)) != len(out):
@@ -374,6 +376,8 @@ def reproduce(
     progress: bool | None = None,
     figures: bool = True,
     echo: Callable[[str], None] | None = print,
+    max_runs: int | None = None,
+    wait: bool = False,
 ) -> StudyResult:
     """Run (or resume) an experiment under a profile through the study runner, then write its tables and figures.
 
@@ -412,6 +416,10 @@ def reproduce(
         Write the figures (needs matplotlib).
     echo : callable, optional
         Where messages go (default ``print``; None for silence).
+    max_runs : int, optional
+        Allow up to this many runs (default :data:`~curlopt.experiments.study.spec.DEFAULT_MAX_RUNS`).
+    wait : bool, default False
+        When another sweep holds the output folder, wait for it instead of refusing.
 
     Returns
     -------
@@ -428,4 +436,4 @@ def reproduce(
                                       backend=backend, algorithms=algorithms, tightness=tightness,
                                       checkpoints=checkpoints, out=out)
     return run_study(study, jobs=jobs, executor=executor, address=address, progress=progress, figures=figures,
-                     echo=echo, heading=heading)
+                     echo=echo, heading=heading, max_runs=max_runs, wait=wait)

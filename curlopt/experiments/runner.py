@@ -13,6 +13,8 @@ Files under the study's output folder::
                                                  SHA-256 of summary.csv in its text chunk
                                                  ``curlopt-summary-sha256``
     report.html                                  see curlopt.experiments.outputs.report
+    study.lock                                   only while a sweep runs: who writes the folder (pid, host,
+                                                 start time); see curlopt.experiments.outputs.lock
 
 ``<configuration>`` is a key of every agent option of the configuration (see
 :func:`curlopt.experiments.study.planning.configuration_key`), so changing an option
@@ -26,6 +28,19 @@ reported and run again. Each run's trace is written atomically as soon as it
 finishes, so an interrupted study loses only the runs in flight. The summary and
 figures are rebuilt from the run files at the end. Every file is written
 atomically (a temporary file in the same folder, then a rename).
+
+One writer per folder: a sweep holds ``study.lock`` in its output folder while
+it runs (see :mod:`curlopt.experiments.outputs.lock`); a second sweep on the
+same folder is refused with one line naming the holder (pid, host, start time),
+or waits for it (``wait=True``, ``--wait``). The lock of a sweep that was killed
+is taken over, with a note.
+
+Sizes first: the study's counts are checked before its grid is expanded (see
+:func:`curlopt.experiments.study.planning.plan_study`; ``max_runs``).
+
+A run in which most epochs failed to solve (see
+:mod:`curlopt.experiments.outputs.solve_failures`) is kept, listed in
+``StudyResult.unsolved`` and warned about.
 """
 
 from __future__ import annotations
@@ -44,6 +59,8 @@ from ..errors import CurloptError
 from ..fileio import atomic_write_text, write_error
 from .study.planning import OPTION_NAMES, Configuration, Plan, Task, option_label, plan_study, value_label
 from .executors import execute_task, make_executor
+from .outputs.lock import FolderLock
+from .outputs.solve_failures import failed_solves_warning
 from .outputs.figures.style import SUMMARY_HASH_KEY  # re-exported: the runner writes it into every figure
 from .study.spec import EXECUTORS, Study
 from .study.reader import load_study
@@ -131,6 +148,9 @@ class StudyResult:
         One line per run file found corrupt or mismatched (and run again).
     failed : list of (Task, str)
         Runs that raised; their files are absent and the summary leaves them out.
+    unsolved : list of (Task, str)
+        Finished runs (kept, and in the summary) in which more than half of the epochs failed to solve, with the
+        warning saying so (:mod:`curlopt.experiments.outputs.solve_failures`).
     notes : list of str
         What was left out or not expanded (agents refusing a model, options an agent does not take).
     rows : list of dict
@@ -165,6 +185,7 @@ class StudyResult:
     skipped: list[Task] = field(default_factory=list)
     repaired: list[str] = field(default_factory=list)
     failed: list[tuple[Task, str]] = field(default_factory=list)
+    unsolved: list[tuple[Task, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     rows: list[dict[str, Any]] = field(default_factory=list)
     summary_csv: Path | None = None
@@ -197,6 +218,8 @@ def run_study(
     dry_run: bool = False,
     echo: Callable[[str], None] | None = print,
     heading: str = "",
+    max_runs: int | None = None,
+    wait: bool = False,
 ) -> StudyResult:
     """Run (or resume) a study, then write its summary tables and figures.
 
@@ -217,6 +240,12 @@ def run_study(
         Where messages go (default ``print``; None for silence).
     heading : str
         Text added to the first line (the presets say their scale here).
+    max_runs : int, optional
+        Allow a study of up to this many runs (default: the study's ``max_runs``, else
+        :data:`~curlopt.experiments.study.spec.DEFAULT_MAX_RUNS`); a larger one is refused before its grid is
+        expanded.
+    wait : bool, default False
+        When another sweep holds the output folder, wait for it instead of refusing.
 
     Returns
     -------
@@ -229,11 +258,16 @@ def run_study(
     workers with ``spawn``, so a script calling this with ``jobs > 1`` needs the
     ``if __name__ == "__main__":`` guard. Runs that raise are reported in
     ``failed`` and left out of the summary; the next call retries them.
+
+    Raises
+    ------
+    FolderInUseError
+        When another sweep holds the output folder and ``wait`` is False.
     """
     started = clock.perf_counter()
     say = echo or (lambda _message: None)
     study, executor, jobs, address, out = _run_settings(study, jobs, executor, address, out)
-    plan = plan_study(study, say)
+    plan = plan_study(study, say, max_runs=max_runs)
     runner = None if dry_run else make_executor(executor, jobs=jobs, address=address)
     result = _new_result(plan, out, executor, dry_run)
     _announce(plan, say, heading)
@@ -243,16 +277,35 @@ def run_study(
         result.wall_time = clock.perf_counter() - started
         return result
 
+    with FolderLock(out, wait=wait, say=say):  # one writer per folder, from the first file to the last
+        _run_plan(plan, runner, out, result, progress, figures, say)
+    result.wall_time = clock.perf_counter() - started
+    say(f"ran {len(result.executed)} runs ({len(result.skipped)} were already finished"
+        + (f", {len(result.failed)} failed" if result.failed else "")
+        + (f", {len(result.unsolved)} with most epochs unsolved" if result.unsolved else "")
+        + f") in {format_duration(result.wall_time)}")
+    return result
+
+
+def _run_plan(plan: Plan, runner, out: Path, result: StudyResult, progress: bool | None, figures: bool,
+              say: Callable[[str], None]) -> None:
+    """Describe the study in ``out``, run its pending tasks, then write the summary (under the folder's lock)."""
     _write_descriptions(plan, out)
     finished: dict[str, Any] = {}  # task key -> its trace, read once here or kept from its run
     pending = _pending_tasks(plan, out, result, finished, say)
     say(f"{len(result.skipped)} runs already finished in {out}, {len(pending)} to run; executor {runner.describe()}")
-    _execute(pending, runner, out, result, progress, say, study.name, finished)
+    _execute(pending, runner, out, result, progress, say, plan.study.name, finished)
+    _find_unsolved(plan, result, finished)
     _summarise(result, plan, out, finished, figures, say)
-    result.wall_time = clock.perf_counter() - started
-    say(f"ran {len(result.executed)} runs ({len(result.skipped)} were already finished"
-        + (f", {len(result.failed)} failed" if result.failed else "") + f") in {format_duration(result.wall_time)}")
-    return result
+
+
+def _find_unsolved(plan: Plan, result: StudyResult, finished: dict[str, Any]) -> None:
+    """List the finished runs (run now or earlier) in which most epochs failed to solve, in study order."""
+    for task in plan.tasks:
+        trace = finished.get(task.key)
+        warning = failed_solves_warning(trace) if trace is not None else None
+        if warning is not None:
+            result.unsolved.append((task, warning))
 
 
 def _run_settings(study: Study | str | os.PathLike, jobs: int | None, executor: str | None, address: str | None,
@@ -358,12 +411,21 @@ def _announce(plan: Plan, say: Callable[[str], None], heading: str) -> None:
 def _print_plan(plan: Plan, out: Path, say: Callable[[str], None]) -> None:
     study = plan.study
     say(f"plan ({len(plan.configurations)} configurations, {len(plan.tasks)} runs), under {out}:")
+    runs = _tasks_by_configuration(plan)
     for configuration in plan.configurations:
-        mine = [t for t in plan.tasks if t.configuration is configuration]
+        mine = runs[id(configuration)]
         done = sum(1 for t in mine if task_status(t, out)[0] == "done")
         say(f"  {configuration.relative_dir}/  {configuration.label}: {len(mine)} runs"
             f" T{study.steps}-seed<seed>.json.gz" + (f", {done} already finished" if done else ""))
     say("dry run: nothing was run or written.")
+
+
+def _tasks_by_configuration(plan: Plan) -> dict[int, list[Task]]:
+    """Each configuration's tasks (keyed by the configuration's ``id``), in plan order: one pass over the tasks."""
+    runs: dict[int, list[Task]] = {id(c): [] for c in plan.configurations}
+    for task in plan.tasks:
+        runs[id(task.configuration)].append(task)
+    return runs
 
 
 def _write_descriptions(plan: Plan, out: Path) -> None:
@@ -445,10 +507,11 @@ def collect_runs(plan: Plan, out: Path, failed: set[str] = frozenset(), loaded: 
     from .simulation.trace import load_trace
 
     groups = []
+    runs = _tasks_by_configuration(plan)
     for configuration in plan.configurations:
         traces = []
-        for task in plan.tasks:
-            if task.configuration is not configuration or task.key in failed:
+        for task in runs[id(configuration)]:
+            if task.key in failed:
                 continue
             path = out / task.relative_path
             if task.key in loaded:

@@ -14,6 +14,7 @@ from .queue import queue_model
 from .random import random_model
 from .registry import MODELS, build_model, env_name, on_register, register_model
 from .scheduler import scheduler_model
+from .transforms import lazy_model, scaled_model
 
 __all__ = [
     "MODELS",
@@ -26,6 +27,8 @@ __all__ = [
     "random_model",
     "register_model",
     "scheduler_model",
+    "scaled_model",
+    "lazy_model",
 ]
 
 register_model("queue", queue_model)
@@ -33,3 +36,5 @@ register_model("scheduler", scheduler_model)
 register_model("nonergodic", nonergodic_model, env_name="NonErgodic")
 register_model("random", random_model)
 register_model("maxent", maxent_model, env_name="MaxEnt")
+register_model("scaled", scaled_model)
+register_model("lazy", lazy_model)

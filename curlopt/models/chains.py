@@ -7,20 +7,39 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
-from ..errors import ModelError
-from .cmdp import CMDP, policy_kernel
+import scipy.sparse as sp
 
-__all__ = ['ErgodicityCheck', 'check_ergodicity', 'ergodicity_warning', 'diameter', 'max_hitting_time', 'relaxation_time', 'MAX_HITTING_TIME_STATES']
+from ..errors import ModelError
+from .cmdp import CMDP, DENSE_VIEW_LIMIT, policy_kernel
+
+__all__ = ['ErgodicityCheck', 'check_ergodicity', 'ergodicity_warning', 'diameter', 'max_hitting_time', 'relaxation_time', 'MAX_HITTING_TIME_STATES', 'MAX_EXACT_ROUNDS', 'EIGENVALUE_DENSE_STATES', 'model_kernel']
 
 
 #: The exact hitting time (policy iteration per target, O(S^3) per step) is computed up to this many states.
 MAX_HITTING_TIME_STATES = 200
+
+#: The exact ergodicity search on a sparse kernel stops after this many deletion rounds (each a few sparse
+#: operations over the deleted states' predecessors; about 30 µs): the answer is then "not decided" (a second or so).
+MAX_EXACT_ROUNDS = 50_000
+
+#: Up to this many states the relaxation time comes from every eigenvalue of the policy's chain (a dense
+#: eigensolver); above, only a reversible chain's, by shift-invert Lanczos (see :mod:`curlopt.models.spectrum`).
+EIGENVALUE_DENSE_STATES = 1024
 
 
 SUFFICIENT_CHECK = "sufficient: the graph of transitions possible under every action is strongly connected"
 
 
 EXACT_CHECK = "exact: closed-set search over all deterministic policies"
+
+
+UNDECIDED_CHECK = (f"not decided: the sufficient check failed and the exact search on this sparse kernel stopped"
+                   f" after {MAX_EXACT_ROUNDS:,} deletion rounds")
+
+
+def model_kernel(model: CMDP) -> Any:
+    """The model's kernel as stored: the CSR matrix (S·A, S) of a sparse model, else the dense (S, A, S) array."""
+    return model.transitions if model.sparse else model.kernel
 
 
 # ----------------------------------------------------------------------------
@@ -34,8 +53,9 @@ class ErgodicityCheck:
 
     Attributes
     ----------
-    ergodic : bool
-        Every deterministic stationary policy's chain is irreducible.
+    ergodic : bool or None
+        Every deterministic stationary policy's chain is irreducible; ``None`` when not decided (a large sparse
+        kernel on which the exact search ran out of rounds: :data:`UNDECIDED_CHECK`).
     communicating : bool
         Some policy's chain is irreducible (the graph of transitions possible
         under some action is strongly connected).
@@ -49,7 +69,7 @@ class ErgodicityCheck:
         That policy's transient states.
     """
 
-    ergodic: bool
+    ergodic: bool | None
     communicating: bool
     method: str
     policy: tuple[int, ...] | None = None
@@ -79,7 +99,7 @@ def _strongly_connected(adjacency: np.ndarray) -> bool:
 
 
 def chain_classes(adjacency: np.ndarray) -> tuple[list[list[int]], list[int]]:
-    """Recurrent classes and transient states of a chain given by its (S, S) support.
+    """Recurrent classes and transient states of a chain given by its (S, S) support (dense or scipy sparse).
 
     A strongly connected component is a recurrent class iff no edge leaves it.
     """
@@ -87,7 +107,7 @@ def chain_classes(adjacency: np.ndarray) -> tuple[list[list[int]], list[int]]:
     from scipy.sparse.csgraph import connected_components  # imported here: a non-ergodic model is rare
 
     count, labels = connected_components(csr_matrix(adjacency), directed=True, connection="strong")
-    sources, targets = np.nonzero(adjacency)
+    sources, targets = sp.coo_array(adjacency).coords if sp.issparse(adjacency) else np.nonzero(adjacency)
     leaving = np.zeros(count, dtype=bool)
     leaving[labels[sources][labels[sources] != labels[targets]]] = True
     recurrent = [np.flatnonzero(labels == c).tolist() for c in range(count) if not leaving[c]]
@@ -97,20 +117,38 @@ def chain_classes(adjacency: np.ndarray) -> tuple[list[list[int]], list[int]]:
 
 
 def _kernel(kernel: Any, name: str = "kernel") -> np.ndarray:
+    """A dense (S, A, S) kernel; a sparse (S·A, S) one is densified up to :data:`DENSE_VIEW_LIMIT` entries."""
+    if sp.issparse(kernel):
+        n_states, n_actions = _sparse_sizes(kernel, name)
+        if n_states * n_actions * n_states > DENSE_VIEW_LIMIT:
+            raise ModelError(f"this computation needs {name} dense, and S={n_states}, A={n_actions} gives more than"
+                             f" {DENSE_VIEW_LIMIT:,} entries; it is limited to smaller models.")
+        return kernel.toarray().reshape(n_states, n_actions, n_states)
     array = np.asarray(kernel, dtype=float)
     if array.ndim != 3 or array.shape[0] != array.shape[2] or array.shape[0] < 1 or array.shape[1] < 1:
         raise ModelError(f"{name} must have shape (S, A, S), got {array.shape}.")
     return array
 
 
+def _sparse_sizes(kernel: Any, name: str = "kernel") -> tuple[int, int]:
+    """``(S, A)`` of a sparse kernel of shape (S·A, S)."""
+    rows, n_states = kernel.shape
+    if n_states < 1 or rows < n_states or rows % n_states:
+        raise ModelError(f"a sparse {name} must have shape (S·A, S) with S, A >= 1, got {kernel.shape}.")
+    return n_states, rows // n_states
+
+
 def check_ergodicity(kernel: Any) -> ErgodicityCheck:
     """Decide whether every deterministic stationary policy's chain is irreducible.
 
-    Exact for every size (see the module docstring for the two checks used).
+    Exact for every dense kernel (see :mod:`curlopt.diagnostics` for the two checks used). A sparse kernel is
+    checked on its nonzeros (graph searches of scipy.sparse.csgraph); its exact search, needed only when the
+    sufficient check fails, is limited to :data:`MAX_EXACT_ROUNDS` deletion rounds, past which the answer is
+    ``ergodic=None`` with the method :data:`UNDECIDED_CHECK`.
 
     Parameters
     ----------
-    kernel : array_like, shape (S, A, S)
+    kernel : array_like of shape (S, A, S), or scipy sparse matrix of shape (S·A, S)
         Transition probabilities; an entry counts as a transition when ``> 0``.
 
     Returns
@@ -118,6 +156,11 @@ def check_ergodicity(kernel: Any) -> ErgodicityCheck:
     ErgodicityCheck
         With a counterexample policy when the answer is no.
     """
+    if sp.issparse(kernel):
+        from .sparse_chains import check_sparse_ergodicity  # scipy.sparse.csgraph only for sparse models
+
+        n_states, n_actions = _sparse_sizes(kernel)
+        return check_sparse_ergodicity(kernel, n_states, n_actions, MAX_EXACT_ROUNDS)
     support = _kernel(kernel) > 0
     n_states, n_actions = support.shape[:2]
     communicating = _strongly_connected(support.any(axis=1))
@@ -166,6 +209,9 @@ def _describe_states(model: CMDP, states: Sequence[int]) -> str:
 def ergodicity_warning_text(model: CMDP, check: ErgodicityCheck) -> str | None:
     if check.ergodic:
         return None
+    if check.ergodic is None:
+        return (f"model {model.name!r}: ergodicity {check.method}. The occupancy programs assume every policy's"
+                " chain is irreducible; on this model that assumption is not checked.")
     classes = check.recurrent_classes or []
     text = (
         f"model {model.name!r} is not ergodic: under the deterministic policy {_describe_policy(model, check.policy)}"
@@ -186,9 +232,9 @@ def ergodicity_warning(model: CMDP) -> str | None:
     ``None`` too when the model has no kernel (nothing to check). Cheap: no
     program is solved. Used by ``curlopt optimum`` and the agents.
     """
-    if not isinstance(model, CMDP) or model.kernel is None:
+    if not isinstance(model, CMDP) or (not model.sparse and model.kernel is None):
         return None
-    return ergodicity_warning_text(model, check_ergodicity(model.kernel))
+    return ergodicity_warning_text(model, check_ergodicity(model_kernel(model)))
 
 
 # ----------------------------------------------------------------------------
@@ -274,14 +320,26 @@ def relaxation_time(kernel: Any, policy: Any = None) -> float:
 
     ``λ_2`` is the eigenvalue of second-largest modulus; ``inf`` when it has
     modulus 1 (a reducible or periodic chain). For one state the time is 1.
+    ``kernel`` is a dense (S, A, S) array or a sparse (S·A, S) matrix. A reversible chain's eigenvalues come
+    from its symmetric form (well conditioned even for a chain far from normal), at any size; any other chain's
+    from a dense eigensolver, up to :data:`EIGENVALUE_DENSE_STATES` states (:mod:`curlopt.models.spectrum`).
+
+    Raises
+    ------
+    ModelError
+        For a chain that is not reversible and has more than :data:`EIGENVALUE_DENSE_STATES` states, or when the
+        Lanczos iteration does not converge; the message says which.
     """
-    array = _kernel(kernel)
-    n_states, n_actions = array.shape[:2]
+    from .spectrum import second_modulus
+
+    if sp.issparse(kernel):
+        n_states, n_actions = _sparse_sizes(kernel)
+    else:
+        kernel = _kernel(kernel)
+        n_states, n_actions = kernel.shape[:2]
     if policy is None:
         policy = np.full((n_states, n_actions), 1.0 / n_actions)
-    chain = policy_kernel(array, np.asarray(policy, dtype=float))
-    moduli = np.sort(np.abs(np.linalg.eigvals(chain)))[::-1]
-    second = float(moduli[1]) if n_states > 1 else 0.0
+    second = second_modulus(policy_kernel(kernel, np.asarray(policy, dtype=float)), EIGENVALUE_DENSE_STATES)
     if second >= 1.0 - 1e-12:
         return math.inf
     return 1.0 / (1.0 - second)

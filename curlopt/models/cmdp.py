@@ -10,8 +10,8 @@ import scipy.sparse as sp
 from ..errors import ModelError
 from ..utilities.library import Utility
 
-__all__ = ["CMDP", "KERNEL_TOLERANCE", "MAX_MODEL_BYTES", "DENSE_VIEW_LIMIT", "STORAGES", "check_model_size",
-           "stationary_occupancy", "policy_kernel"]
+__all__ = ["CMDP", "KERNEL_TOLERANCE", "MAX_MODEL_BYTES", "DENSE_VIEW_LIMIT", "AUTO_DENSE_ENTRIES", "STORAGES",
+           "check_model_size", "choose_storage", "stationary_occupancy", "policy_kernel"]
 
 #: Largest deviation from 1 allowed for a probability vector's sum.
 KERNEL_TOLERANCE = 1e-9
@@ -30,17 +30,55 @@ DENSE_VIEW_LIMIT = 2 ** 22
 STORAGES = ("auto", "dense", "sparse")
 
 
-def check_model_size(name: str, n_states: int, n_actions: int, n_signals: int = 0) -> None:
+#: The built-in builders' ``storage="auto"`` keeps a kernel of at most this many entries S·A·S (8 MiB) dense; above
+#: it, a kernel whose nonzeros are at most half its entries is stored sparse (see :func:`choose_storage`).
+AUTO_DENSE_ENTRIES = 2 ** 20
+
+#: Bytes a sparse kernel needs per nonzero (an 8-byte value and a column index of up to 8 bytes) and per row.
+_SPARSE_BYTES_PER_NONZERO = 16
+_SPARSE_BYTES_PER_ROW = 8
+
+
+def choose_storage(storage: str, n_states: int, n_actions: int, nonzeros: int) -> str:
+    """How a built-in builder stores its kernel: ``"dense"`` or ``"sparse"``.
+
+    ``storage="auto"`` chooses dense when the kernel has at most :data:`AUTO_DENSE_ENTRIES` entries S·A·S (so the
+    paper's sizes stay dense and every result on them stays as it was) or when its ``nonzeros`` exceed half of its
+    entries (a sparse matrix would then need more memory than the dense array); sparse otherwise.
+    ``"dense"`` and ``"sparse"`` force the choice.
+
+    Raises
+    ------
+    ModelError
+        For a ``storage`` that is not one of :data:`STORAGES`.
+    """
+    if storage not in STORAGES:
+        raise ModelError(f"storage must be one of {', '.join(STORAGES)}, got {storage!r}.")
+    if storage != "auto":
+        return storage
+    entries = int(n_states) * int(n_actions) * int(n_states)
+    return "dense" if entries <= AUTO_DENSE_ENTRIES or 2 * int(nonzeros) > entries else "sparse"
+
+
+def check_model_size(name: str, n_states: int, n_actions: int, n_signals: int = 0,
+                     nonzeros: int | None = None) -> None:
     """Raise ModelError when a model of this size would need more than :data:`MAX_MODEL_BYTES`.
 
-    ``n_signals`` counts the reward and cost signals (K + d). Called by the
-    built-in model builders before they build any array.
+    ``n_signals`` counts the reward and cost signals (K + d). The kernel counts S·A·S entries of 8 bytes when
+    stored dense (``nonzeros=None``), and 16 bytes per nonzero plus 8 per row (S·A) when stored sparse with
+    ``nonzeros`` entries. Called by the built-in model builders before they build any array.
     """
-    size = 8 * (int(n_states) * int(n_actions) * int(n_states) + int(n_signals) * int(n_states) * int(n_actions))
+    S, A, signals = int(n_states), int(n_actions), 8 * int(n_signals) * int(n_states) * int(n_actions)
+    if nonzeros is None:
+        kernel, what = 8 * S * A * S, "kernel"
+    else:
+        kernel = _SPARSE_BYTES_PER_NONZERO * int(nonzeros) + _SPARSE_BYTES_PER_ROW * (S * A + 1)
+        what = f"sparse kernel ({int(nonzeros):,} nonzeros)"
+    size = kernel + signals
     if size > MAX_MODEL_BYTES:
         raise ModelError(
-            f"model {name!r} with S={n_states} states and A={n_actions} actions would need {size / 2 ** 30:.3g} GiB"
-            f" for its kernel and signals, more than the limit of {MAX_MODEL_BYTES / 2 ** 30:g} GiB; use a smaller size."
+            f"model {name!r} with S={S:,} states and A={A:,} actions would need {size / 2 ** 30:.3g} GiB for its"
+            f" {what} and signals, more than the limit of {MAX_MODEL_BYTES / 2 ** 30:g} GiB; use a smaller size."
         )
 
 
@@ -89,14 +127,45 @@ def check_distribution(vector: np.ndarray, name: str) -> None:
         )
 
 
-def _sparse_kernel(value: Any, n_states: int, n_actions: int) -> sp.csr_array:
-    """Check a sparse kernel of shape (S·A, S) (row ``s·A + a`` holds ``P(·|s,a)``) and return it as CSR."""
+def _check_structure(value: Any, n_actions: int) -> None:
+    """Refuse a compressed sparse matrix (CSR, CSC, BSR) whose index arrays are inconsistent.
+
+    scipy checks them only on request, and reading a matrix with a column index outside it reads out of bounds.
+    COO checks its indices when it is built; DIA, LIL and DOK cannot hold inconsistent ones.
+    """
+    if value.format not in ("csr", "csc", "bsr"):
+        return
+    if value.format == "csr":
+        indptr, indices = np.asarray(value.indptr), np.asarray(value.indices)
+        if indptr.size == value.shape[0] + 1 and indptr[0] == 0 and np.all(np.diff(indptr) >= 0) \
+                and indptr[-1] <= indices.size:
+            stored = indices[: indptr[-1]]
+            outside = (stored < 0) | (stored >= value.shape[1])
+            if np.any(outside):
+                position = int(np.argmax(outside))
+                row = int(np.searchsorted(indptr, position, side="right") - 1)
+                raise ModelError(
+                    f"kernel has a successor index {int(stored[position])} outside 0..{value.shape[1] - 1} in the"
+                    f" row of (s, a) = {divmod(row, n_actions)}."
+                )
+    try:
+        value.check_format(full_check=True)
+    except (ValueError, TypeError) as exc:
+        raise ModelError(f"kernel is not a well-formed {value.format.upper()} matrix ({exc}).") from None
+
+
+def _sparse_kernel(value: Any, n_states: int, n_actions: int, owned: bool = False) -> sp.csr_array:
+    """Check a sparse kernel of shape (S·A, S) (row ``s·A + a`` holds ``P(·|s,a)``) and return it as CSR.
+
+    ``owned``: ``value`` was built here from a dense kernel, so it need not be copied."""
     expected = (n_states * n_actions, n_states)
     if value.shape != expected:
         raise ModelError(
             f"a sparse kernel must have shape (S·A, S) = {expected} (row s·A + a holds P(·|s,a)), got {value.shape}."
         )
-    matrix = sp.csr_array(value, dtype=float)
+    _check_structure(value, n_actions)
+    # a copy: the model's arrays are read-only and must not share memory with the caller's matrix
+    matrix = sp.csr_array(value, dtype=float, copy=not owned)
     matrix.sum_duplicates()
     data = matrix.data
     if not np.all(np.isfinite(data)):
@@ -143,7 +212,7 @@ def _stored_kernel(kernel: Any, storage: str, n_states: int, n_actions: int) -> 
         check_distribution(p, "kernel")
         if storage == "sparse":
             transitions = _sparse_kernel(sp.csr_array(p.reshape(n_states * n_actions, n_states)), n_states,
-                                         n_actions)
+                                         n_actions, owned=True)
             p = None
     return p, transitions
 
@@ -255,6 +324,8 @@ class CMDP:
         self.constraints: tuple[Utility, ...] = constraints
         self._kernel: np.ndarray | None = p
         self._transitions: sp.csr_array | None = transitions
+        # fixed at construction: reading the dense view of a sparse kernel must not change how it is stored
+        self._sparse = transitions is not None and p is None
         self.initial: np.ndarray = phi
         self.name = str(name)
         self.labels = dict(labels or {})
@@ -263,7 +334,7 @@ class CMDP:
     @property
     def sparse(self) -> bool:
         """True when the kernel is stored sparse (see ``storage``)."""
-        return self._transitions is not None and self._kernel is None
+        return self._sparse
 
     @property
     def kernel(self) -> np.ndarray | None:
@@ -282,7 +353,7 @@ class CMDP:
         For a dense model it is built from :attr:`kernel` on first use (its stored entries are the nonzeros)."""
         if self._transitions is None and self._kernel is not None:
             S, A = self.n_states, self.n_actions
-            self._transitions = _sparse_kernel(sp.csr_array(self._kernel.reshape(S * A, S)), S, A)
+            self._transitions = _sparse_kernel(sp.csr_array(self._kernel.reshape(S * A, S)), S, A, owned=True)
         return self._transitions
 
     @property

@@ -7,11 +7,21 @@ Format (``save_model`` writes it, ``load_model`` reads and validates it)::
       "name": "my-model",
       "rewards": [[[...]]],            # (K, S, A)
       "costs": [[[...]]],              # (d, S, A), may be []
-      "kernel": [[[...]]],             # (S, A, S), or null when unknown
+      "kernel": [[[...]]],             # (S, A, S), or null when unknown, or a sparse kernel (below)
       "initial": [...],                # (S,), or null for uniform
       "objective": {"type": "Linear", "weights": [1.0]},
       "constraints": [{"type": "LinearBound", "weights": [-1.0, 0.0], "bound": 0.0}]
     }
+
+A model whose kernel is stored sparse (:attr:`curlopt.CMDP.sparse`) is written in version 2, with its kernel as
+the CSR arrays of the (S·A, S) matrix whose row ``s·A + a`` holds ``P(·|s,a)``::
+
+      "kernel": {"format": "csr", "shape": [S·A, S], "indptr": [...], "indices": [...], "data": [...]}
+
+(``indptr`` of length S·A + 1, ``indices`` the successors, ``data`` their probabilities), and it is read back
+sparse, with the same arrays. A dense model is written as before, in version 1, so a file written by an older
+curlopt reads the same and an older curlopt reads every dense model file. One JSON document keeps the atomic
+write; its size limit (below) bounds a sparse model at about three million nonzeros (with its signals).
 
 A utility is ``{"type": <class name>, <constructor arguments>}``, written by its
 ``to_spec()`` and read by its class's ``from_spec()``, for the utility types in
@@ -33,6 +43,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import scipy.sparse as sp
+
 from ..utilities import library as U
 from ..errors import CurloptError, ModelError, UtilityError
 from ..fileio import MAX_READ_BYTES, atomic_write_text, read_bytes_limited
@@ -41,7 +54,11 @@ from .cmdp import CMDP
 __all__ = ["save_model", "load_model", "utility_to_spec", "utility_from_spec", "MODEL_FORMAT"]
 
 MODEL_FORMAT = "curlopt-model"
+#: version 1: dense kernels only; version 2: the kernel may be a CSR matrix. Each file is written in the lowest
+#: version that holds it.
 _VERSION = 1
+_SPARSE_VERSION = 2
+_VERSIONS = (_VERSION, _SPARSE_VERSION)
 
 
 def utility_to_spec(utility: U.Utility) -> dict[str, Any]:
@@ -96,9 +113,9 @@ def save_model(model: CMDP, path: str | os.PathLike) -> Path:
         raise ModelError(f"model must be a curlopt CMDP, got {type(model).__name__}.")
     path = _path_argument(path)
     data = {
-        "format": MODEL_FORMAT, "version": _VERSION, "name": model.name,
+        "format": MODEL_FORMAT, "version": _SPARSE_VERSION if model.sparse else _VERSION, "name": model.name,
         "rewards": model.rewards.tolist(), "costs": model.costs.tolist(),
-        "kernel": None if model.kernel is None else model.kernel.tolist(),
+        "kernel": _kernel_to_json(model),
         "initial": model.initial.tolist(),
         "objective": utility_to_spec(model.objective),
         "constraints": [utility_to_spec(g) for g in model.constraints],
@@ -138,8 +155,9 @@ def load_model(path: str | os.PathLike) -> CMDP:
     if not isinstance(data, dict) or data.get("format") != MODEL_FORMAT:
         raise ModelError(f"{path} is not a curlopt model file (expected \"format\": \"{MODEL_FORMAT}\").")
     version = data.get("version")
-    if isinstance(version, bool) or version != _VERSION:
-        raise ModelError(f"{path}: model file version {version!r} is not supported (this is {_VERSION}).")
+    if isinstance(version, bool) or version not in _VERSIONS:
+        raise ModelError(f"{path}: model file version {version!r} is not supported (this curlopt reads versions"
+                         f" {', '.join(map(str, _VERSIONS))}).")
     for key in ("rewards", "objective"):
         if key not in data:
             raise ModelError(f"{path}: the key {key!r} is missing.")
@@ -157,7 +175,7 @@ def load_model(path: str | os.PathLike) -> CMDP:
         costs=costs,
         objective=utility_from_spec(data["objective"], "objective"),
         constraints=[utility_from_spec(g, f"constraints[{m}]") for m, g in enumerate(constraints)],
-        kernel=data.get("kernel"),
+        kernel=_kernel_from_json(data.get("kernel"), path),
         initial=data.get("initial"),
         name=name,
     )
@@ -172,3 +190,54 @@ def _holds_a_number(value: Any) -> bool:
             return True
         stack.extend(item)
     return False
+
+
+def _kernel_to_json(model: CMDP) -> Any:
+    """The kernel as nested lists (S, A, S), as the CSR arrays of a sparse one, or None when unknown."""
+    if model.sparse:
+        matrix = model.transitions
+        return {"format": "csr", "shape": list(matrix.shape), "indptr": matrix.indptr.tolist(),
+                "indices": matrix.indices.tolist(), "data": matrix.data.tolist()}
+    return None if model.kernel is None else model.kernel.tolist()
+
+
+def _kernel_from_json(value: Any, path: Path) -> Any:
+    """The file's kernel: nested lists as they are (the CMDP checks them), a CSR object as a scipy matrix."""
+    if not isinstance(value, dict):
+        return value
+    if value.get("format") != "csr" or set(value) != {"format", "shape", "indptr", "indices", "data"}:
+        raise ModelError(f"{path}: a sparse 'kernel' must be an object with the keys format (\"csr\"), shape,"
+                         f" indptr, indices and data, got the keys {sorted(value)}.")
+    shape = value["shape"]
+    if not isinstance(shape, list) or len(shape) != 2 or not all(_is_count(n) for n in shape):
+        raise ModelError(f"{path}: kernel.shape must be [S·A, S] (two integers >= 0), got {shape!r}.")
+    indptr = _integers(value["indptr"], f"{path}: kernel.indptr")
+    indices = _integers(value["indices"], f"{path}: kernel.indices")
+    data = value["data"]
+    if not isinstance(data, list) or len(data) != indices.size:
+        raise ModelError(f"{path}: kernel.data must be a list of as many numbers as kernel.indices ({indices.size}).")
+    if indptr.size != shape[0] + 1 or (indptr.size and (indptr[0] != 0 or indptr[-1] != indices.size)) \
+            or np.any(np.diff(indptr) < 0):
+        raise ModelError(f"{path}: kernel.indptr must rise from 0 to len(indices) = {indices.size} in"
+                         f" shape[0] + 1 = {shape[0] + 1} steps, never decreasing.")
+    if np.any((indices < 0) | (indices >= shape[1])):
+        raise ModelError(f"{path}: kernel.indices must be successor states in 0..{shape[1] - 1}.")
+    try:
+        numbers = np.array(data, dtype=float)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ModelError(f"{path}: kernel.data must be a list of numbers ({exc}).") from None
+    return sp.csr_array((numbers, indices, indptr), shape=tuple(shape))
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _integers(value: Any, where: str) -> np.ndarray:
+    """A JSON list of integers as an int64 array (booleans and fractions refused, not converted)."""
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise ModelError(f"{where} must be a list of integers.")
+    try:
+        return np.array(value, dtype=np.int64).reshape(-1)
+    except OverflowError:
+        raise ModelError(f"{where} holds an integer too large for an index.") from None

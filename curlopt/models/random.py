@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..errors import ModelError
-from .cmdp import CMDP, check_model_size, stationary_occupancy
+from .cmdp import CMDP, check_model_size, choose_storage, stationary_occupancy
 from ..utilities.library import Linear, LinearBound, SumOfLogs
 
-__all__ = ["random_model", "OBJECTIVES", "SUPPORT_FLOOR"]
+__all__ = ["random_model", "sparse_ergodic_kernel", "OBJECTIVES", "SUPPORT_FLOOR"]
 
 OBJECTIVES = ("linear", "log")
 #: Every transition probability is at least this (before renormalising), so that a Dirichlet
@@ -44,6 +46,8 @@ def random_model(
     objective: str = "linear",
     margin: float = 0.05,
     concentration: float = 1.0,
+    successors: int | None = None,
+    storage: str = "auto",
 ) -> CMDP:
     """A random CMDP whose every policy is ergodic and whose constraints are strictly feasible.
 
@@ -51,7 +55,12 @@ def random_model(
 
     1. kernel rows ``P(·|s,a) ~ Dirichlet(concentration · 1_S)``, floored at
        ``SUPPORT_FLOOR`` and renormalised: every row has full support, so every
-       policy's chain is irreducible and aperiodic (ergodic by construction);
+       policy's chain is irreducible and aperiodic (ergodic by construction).
+       With ``successors=k`` instead, each row has exactly k nonzeros (see
+       :func:`sparse_ergodic_kernel`): s itself, ``(s + 1) mod S`` and ``k − 2``
+       others drawn without replacement, weighted by
+       ``Dirichlet(concentration · 1_k)`` floored and renormalised the same way;
+       the self-loop makes every chain aperiodic and the ring irreducible;
     2. rewards ``r_k(s,a) ~ Uniform[0, 1)``, shape (K, S, A);
     3. costs ``c_i(s,a) ~ Uniform[0, 1)``, shape (d, S, A);
     4. a reference policy ``π_ref(·|s) ~ Dirichlet(1_A)``;
@@ -80,6 +89,13 @@ def random_model(
         Slack ``>= 0`` of the reference policy in every constraint.
     concentration : float, default 1
         Dirichlet concentration ``> 0`` of the kernel rows (small: peaked rows).
+    successors : int, optional
+        ``2 <= k <= S`` nonzeros per kernel row (needs S >= 2); default: every state (the model, and every draw
+        from the seed, as without this parameter).
+    storage : {"auto", "dense", "sparse"}, default "auto"
+        How the kernel is stored (:func:`curlopt.models.cmdp.choose_storage`): ``auto`` keeps it dense up to
+        2**20 entries S·A·S, or when more than half of its entries are nonzero (every full-support kernel), and
+        sparse otherwise; ``dense`` and ``sparse`` force the choice. The numbers are the same either way.
 
     Raises
     ------
@@ -93,22 +109,43 @@ def random_model(
         raise ModelError(f"objective must be one of {OBJECTIVES}, got {objective!r}.")
     margin = _positive(margin, "margin", allow_zero=True)
     concentration = _positive(concentration, "concentration")
-    check_model_size("random", S, A, K + d)
+    width = _successors(successors, S)
+    stored = choose_storage(storage, S, A, S * A * width)
+    check_model_size("random", S, A, K + d, S * A * width if stored == "sparse" else None)
 
     rng = np.random.default_rng(int(seed))
-    kernel = _ergodic_kernel(rng, S, A, concentration)
+    if successors is None:
+        kernel = _ergodic_kernel(rng, S, A, concentration)
+    else:
+        kernel = sparse_ergodic_kernel(rng, S, A, width, concentration)
     rewards = rng.random((K, S, A))
     costs = rng.random((d, S, A))
     utility = Linear(np.ones(K)) if objective == "linear" else SumOfLogs(dim=K)
+    # the bounds come from the kernel as drawn, so that both storages give the same model
+    constraints = _reference_constraints(rng, kernel, costs, margin, A)
+    if sp.issparse(kernel) and stored == "dense":
+        kernel = kernel.toarray().reshape(S, A, S)
+    shape = f"S={S},A={A},K={K},d={d}" + ("" if successors is None else f",successors={width}")
     return CMDP(
         rewards=rewards,
         costs=costs if d else None,
         objective=utility,
-        constraints=_reference_constraints(rng, kernel, costs, margin),
+        constraints=constraints,
         kernel=kernel,
         initial=None,
-        name=f"random(S={S},A={A},K={K},d={d},seed={int(seed)})",
+        name=f"random({shape},seed={int(seed)})",
+        storage=stored,
     )
+
+
+def _successors(value: Any, n_states: int) -> int:
+    """Nonzeros per kernel row: ``value`` checked to be in ``[2, S]``, or ``S`` for ``None`` (full support)."""
+    if value is None:
+        return n_states
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 2 <= value <= n_states:
+        raise ModelError(f"successors must be an integer with 2 <= successors <= n_states (= {n_states}), or None"
+                         f" for full support, got {value!r}.")
+    return int(value)
 
 
 def _sizes(n_states, n_actions, n_rewards, n_costs) -> tuple[int, int, int, int]:
@@ -128,14 +165,47 @@ def _ergodic_kernel(rng: np.random.Generator, S: int, A: int, concentration: flo
     return kernel
 
 
-def _reference_constraints(rng: np.random.Generator, kernel: np.ndarray, costs: np.ndarray,
-                           margin: float) -> list[LinearBound]:
+def sparse_ergodic_kernel(rng: np.random.Generator, S: int, A: int, successors: int,
+                          concentration: float) -> sp.csr_array:
+    """A CSR kernel (S·A, S) with exactly ``successors`` = k nonzeros in each row ``s·A + a``.
+
+    Draws, in this order: for each of the k − 2 extra successors in turn, one integer per row (all rows at once),
+    picking uniformly among the states not yet chosen for that row — s itself and ``(s + 1) mod S`` are chosen
+    from the start, so the extra ones are distinct and drawn without replacement; then the rows' weights
+    ``Dirichlet(concentration · 1_k)`` (weight 0 on s, 1 on ``(s + 1) mod S``, then the extra successors in draw
+    order), floored at :data:`SUPPORT_FLOOR` and renormalised.
+    """
+    rows = S * A
+    state = np.repeat(np.arange(S), A)
+    # The j-th extra successor is (s + 2 + v) mod S for an offset v in [0, S − 2) not yet taken: draw v among the
+    # S − 2 − j free offsets, then step it over the taken ones in increasing order (uniform without replacement).
+    taken = np.empty((rows, 0), dtype=np.int64)
+    for j in range(successors - 2):
+        offset = rng.integers(0, S - 2 - j, size=rows)
+        for earlier in np.sort(taken, axis=1).T:
+            offset += offset >= earlier
+        taken = np.column_stack([taken, offset])
+    columns = np.column_stack([state, (state + 1) % S, (state[:, None] + 2 + taken) % S])
+    weights = rng.dirichlet(np.full(successors, concentration), size=rows)
+    weights = np.maximum(weights, SUPPORT_FLOOR)
+    weights /= weights.sum(axis=1, keepdims=True)
+    order = np.argsort(columns, axis=1, kind="stable")
+    index_type = np.int32 if rows * successors < 2 ** 31 else np.int64
+    return sp.csr_array((np.take_along_axis(weights, order, axis=1).ravel(),
+                         np.take_along_axis(columns, order, axis=1).ravel().astype(index_type),
+                         np.arange(0, rows * successors + 1, successors, dtype=index_type)), shape=(rows, S))
+
+
+def _reference_constraints(rng: np.random.Generator, kernel: Any, costs: np.ndarray, margin: float,
+                           n_actions: int) -> list[LinearBound]:
     """The constraints ``ζ_i <= ζ_i(π_ref) + margin``, one per cost signal, with ``π_ref(·|s) ~ Dirichlet(1_A)``.
 
     The reference policy is drawn from ``rng`` after the kernel, rewards and costs (the draw order is the model).
+    ``kernel`` is a dense (S, A, S) array or a CSR (S·A, S) matrix.
     """
-    d, A = costs.shape[0], kernel.shape[1]
-    reference = rng.dirichlet(np.ones(A), size=kernel.shape[0])
+    d = costs.shape[0]
+    n_states = costs.shape[1] if sp.issparse(kernel) else kernel.shape[0]
+    reference = rng.dirichlet(np.ones(n_actions), size=n_states)
     reference_costs = np.einsum("ksa,sa->k", costs, stationary_occupancy(kernel, reference))
     constraints = []
     for i in range(d):

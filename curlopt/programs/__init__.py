@@ -1,12 +1,14 @@
 """The ε-tight programs as backend-neutral data: blocks and rows, the occupancy, optimistic (L1 and box), safe and
-least-violation programs, the tightness schedule, the LP form of a program, and policy extraction.
+least-violation programs, their supports (which successors a program's kernel entries and joint variables exist
+for), the tightness schedule, the LP form of a program, and policy extraction.
 
 Nothing here imports a solver, a backend, an agent or an experiment.
 """
 
 from __future__ import annotations
 
-from .blocks import VariableBlock, LinearRows, Program
+from .blocks import VariableBlock, LinearRows, Program, MAX_PROGRAM_BYTES, check_program_size
+from .support import Support, check_kernel, check_counts
 from .tightness import tightness, EPSILON_MAX, TIGHTNESS_CONSTANT_MAX
 from .occupancy import OccupancyProgram
 from .optimistic import JointProgram, OptimisticProgram, l1_radius, RADII, BoxOptimisticProgram, box_radius
@@ -18,6 +20,11 @@ __all__ = [
     "VariableBlock",
     "LinearRows",
     "Program",
+    "MAX_PROGRAM_BYTES",
+    "check_program_size",
+    "Support",
+    "check_kernel",
+    "check_counts",
     "tightness",
     "EPSILON_MAX",
     "TIGHTNESS_CONSTANT_MAX",

@@ -28,26 +28,45 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import ModelError, ProgramError
-from ..models.cmdp import CMDP, check_distribution
+from ..errors import ProgramError
+from ..models.cmdp import CMDP
+from .support import Support, check_kernel
 from .tightness import EPSILON_MAX, finite_at_least
 
-__all__ = ['VariableBlock', 'LinearRows', 'Program']
+__all__ = ['VariableBlock', 'LinearRows', 'Program', 'check_kernel', 'check_program_size', 'MAX_PROGRAM_BYTES']
 
 
-def check_kernel(model: CMDP, kernel: Any) -> np.ndarray:
-    """``kernel`` as a float array of shape (S, A, S) whose rows are distributions, else a ProgramError."""
-    S, A = model.n_states, model.n_actions
-    q = np.asarray(kernel, dtype=float)
-    if q.shape != (S, A, S):
-        raise ProgramError(f"kernel must have shape (S, A, S) = ({S}, {A}, {S}), got {q.shape}.")
-    if not np.all(np.isfinite(q)):
-        raise ProgramError("kernel contains NaN or infinite entries.")
-    try:
-        check_distribution(q, "kernel")
-    except ModelError as exc:
-        raise ProgramError(str(exc)) from None
-    return q
+#: The largest program curlopt builds: its own arrays (rows, parameter entries, bounds; estimated from its counts of
+#: variables and nonzeros with :data:`BYTES_PER_VARIABLE` and :data:`BYTES_PER_NONZERO`) may take at most this
+#: (2 GiB). A solver needs a few times the program's size again, so a program above it would not fit on an
+#: ordinary machine; it is refused before anything is built (:func:`check_program_size`).
+MAX_PROGRAM_BYTES = 2 * 1024 ** 3
+#: bytes a program holds per variable at the peak of building it (bounds, the block layout, the support's and the
+#: flow rows' index arrays, the stored kernel or counts; rounded up from the measurement below)
+BYTES_PER_VARIABLE = 128
+#: bytes a program holds per nonzero of its rows at the peak of building them: the coordinate lists (row, column,
+#: value), their concatenation, the CSR matrix and the parameter arrays. Measured with tracemalloc on every program
+#: kind, dense (S, A) = (150, 10) and the sparse queue at buffer 3000: peak 72-100 bytes per nonzero counting the
+#: variables' share, which ``BYTES_PER_VARIABLE · variables + BYTES_PER_NONZERO · nonzeros`` bounds in every case.
+BYTES_PER_NONZERO = 80
+
+
+def check_program_size(kind: str, model: CMDP, n_vars: int, n_nonzeros: int) -> None:
+    """Refuse a program whose arrays would need more than :data:`MAX_PROGRAM_BYTES` (before building any).
+
+    Raises
+    ------
+    ProgramError
+        Naming the program, its counts of variables and nonzeros and the estimated size.
+    """
+    size = BYTES_PER_VARIABLE * int(n_vars) + BYTES_PER_NONZERO * int(n_nonzeros)
+    if size > MAX_PROGRAM_BYTES:
+        raise ProgramError(
+            f"the {kind} program of model {model.name!r} (S={model.n_states}, A={model.n_actions}) would have"
+            f" {int(n_vars):,} variables and {int(n_nonzeros):,} nonzeros, about {size / 2 ** 30:.3g} GiB for its"
+            f" arrays alone, more than the limit of {MAX_PROGRAM_BYTES / 2 ** 30:g} GiB: build it on a sparse"
+            " support (a model stored sparse, or support=...) or use a smaller model."
+        )
 
 
 @dataclass(frozen=True)
@@ -145,8 +164,8 @@ class LinearRows:
         overlap = self.fixed[self.param_rows, self.param_cols]
         if self.param_rows.size and np.any(np.asarray(overlap) != 0):
             raise AssertionError("a parameter entry shares its position with a constant entry")
-        keys = self.param_rows * self.n_cols + self.param_cols
-        if np.unique(keys).size != keys.size:
+        keys = np.sort(self.param_rows * self.n_cols + self.param_cols)
+        if np.any(keys[1:] == keys[:-1]):
             raise AssertionError("two parameter entries share a position")
         del self._coo_rows, self._coo_cols, self._coo_vals, self._param_rows, self._param_cols
         del self._lower, self._upper
@@ -190,9 +209,13 @@ class Program:
         Current tightness ε; the constraint rows read ``g_m(ζ) <= -ε``.
     version : int
         Increases with every update, so a compiled backend knows when to re-read data.
+    support : Support or None
+        The successors the program's kernel entries or joint variables exist for
+        (:mod:`curlopt.programs.support`); None for a program without either.
     """
 
     kind: str = "program"
+    support: Support | None = None
 
     def __init__(self, model: CMDP, blocks: list[tuple[str, tuple[int, ...]]]):
         if not isinstance(model, CMDP):
@@ -244,7 +267,8 @@ class Program:
         return np.asarray(x)[self.blocks["occupancy"].slice].reshape(self.blocks["occupancy"].shape)
 
     def joint(self, x: np.ndarray) -> np.ndarray | None:
-        """p (S, A, S) from a solution vector, or None for a program without it."""
+        """p from a solution vector, or None for a program without it: shape (S, A, S) on the dense support,
+        else (nnz,) in the support's entry order (:class:`~curlopt.programs.support.Support`)."""
         block = self.blocks.get("joint")
         return None if block is None else np.asarray(x)[block.slice].reshape(block.shape)
 

@@ -8,9 +8,26 @@ import numpy as np
 
 from ..errors import ProgramError
 from ..models.cmdp import CMDP
-from .blocks import Program, check_kernel
+from .blocks import Program, check_kernel, check_program_size
+from .flow import KernelFlowRows
+from .support import Support
 
 __all__ = ['OccupancyProgram']
+
+
+def flow_nonzeros(support: Support) -> int:
+    """At most how many parameter entries the flow rows have on ``support`` (its entries and the diagonal)."""
+    S = support.n_states
+    return (S - 1) * support.n_pairs if support.is_dense else support.nnz + support.n_pairs
+
+
+def require_kernel(model: CMDP, kernel: Any, kind: str) -> None:
+    """Raise when neither ``kernel`` nor the model gives one (without building a sparse model's dense view)."""
+    if kernel is None and not model.sparse and model.kernel is None:
+        raise ProgramError(
+            f"the {kind} program needs a kernel: model {model.name!r} has none, pass kernel=... (shape (S, A, S),"
+            " or a scipy sparse (S·A, S) matrix)."
+        )
 
 
 class OccupancyProgram(Program):
@@ -22,47 +39,60 @@ class OccupancyProgram(Program):
     Parameters
     ----------
     model : CMDP
-    kernel : array_like, shape (S, A, S), optional
+    kernel : array_like (S, A, S) or scipy sparse (S·A, S), optional
         ``Q``; default the model's own kernel (then required).
     epsilon : float, default 0
         Tightness ε >= 0.
+    support : scipy sparse matrix (S·A, S), optional
+        The successors the program's flow rows can give a kernel entry (its stored entries; see
+        :mod:`curlopt.programs.support`). Default: the model's own kernel pattern when the model stores its
+        kernel sparse, else every successor. Every kernel given (here or to :meth:`update`) must be zero
+        outside it.
+
+    Raises
+    ------
+    ProgramError
+        For a missing or invalid kernel, a kernel with a nonzero outside the support, or a program too large
+        to build (see :func:`~curlopt.programs.blocks.check_program_size`).
     """
 
     kind = "occupancy"
+    support: Support
 
-    def __init__(self, model: CMDP, kernel: Any = None, epsilon: float = 0.0):
+    def __init__(self, model: CMDP, kernel: Any = None, epsilon: float = 0.0, support: Any = None):
+        if not isinstance(model, CMDP):
+            raise ProgramError(f"a program needs a curlopt CMDP model, got {type(model).__name__}.")
         S, A = model.n_states, model.n_actions
+        require_kernel(model, kernel, "occupancy")
+        self.support = Support.of_model(model, support)
+        check_program_size(self.kind, model, S * A, S * A + flow_nonzeros(self.support))
         super().__init__(model, [("occupancy", (S, A))])
-        if kernel is None and model.kernel is None:
-            raise ProgramError(
-                f"the occupancy program needs a kernel: model {model.name!r} has none, pass kernel=... (shape (S, A, S))."
-            )
         lin = self.linear
         n = S * A
         lin.add("mass", 1, np.zeros(n), np.arange(n), 1.0, 1.0, 1.0)
-        # Flow rows s' = 0..S-2: every coefficient Σ_a ρ(s',a) - Σ Q(s'|s,a) ρ(s,a) depends on Q.
-        first = lin.add("flow", S - 1, np.zeros(0), np.zeros(0), 0.0, 0.0, 0.0)
-        rows, cols = np.meshgrid(np.arange(S - 1), np.arange(n), indexing="ij")
-        lin.add_parameters("flow", first, rows, cols)
+        # Flow rows s' = 0..S-2: every coefficient Σ_a ρ(s',a) - Σ Q(s'|s,a) ρ(s,a) on the support depends on Q.
+        self._flow = KernelFlowRows(lin, self.support, np.arange(n))
         lin.finish()
-        self._diagonal = (np.arange(S - 1)[:, None] == np.repeat(np.arange(S), A)[None, :]).astype(float)
-        self.kernel = None
-        self.update(kernel=model.kernel if kernel is None else kernel, epsilon=epsilon)
+        self.kernel: Any = None
+        self.update(kernel=(model.transitions if model.sparse else model.kernel) if kernel is None else kernel,
+                    epsilon=epsilon)
 
     def update(self, kernel: Any = None, epsilon: Any = None) -> None:
         """Set a new kernel and/or tightness; the structure is unchanged.
 
+        ``kernel`` is a dense (S, A, S) array or a scipy sparse (S·A, S) matrix. The program keeps it as
+        :attr:`kernel`: a dense (S, A, S) array on the dense support, else a CSR (S·A, S) matrix.
+
         Raises
         ------
         ProgramError
-            If the kernel has the wrong shape or is not a transition kernel.
+            If the kernel has the wrong shape, is not a transition kernel (naming the row), or has a nonzero
+            outside the program's support (naming the row and the successor).
         """
-        S, A = self.model.n_states, self.model.n_actions
         if kernel is not None:
-            q = check_kernel(self.model, kernel)
-            self.kernel = q.copy()
+            values, self.kernel = self._flow.read(check_kernel(self.model, kernel))
             # coefficient of ρ(s,a) in row s': δ(s', s) - Q(s'|s,a)
-            self.linear.writable_values()[:] = (self._diagonal - q.reshape(S * A, S).T[: S - 1]).ravel()
+            self.linear.writable_values()[:] = values
         if epsilon is not None:
             self._set_epsilon(epsilon)
         self.version += 1

@@ -6,10 +6,12 @@ import math
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..errors import ProgramError
 from ..models.cmdp import CMDP
-from .blocks import Program
+from .blocks import Program, check_program_size
+from .support import Support, check_counts
 from .tightness import finite_at_least
 
 __all__ = ['JointProgram', 'OptimisticProgram', 'l1_radius', 'RADII', 'BoxOptimisticProgram', 'box_radius']
@@ -55,82 +57,134 @@ def l1_radius(visits: np.ndarray, time: float, n_states: int, n_actions: int, ki
 
 
 class JointProgram(Program):
-    """What the optimistic programs share: variables ρ (S, A) and p (S, A, S) >= 0, and the rows
+    """What the optimistic programs share: variables ρ (S, A) and p >= 0 on the support, and the rows
     ``Σ ρ = 1``, ``ρ(s,a) = Σ_{s'} p(s,a,s')`` and flow ``Σ_a ρ(s,a) = Σ_{s'',a} p(s'',a,s)``.
 
     ρ is kept as its own block (rather than written as ``Σ_{s'} p``) so that each
     confidence row has three entries, not S + 2. Subclasses add their confidence
     rows (:meth:`_add_confidence_rows`) and recompute their parameter values from
     the counts (:meth:`_set_confidence`).
+
+    The support (:mod:`curlopt.programs.support`) decides which ``p(s,a,s')`` exist: on the dense support p
+    has shape (S, A, S) as in docs/math.md; on a sparse one p (and each block named in ``entry_blocks``) has
+    one variable per support entry, shape (nnz,), in the support's entry order. A successor outside the
+    support then has ``p(s,a,s') = 0``: the confidence set (L1 ball or box) is intersected with the
+    distributions on the support. That is a **modelling choice of the agent** building the program — it
+    asserts that those transitions cannot happen — not a property of the data: counts must be zero outside
+    the support (a count there is a ProgramError).
     """
 
-    def __init__(self, model: CMDP, extra_blocks: list[tuple[str, tuple[int, ...]]], counts: Any, time: float,
-                 epsilon: float):
+    support: Support
+
+    def __init__(self, model: CMDP, entry_blocks: list[str], counts: Any, time: float, epsilon: float,
+                 support: Any = None):
+        if not isinstance(model, CMDP):
+            raise ProgramError(f"a program needs a curlopt CMDP model, got {type(model).__name__}.")
         S, A = model.n_states, model.n_actions
-        super().__init__(model, [("occupancy", (S, A)), ("joint", (S, A, S)), *extra_blocks])
+        self.support = support = Support.of_model(model, support)
+        nnz, n_pairs = support.nnz, S * A
+        check_program_size(self.kind, model, n_pairs + nnz * (1 + len(entry_blocks)),
+                           3 * n_pairs + 2 * nnz + self._confidence_nonzeros(nnz, n_pairs))
+        super().__init__(model, [("occupancy", (S, A)), ("joint", support.shape),
+                                 *[(name, support.shape) for name in entry_blocks]])
         rho = self.blocks["occupancy"].indices()          # (S, A)
-        p = self.blocks["joint"].indices()                # (S, A, S)
-        n_pairs, n_triples = S * A, S * A * S
+        p = self.blocks["joint"].indices().ravel()        # one per support entry
+        entry_pair, successor = support.pairs, support.successors
         lin = self.linear
         lin.add("mass", 1, np.zeros(n_pairs), rho.ravel(), 1.0, 1.0, 1.0)
         # link: ρ(s,a) - Σ_{s'} p(s,a,s') = 0
         pair = np.arange(n_pairs)
         lin.add(
             "link", n_pairs,
-            np.concatenate([pair, np.repeat(pair, S)]),
-            np.concatenate([rho.ravel(), p.ravel()]),
-            np.concatenate([np.ones(n_pairs), -np.ones(n_triples)]),
+            np.concatenate([pair, entry_pair]),
+            np.concatenate([rho.ravel(), p]),
+            np.concatenate([np.ones(n_pairs), -np.ones(nnz)]),
             0.0, 0.0,
         )
         # flow for s = 0..S-2: Σ_a ρ(s,a) - Σ_{s'',a} p(s'',a,s) = 0
         flow_rows_rho = np.repeat(np.arange(S - 1), A)
-        flow_rows_p = np.broadcast_to(np.arange(S)[None, None, :], (S, A, S))[:, :, : S - 1].ravel()
+        kept = successor < S - 1
+        flow_rows_p = successor[kept]
         lin.add(
             "flow", S - 1,
             np.concatenate([flow_rows_rho, flow_rows_p]),
-            np.concatenate([rho[: S - 1].ravel(), p[:, :, : S - 1].ravel()]),
+            np.concatenate([rho[: S - 1].ravel(), p[kept]]),
             np.concatenate([np.ones(flow_rows_rho.size), -np.ones(flow_rows_p.size)]),
             0.0, 0.0,
         )
         self._add_confidence_rows(rho, p)
         lin.finish()
-        self.counts = np.zeros((S, A, S))
+        self._counts = np.zeros((S, A, S)) if support.is_dense else np.zeros(nnz)
         self.time = 1.0
-        self.update(counts=np.zeros((S, A, S)) if counts is None else counts, time=time, epsilon=epsilon)
+        self.update(counts=self.counts if counts is None else counts, time=time, epsilon=epsilon)
+
+    @staticmethod
+    def _confidence_nonzeros(nnz: int, n_pairs: int) -> int:
+        """The nonzeros (constant and parameter) of the confidence rows, for the size check."""
+        raise NotImplementedError
 
     def _add_confidence_rows(self, rho: np.ndarray, p: np.ndarray) -> None:
         raise NotImplementedError
 
     def _set_confidence(self) -> None:
-        """Recompute the parameter values from ``self.counts`` and ``self.time``."""
+        """Recompute the parameter values from ``self._counts`` and ``self.time``."""
         raise NotImplementedError
 
     @property
-    def visits(self) -> np.ndarray:
-        """``N(s,a) = Σ_{s'} n(s,a,s')``."""
-        return self.counts.sum(axis=2)
+    def counts(self) -> Any:
+        """``n(s,a,s')``: an (S, A, S) array on the dense support, else a CSR (S·A, S) matrix (zeros dropped)."""
+        if self.support.is_dense:
+            return self._counts
+        matrix = self.support.matrix(self._counts)
+        matrix.eliminate_zeros()
+        return matrix
 
     @property
-    def empirical_kernel(self) -> np.ndarray:
-        """``P^(s'|s,a) = n(s,a,s') / max(1, N(s,a))`` (zeros for unvisited pairs)."""
-        return self.counts / np.maximum(1.0, self.visits)[:, :, None]
+    def entry_counts(self) -> np.ndarray:
+        """``n(s,a,s')`` at each support entry, shape (nnz,) (a view on the dense support)."""
+        return self._counts.reshape(-1)
+
+    @property
+    def visits(self) -> np.ndarray:
+        """``N(s,a) = Σ_{s'} n(s,a,s')``, shape (S, A)."""
+        if self.support.is_dense:
+            return self._counts.sum(axis=2)
+        return self.support.row_sums(self._counts).reshape(self.model.n_states, self.model.n_actions)
+
+    @property
+    def empirical_kernel(self) -> Any:
+        """``P^(s'|s,a) = n(s,a,s') / max(1, N(s,a))`` (zeros for unvisited pairs): an (S, A, S) array on the
+        dense support, else a CSR (S·A, S) matrix."""
+        if self.support.is_dense:
+            return self._counts / np.maximum(1.0, self.visits)[:, :, None]
+        matrix = self.support.matrix(self.empirical_entries())
+        matrix.eliminate_zeros()
+        return matrix
+
+    def empirical_entries(self) -> np.ndarray:
+        """``P^`` at each support entry, shape (nnz,) (in the joint block's order)."""
+        if self.support.is_dense:
+            return self.empirical_kernel.ravel()
+        return self._counts / np.maximum(1.0, self.visits.ravel())[self.support.pairs]
 
     def update(self, counts: Any = None, time: Any = None, epsilon: Any = None) -> None:
         """Set new counts, time and/or tightness; the structure is unchanged.
 
+        ``counts`` is a dense (S, A, S) array or a scipy sparse (S·A, S) matrix, zero outside the support.
+
         Raises
         ------
         ProgramError
-            If counts have the wrong shape or negative/NaN entries, or time < 1.
+            If counts have the wrong shape, negative/NaN entries or a nonzero outside the support (naming the
+            row and successor), or time < 1.
         """
         S, A = self.model.n_states, self.model.n_actions
         if counts is not None:
-            n = np.asarray(counts, dtype=float)
-            if n.shape != (S, A, S):
-                raise ProgramError(f"counts must have shape (S, A, S) = ({S}, {A}, {S}), got {n.shape}.")
-            if not np.all(np.isfinite(n)) or np.any(n < 0):
-                raise ProgramError("counts must be finite and non-negative.")
-            self.counts = n.copy()
+            n = check_counts(self.model, counts)
+            if self.support.is_dense:
+                self._counts = n.toarray().reshape(S, A, S) if sp.issparse(n) else n.copy()
+            else:
+                self._counts = self.support.gather(n, "counts")
         if time is not None:
             self.time = finite_at_least(time, "time", 1.0)
         if counts is not None or time is not None:
@@ -143,14 +197,15 @@ class JointProgram(Program):
 class OptimisticProgram(JointProgram):
     """The optimistic ε-tight program of docs/math.md §3 over joint probabilities ``p(s,a,s')``.
 
-    Variables ρ (S, A), p (S, A, S) and α (S, A, S), all >= 0. Rows: those of
-    :class:`JointProgram`; ``|p(s,a,s') - P^(s'|s,a) ρ(s,a)| <= α(s,a,s')``;
-    ``Σ_{s'} α(s,a,s') <= β(s,a) ρ(s,a)``; and ``g_m(ζ) <= -ε``.
+    Variables ρ (S, A), p and α (S, A, S) (one per support entry on a sparse support, see
+    :class:`JointProgram`), all >= 0. Rows: those of :class:`JointProgram`;
+    ``|p(s,a,s') - P^(s'|s,a) ρ(s,a)| <= α(s,a,s')``; ``Σ_{s'} α(s,a,s') <= β(s,a) ρ(s,a)``; and
+    ``g_m(ζ) <= -ε``.
 
     Parameters
     ----------
     model : CMDP
-    counts : array_like, shape (S, A, S), optional
+    counts : array_like (S, A, S) or scipy sparse (S·A, S), optional
         Transition counts ``n(s,a,s')``; default zeros (no data).
     time : float, default 1
         The epoch start ``t_e >= 1`` (enters β).
@@ -161,28 +216,34 @@ class OptimisticProgram(JointProgram):
         analysis, or the smaller one of its simulations.
     radius_scale : float, default 1
         A finite factor >= 0 multiplying β (0 trusts the empirical kernel exactly).
+    support : scipy sparse matrix (S·A, S), optional
+        The successors p and α exist for (see :class:`JointProgram`: a modelling choice). Default: the
+        model's own kernel pattern when the model stores its kernel sparse, else every successor.
 
     Raises
     ------
     ProgramError
-        For an unknown ``radius`` or a ``radius_scale`` that is not a finite number >= 0.
+        For an unknown ``radius`` or a ``radius_scale`` that is not a finite number >= 0, invalid counts, or
+        a program too large to build.
     """
 
     kind = "optimistic"
 
     def __init__(self, model: CMDP, counts: Any = None, time: float = 1.0, epsilon: float = 0.0,
-                 radius: str = "analysis", radius_scale: float = 1.0):
-        S, A = model.n_states, model.n_actions
+                 radius: str = "analysis", radius_scale: float = 1.0, support: Any = None):
         # Set before the base class computes the first radius.
         self.radius_kind, self.radius_scale = check_radius(radius, radius_scale)
-        super().__init__(model, [("deviation", (S, A, S))], counts, time, epsilon)
+        super().__init__(model, ["deviation"], counts, time, epsilon, support)
+
+    @staticmethod
+    def _confidence_nonzeros(nnz: int, n_pairs: int) -> int:
+        return 2 * 3 * nnz + nnz + n_pairs        # two deviation rows per entry (p, α, ρ), the radius rows
 
     def _add_confidence_rows(self, rho, p):
-        S = self.model.n_states
         alpha = self.blocks["deviation"].indices()
         n_pairs, n_triples = rho.size, p.size
         triple = np.arange(n_triples)
-        rho_of_triple = np.repeat(rho.ravel(), S)
+        rho_of_triple = rho.ravel()[self.support.pairs]
         lin = self.linear
         # p - α - P^ ρ <= 0   and   -p - α + P^ ρ <= 0
         for name, sign in (("deviation_upper", 1.0), ("deviation_lower", -1.0)):
@@ -196,7 +257,7 @@ class OptimisticProgram(JointProgram):
             lin.add_parameters(name, first, triple, rho_of_triple)
         # Σ_{s'} α(s,a,s') - β(s,a) ρ(s,a) <= 0
         pair = np.arange(n_pairs)
-        first = lin.add("radius", n_pairs, np.repeat(pair, S), alpha.ravel(), 1.0, -np.inf, 0.0)
+        first = lin.add("radius", n_pairs, self.support.pairs, alpha.ravel(), 1.0, -np.inf, 0.0)
         lin.add_parameters("radius", first, pair, rho.ravel())
 
     @property
@@ -206,7 +267,7 @@ class OptimisticProgram(JointProgram):
         return beta if self.radius_scale == 1.0 else self.radius_scale * beta
 
     def _set_confidence(self) -> None:
-        p_hat = self.empirical_kernel.ravel()
+        p_hat = self.empirical_entries()
         values, groups = self.linear.writable_values(), self.linear.param_groups
         values[groups["deviation_upper"]] = -p_hat
         values[groups["deviation_lower"]] = p_hat
@@ -222,7 +283,8 @@ def box_radius(visits: np.ndarray, horizon: float, n_states: int, n_actions: int
 class BoxOptimisticProgram(JointProgram):
     """UCRL-CMDP's optimistic program (docs/math.md §9): per-entry boxes instead of an L1 ball.
 
-    Variables ρ (S, A) and p (S, A, S), both >= 0 (no α). Rows: those of
+    Variables ρ (S, A) and p (S, A, S) (one per support entry on a sparse support, see
+    :class:`JointProgram`), both >= 0 (no α). Rows: those of
     :class:`JointProgram`; the box ``|p(s,a,s') - P^(s'|s,a) ρ(s,a)| <= b(s,a) ρ(s,a)``
     as two rows per triple, ``p - (P^ + b) ρ <= 0`` and ``-p + (P^ - b) ρ <= 0``,
     whose ρ coefficients are parameter entries; and ``g_m(ζ) <= -ε``. The implied
@@ -235,22 +297,26 @@ class BoxOptimisticProgram(JointProgram):
     model : CMDP
     horizon : float
         The horizon ``T >= 1``; it enters the radius ``b`` (not the epoch start).
-    counts : array_like, shape (S, A, S), optional
+    counts : array_like (S, A, S) or scipy sparse (S·A, S), optional
         Transition counts ``n(s,a,s')``; default zeros (no data).
     time : float, default 1
         The epoch start ``t_e >= 1`` (recorded only: the radius uses ``T``).
     epsilon : float, default 0
         Tightness ε >= 0.
+    support : scipy sparse matrix (S·A, S), optional
+        The successors p exists for (see :class:`JointProgram`: a modelling choice). Default: the model's own
+        kernel pattern when the model stores its kernel sparse, else every successor.
     """
 
     kind = "box-optimistic"
 
-    def __init__(self, model: CMDP, horizon: float, counts: Any = None, time: float = 1.0, epsilon: float = 0.0):
+    def __init__(self, model: CMDP, horizon: float, counts: Any = None, time: float = 1.0, epsilon: float = 0.0,
+                 support: Any = None):
         if isinstance(horizon, bool) or not isinstance(horizon, (int, float, np.integer, np.floating)) \
                 or not math.isfinite(horizon) or horizon < 1:
             raise ProgramError(f"the horizon T must be a finite number >= 1, got {horizon!r}.")
         self.horizon = float(horizon)
-        super().__init__(model, [], counts, time, epsilon)
+        super().__init__(model, [], counts, time, epsilon, support)
         # Read once per solve (thousands per run): the blocks' slices, kept rather than rebuilt each time.
         self._views = {name: (block.slice, block.shape) for name, block in self.blocks.items()}
 
@@ -260,14 +326,17 @@ class BoxOptimisticProgram(JointProgram):
         return np.asarray(x)[where].reshape(shape)
 
     def joint(self, x: np.ndarray) -> np.ndarray:
-        """p (S, A, S) from a solution vector."""
+        """p from a solution vector: (S, A, S) on the dense support, else (nnz,) in the support's entry order."""
         where, shape = self._views["joint"]
         return np.asarray(x)[where].reshape(shape)
 
+    @staticmethod
+    def _confidence_nonzeros(nnz: int, n_pairs: int) -> int:
+        return 2 * 2 * nnz                          # two box rows per entry (p, ρ)
+
     def _add_confidence_rows(self, rho, p):
-        S = self.model.n_states
         triple = np.arange(p.size)
-        rho_of_triple = np.repeat(rho.ravel(), S)
+        rho_of_triple = rho.ravel()[self.support.pairs]
         # box_upper: p - (P^ + b) ρ <= 0;  box_lower: -p + (P^ - b) ρ <= 0
         for name, sign in (("box_upper", 1.0), ("box_lower", -1.0)):
             first = self.linear.add(name, p.size, triple, p.ravel(), sign, -np.inf, 0.0)
@@ -279,28 +348,41 @@ class BoxOptimisticProgram(JointProgram):
         return box_radius(self.visits, self.horizon, self.model.n_states, self.model.n_actions)
 
     def kernel_bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        """Entrywise lower and upper bounds ``P^ ∓ b`` of the implied kernel, shape (S, A, S) each."""
-        p_hat, b = self.empirical_kernel, self.radius[:, :, None]
+        """Entrywise lower and upper bounds ``P^ ∓ b`` of the implied kernel: shape (S, A, S) each on the dense
+        support, else (nnz,) at the support's entries (the kernel is 0 off the support)."""
+        if self.support.is_dense:
+            p_hat, b = self.empirical_kernel, self.radius[:, :, None]
+        else:
+            p_hat, b = self.empirical_entries(), self.radius.ravel()[self.support.pairs]
         return p_hat - b, p_hat + b
 
     def _set_confidence(self) -> None:
         """Recompute the box coefficients of the pairs whose counts changed since the last call.
 
         A pair's coefficients depend only on its own counts and on ``T`` (the epoch start is
-        recorded, not used), so an epoch that visited a few pairs rewrites only their ``2 S``
-        entries each. Every entry is computed by the same elementwise arithmetic as
-        :meth:`kernel_bounds`, so the values are bit-identical to a full recomputation.
+        recorded, not used), so an epoch that visited a few pairs rewrites only their entries
+        (``2 S`` each on the dense support). Every entry is computed by the same elementwise arithmetic
+        as :meth:`kernel_bounds`, so the values are bit-identical to a full recomputation.
         """
-        S = self.model.n_states
-        flat = self.counts.reshape(-1, S)
+        support = self.support
+        flat = self._counts.reshape(support.n_pairs, -1) if support.is_dense else self._counts
         previous = getattr(self, "_confidence_counts", None)
         if previous is None:
-            pairs = np.arange(flat.shape[0])
+            pairs = np.arange(support.n_pairs)
+        elif support.is_dense:
+            pairs = np.flatnonzero(np.any(flat != previous.reshape(flat.shape), axis=1))
         else:
-            pairs = np.flatnonzero(np.any(flat != previous.reshape(-1, S), axis=1))
-        if pairs.size:
+            pairs = np.unique(support.pairs[flat != previous])
+        if pairs.size and support.is_dense:
             self._set_box_rows(pairs, flat[pairs])
-        self._confidence_counts = self.counts.copy()
+        elif pairs.size:
+            self._set_sparse_box_rows(pairs)
+        self._confidence_counts = self._counts.copy()
+
+    def _box_values(self) -> tuple[np.ndarray, np.ndarray]:
+        """The parameter values of the rows ``box_upper`` and ``box_lower`` (writable views)."""
+        groups = self.linear.param_groups
+        return self.linear.writable_values()[groups["box_upper"]], self.linear.writable_values()[groups["box_lower"]]
 
     def _set_box_rows(self, pairs: np.ndarray, counts: np.ndarray) -> None:
         """Write ``-(P^ + b)`` and ``P^ - b`` for the flat pair indices ``pairs`` from their counts (k, S)."""
@@ -309,8 +391,21 @@ class BoxOptimisticProgram(JointProgram):
         p_hat = counts / np.maximum(1.0, visits)[:, None]
         b = box_radius(visits, self.horizon, S, self.model.n_actions)[:, None]
         entries = (pairs[:, None] * S + np.arange(S)).ravel()
-        groups = self.linear.param_groups
-        upper_values = self.linear.writable_values()[groups["box_upper"]]   # views into the values
-        lower_values = self.linear.writable_values()[groups["box_lower"]]
+        upper_values, lower_values = self._box_values()
         upper_values[entries] = -(p_hat + b).ravel()
         lower_values[entries] = (p_hat - b).ravel()
+
+    def _set_sparse_box_rows(self, pairs: np.ndarray) -> None:
+        """:meth:`_set_box_rows` on a sparse support: the entries of ``pairs`` (sorted flat pair indices)."""
+        support = self.support
+        sizes = support.row_counts[pairs]
+        # the entries of each pair, one after the other: its first entry plus 0, 1, ..., size - 1
+        local = np.repeat(np.arange(pairs.size), sizes)
+        entries = support.indptr[pairs][local] + (np.arange(local.size) - np.repeat(np.cumsum(sizes) - sizes, sizes))
+        counts = self._counts[entries]
+        visits = np.add.reduceat(counts, np.cumsum(sizes) - sizes)
+        p_hat = counts / np.maximum(1.0, visits)[local]
+        b = box_radius(visits, self.horizon, support.n_states, support.n_actions)[local]
+        upper_values, lower_values = self._box_values()
+        upper_values[entries] = -(p_hat + b)
+        lower_values[entries] = p_hat - b

@@ -35,7 +35,10 @@ import scipy.sparse as sp
 from ..utilities.augmented import AugmentedUtility
 from ..errors import ProgramError
 from ..models.cmdp import CMDP
-from .blocks import Program, check_kernel
+from .blocks import Program, check_kernel, check_program_size
+from .flow import KernelFlowRows
+from .occupancy import flow_nonzeros
+from .support import Support
 from ..utilities.library import Linear
 
 __all__ = ["SafeProgram", "LeastViolationProgram"]
@@ -58,8 +61,16 @@ class _PenalisedOccupancy(Program):
     the subclass uses itself.
     """
 
-    def __init__(self, model: CMDP, weighted: list[str], free: list[str]):
+    support: Support
+
+    def __init__(self, model: CMDP, weighted: list[str], free: list[str], support: Any = None):
+        if not isinstance(model, CMDP):
+            raise ProgramError(f"a program needs a curlopt CMDP model, got {type(model).__name__}.")
         S, A = model.n_states, model.n_actions
+        self.support = Support.of_model(model, support)
+        n_scalars = len(weighted) + len(free)
+        check_program_size(self.kind, model, S * A + n_scalars,
+                           S * A + flow_nonzeros(self.support) + len(weighted) * (S * A + 1))
         super().__init__(model, [("occupancy", (S, A)), *[(name, (1,)) for name in weighted + free]])
         for name in free:  # free scalars (an epigraph level) may be negative
             self.blocks[name] = replace(self.blocks[name], lower=-math.inf)
@@ -67,17 +78,14 @@ class _PenalisedOccupancy(Program):
         n = S * A
         rho = self.blocks["occupancy"].indices().ravel()
         lin.add("mass", 1, np.zeros(n), rho, 1.0, 1.0, 1.0)
-        first = lin.add("flow", S - 1, np.zeros(0), np.zeros(0), 0.0, 0.0, 0.0)
-        rows, cols = np.meshgrid(np.arange(S - 1), rho, indexing="ij")
-        lin.add_parameters("flow", first, rows, cols)
+        self._flow = KernelFlowRows(lin, self.support, rho)
         for name in weighted:
             # z - Σ w(s,a) ρ(s,a) = 0; the -w are parameter entries
             first = lin.add(name, 1, [0], [self.blocks[name].start], 1.0, 0.0, 0.0)
             lin.add_parameters(name, first, np.zeros(n, dtype=np.int64), rho)
         lin.finish()
-        self._diagonal = (np.arange(S - 1)[:, None] == np.repeat(np.arange(S), A)[None, :]).astype(float)
         self._weighted = list(weighted)
-        self.kernel: np.ndarray | None = None
+        self.kernel: Any = None
 
     @property
     def objective(self):
@@ -98,10 +106,15 @@ class _PenalisedOccupancy(Program):
         return sp.csr_matrix((np.ones(len(cols)), (np.arange(len(cols)), cols)), shape=(len(cols), self.n_vars))
 
     def _set_kernel(self, kernel: Any) -> None:
+        """Check ``kernel`` (dense (S, A, S) or sparse (S·A, S)) and push it into the flow rows (see
+        :meth:`curlopt.programs.flow.KernelFlowRows.read` for the form :attr:`kernel` keeps)."""
+        values, self.kernel = self._flow.read(check_kernel(self.model, kernel))
+        self.linear.writable_values()[self.linear.param_groups["flow"]] = values
+
+    def _uniform_kernel(self) -> Any:
+        """The default kernel: uniform rows (over each pair's allowed successors on a sparse support)."""
         S, A = self.model.n_states, self.model.n_actions
-        q = check_kernel(self.model, kernel)
-        self.kernel = q.copy()
-        self.linear.writable_values()[self.linear.param_groups["flow"]] = (self._diagonal - q.reshape(S * A, S).T[: S - 1]).ravel()
+        return np.full((S, A, S), 1.0 / S) if self.support.is_dense else self.support.uniform()
 
     def _set_weights(self, name: str, weights: np.ndarray) -> None:
         self.linear.writable_values()[self.linear.param_groups[name]] = -weights.ravel()
@@ -123,22 +136,26 @@ class SafeProgram(_PenalisedOccupancy):
     Parameters
     ----------
     model : CMDP
-    kernel : array_like, shape (S, A, S), optional
-        ``Q``; default uniform rows.
+    kernel : array_like (S, A, S) or scipy sparse (S·A, S), optional
+        ``Q``; default uniform rows (uniform over each pair's allowed successors on a sparse support).
     bonus : array_like, shape (S, A), optional
         ``b >= 0``; default zeros.
     penalty : array_like, shape (M, S, A), optional
         ``q_m >= 0`` for each of the model's M constraints; default zeros.
     epsilon : float, default 0
+    support : scipy sparse matrix (S·A, S), optional
+        The successors the flow rows can give a kernel entry, as for
+        :class:`~curlopt.programs.occupancy.OccupancyProgram` (default: the model's kernel pattern when the
+        model stores its kernel sparse, else every successor).
     """
 
     kind = "safe"
 
     def __init__(self, model: CMDP, kernel: Any = None, bonus: Any = None, penalty: Any = None,
-                 epsilon: float = 0.0):
+                 epsilon: float = 0.0, support: Any = None):
         S, A, M = model.n_states, model.n_actions, model.n_constraints
         self._penalty_names = [f"penalty_{m}" for m in range(M)]
-        super().__init__(model, ["bonus", *self._penalty_names], [])
+        super().__init__(model, ["bonus", *self._penalty_names], [], support)
         self.reward_map = sp.vstack([self.reward_map, self._selector(["bonus"])]).tocsr()
         self.cost_map = sp.vstack([self.cost_map, self._selector(self._penalty_names)]).tocsr()
         self._objective = AugmentedUtility(model.objective, [1.0], name=f"{model.objective!r} + bonus")
@@ -147,7 +164,7 @@ class SafeProgram(_PenalisedOccupancy):
         )
         self.bonus = np.zeros((S, A))
         self.penalty = np.zeros((M, S, A))
-        self.update(kernel=np.full((S, A, S), 1.0 / S) if kernel is None else kernel,
+        self.update(kernel=self._uniform_kernel() if kernel is None else kernel,
                     bonus=self.bonus if bonus is None else bonus,
                     penalty=self.penalty if penalty is None else penalty, epsilon=epsilon)
 
@@ -177,18 +194,18 @@ class LeastViolationProgram(_PenalisedOccupancy):
     ----------
     model : CMDP
         A model with at least one constraint.
-    kernel, penalty
+    kernel, penalty, support
         As for :class:`SafeProgram`.
     """
 
     kind = "least-violation"
 
-    def __init__(self, model: CMDP, kernel: Any = None, penalty: Any = None):
+    def __init__(self, model: CMDP, kernel: Any = None, penalty: Any = None, support: Any = None):
         S, A, M = model.n_states, model.n_actions, model.n_constraints
         if M == 0:
             raise ProgramError(f"the least-violation program needs a constraint; model {model.name!r} has none.")
         self._penalty_names = [f"penalty_{m}" for m in range(M)]
-        super().__init__(model, self._penalty_names, ["level"])
+        super().__init__(model, self._penalty_names, ["level"], support)
         self.reward_map = self._selector(["level"])
         self.cost_map = sp.vstack([self.cost_map, self._selector(self._penalty_names + ["level"])]).tocsr()
         self._objective = Linear([-1.0])
@@ -197,7 +214,7 @@ class LeastViolationProgram(_PenalisedOccupancy):
             for m, g in enumerate(model.constraints)
         )
         self.penalty = np.zeros((M, S, A))
-        self.update(kernel=np.full((S, A, S), 1.0 / S) if kernel is None else kernel,
+        self.update(kernel=self._uniform_kernel() if kernel is None else kernel,
                     penalty=self.penalty if penalty is None else penalty)
 
     def update(self, kernel: Any = None, penalty: Any = None) -> None:

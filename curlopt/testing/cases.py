@@ -8,6 +8,11 @@ from that data, so the reference never reads anything back from curlopt.
 :func:`random_case` draws a case from a numpy generator; the Hypothesis strategies
 of :mod:`curlopt.testing.strategies` draw the sizes (so they shrink) and a seed, and
 call it. Nothing here imports Hypothesis.
+
+A *sparse* case (``successors=k``) draws a support first: every pair (s, a) may move to s itself, to
+(s + 1) mod S and to k - 2 other states (the supports of ``random_model(..., successors=k)``); its kernel
+and counts are zero elsewhere, its model stores the kernel sparse, so every program is built on that support,
+and its reference polytopes hold ``p = 0`` outside it.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ import numpy as np
 from . import reference as ref
 
 __all__ = [
-    "Case", "random_case", "draw_case", "next_data", "random_kernel", "random_counts", "PROGRAM_KINDS", "OBJECTIVE_KINDS", "UPDATE_FIELDS",
+    "Case", "random_case", "draw_case", "next_data", "random_kernel", "random_counts", "random_support", "PROGRAM_KINDS",
+    "OBJECTIVE_KINDS", "UPDATE_FIELDS",
 ]
 
 #: the programs a case builds: docs/math.md sections 2, 3 and 9 (UCRL-CMDP's box program)
@@ -63,6 +69,9 @@ class Case:
         The horizon T of the box program (>= 2, so an unvisited pair's box is the whole simplex).
     objective_pieces : (W (J, K), c (J,)), optional
         The pieces of a piecewise objective ``f(λ) = min_j (W_j·λ + c_j)``.
+    support : (S, A, S) bool, optional
+        A sparse case's support: the kernel is positive exactly there, the counts are zero elsewhere, and the
+        model stores its kernel sparse (so every program is built on this support).
     """
 
     kernel: np.ndarray
@@ -78,6 +87,7 @@ class Case:
     seed: int = 0
     horizon: float = 1e4
     objective_pieces: tuple | None = None
+    support: np.ndarray | None = None
 
     @property
     def n_states(self) -> int:
@@ -101,7 +111,17 @@ class Case:
             objective = SumOfLogs(weights=self.objective_weights, shift=self.objective_shift)
         constraints = [LinearBound(W[0], float(b[0])) if W.shape[0] == 1 else MaxOfLinear(W, b)
                        for W, b in self.constraint_pieces]
+        if self.support is not None:
+            return CMDP(self.rewards, self.costs, objective, constraints, kernel=self._sparse(self.kernel),
+                        name=f"case-{self.seed}", storage="sparse")
         return CMDP(self.rewards, self.costs, objective, constraints, kernel=self.kernel, name=f"case-{self.seed}")
+
+    def _sparse(self, array: np.ndarray):
+        """``array`` (S, A, S) as a scipy CSR (S·A, S) matrix (the form a sparse case hands to curlopt)."""
+        import scipy.sparse as sp
+
+        S, A = self.n_states, self.n_actions
+        return sp.csr_array(np.asarray(array, dtype=float).reshape(S * A, S))
 
     def program(self, kind: str):
         """The curlopt program of ``kind`` (one of :data:`PROGRAM_KINDS`) on this case's data."""
@@ -109,17 +129,24 @@ class Case:
         from ..programs.occupancy import OccupancyProgram
 
         model = self.model()
+        kernel, counts = self.kernel, self.counts
+        if self.support is not None:
+            kernel, counts = self._sparse(kernel), self._sparse(counts)
         if kind == "occupancy":
-            return OccupancyProgram(model, kernel=self.kernel, epsilon=self.epsilon)
+            return OccupancyProgram(model, kernel=kernel, epsilon=self.epsilon)
         if kind == "optimistic":
-            return OptimisticProgram(model, counts=self.counts, time=self.time, epsilon=self.epsilon)
+            return OptimisticProgram(model, counts=counts, time=self.time, epsilon=self.epsilon)
         if kind == "box-optimistic":
-            return BoxOptimisticProgram(model, self.horizon, counts=self.counts, time=self.time, epsilon=self.epsilon)
+            return BoxOptimisticProgram(model, self.horizon, counts=counts, time=self.time, epsilon=self.epsilon)
         raise ValueError(f"unknown program kind {kind!r}; one of {PROGRAM_KINDS}")
 
     def update_data(self, kind: str, fields) -> dict:
-        """The keyword arguments of ``program.update`` that set ``fields`` to this case's values."""
-        return {name: getattr(self, name) for name in fields if name in UPDATE_FIELDS[kind]}
+        """The keyword arguments of ``program.update`` that set ``fields`` to this case's values (a sparse case
+        passes its kernel and counts as sparse matrices)."""
+        out = {name: getattr(self, name) for name in fields if name in UPDATE_FIELDS[kind]}
+        if self.support is not None:
+            out.update({name: self._sparse(out[name]) for name in ("kernel", "counts") if name in out})
+        return out
 
     # -- the reference side ----------------------------------------------------
     def reference_objective(self):
@@ -134,9 +161,9 @@ class Case:
         if kind == "occupancy":
             return ref.occupancy_polytope(self.kernel)
         if kind == "optimistic":
-            return ref.optimistic_polytope(self.counts, self.time)
+            return ref.optimistic_polytope(self.counts, self.time, self.support)
         if kind == "box-optimistic":
-            return ref.box_polytope(self.counts, self.horizon)
+            return ref.box_polytope(self.counts, self.horizon, self.support)
         raise ValueError(f"unknown program kind {kind!r}; one of {PROGRAM_KINDS}")
 
     def reference(self, kind: str, with_constraints: bool = True) -> ref.Reference:
@@ -157,17 +184,50 @@ class Case:
             f"Case(seed={self.seed}, S={self.n_states}, A={self.n_actions}, K={self.rewards.shape[0]},"
             f" d={self.costs.shape[0]}, M={len(self.constraint_pieces)}, pieces={pieces},"
             f" objective={self.objective_kind}, time={self.time}, horizon={self.horizon:g}, epsilon={self.epsilon!r},"
-            f" visits={None if self.counts is None else int(self.counts.sum())})"
+            f" visits={None if self.counts is None else int(self.counts.sum())}"
+            + ("" if self.support is None else f", support={int(self.support.sum())} of {self.support.size}") + ")"
         )
 
 
-def random_kernel(rng: np.random.Generator, S: int, A: int) -> np.ndarray:
-    """Dirichlet rows mixed with a little uniform mass: every entry >= 0.02/S, so every policy is ergodic."""
+def random_kernel(rng: np.random.Generator, S: int, A: int, support: np.ndarray | None = None) -> np.ndarray:
+    """Dirichlet rows mixed with a little uniform mass: every entry >= 0.02/S, so every policy is ergodic.
+
+    With a ``support`` (boolean (S, A, S)), each row is drawn over its allowed successors only (the same
+    mixture over them) and is zero elsewhere.
+    """
     concentration = rng.choice([0.3, 1.0, 5.0])
+    if support is not None:
+        return _kernel_on_support(rng, concentration, support)
     rows = rng.dirichlet(np.full(S, concentration), size=(S, A))
     mix = rng.uniform(0.02, 0.3)
     kernel = (1.0 - mix) * rows + mix / S
     return kernel / kernel.sum(axis=2, keepdims=True)
+
+
+def _kernel_on_support(rng: np.random.Generator, concentration: float, support: np.ndarray) -> np.ndarray:
+    S, A, _ = support.shape
+    kernel = np.zeros(support.shape)
+    mix = rng.uniform(0.02, 0.3)
+    for s in range(S):
+        for a in range(A):
+            allowed = np.flatnonzero(support[s, a])
+            row = (1.0 - mix) * rng.dirichlet(np.full(allowed.size, concentration)) + mix / allowed.size
+            kernel[s, a, allowed] = row / row.sum()
+    return kernel
+
+
+def random_support(rng: np.random.Generator, S: int, A: int, successors: int) -> np.ndarray:
+    """A support (boolean (S, A, S)): every pair reaches s, (s + 1) mod S and ``successors - 2`` other states
+    drawn without replacement (fewer when S is small); every policy's chain is then irreducible and aperiodic."""
+    support = np.zeros((S, A, S), dtype=bool)
+    for s in range(S):
+        fixed = {s, (s + 1) % S}
+        others = np.array([t for t in range(S) if t not in fixed], dtype=np.int64)
+        for a in range(A):
+            support[s, a, list(fixed)] = True
+            extra = min(max(successors - 2, 0), others.size)
+            support[s, a, rng.choice(others, size=extra, replace=False)] = True
+    return support
 
 
 def random_counts(rng: np.random.Generator, kernel: np.ndarray) -> np.ndarray:
@@ -226,7 +286,7 @@ def _objective(rng: np.random.Generator, objective: str, K: int, S: int, A: int,
 
 
 def random_case(rng: np.random.Generator, S: int, A: int, K: int, d: int, M: int, epsilon: float,
-                objective: str = "linear", max_pieces: int = 1, seed: int = 0) -> Case:
+                objective: str = "linear", max_pieces: int = 1, seed: int = 0, successors: int | None = None) -> Case:
     """A :class:`Case` of the given sizes with arrays drawn from ``rng``.
 
     Parameters
@@ -241,8 +301,11 @@ def random_case(rng: np.random.Generator, S: int, A: int, K: int, d: int, M: int
         Constraints get 1..max_pieces affine pieces; a piecewise objective 2..max(2, max_pieces).
     seed : int
         Recorded in the case (for reports); ``rng`` should come from it.
+    successors : int, optional
+        Draw a sparse case: a support with this many successors per pair (see :func:`random_support`).
     """
-    kernel = random_kernel(rng, S, A)
+    support = None if successors is None else random_support(rng, S, A, successors)
+    kernel = random_kernel(rng, S, A, support)
     rewards, weights, shift, pieces = _objective(rng, objective, K, S, A, max_pieces)
     costs = rng.uniform(-1.0, 1.0, size=(d, S, A))
     constraints = _constraints(rng, costs, M, max_pieces)
@@ -253,26 +316,30 @@ def random_case(rng: np.random.Generator, S: int, A: int, K: int, d: int, M: int
     # program without g rows is always feasible
     horizon = float(max(time, 2) + int(rng.integers(0, 10**5)))
     return Case(kernel, rewards, costs, objective, weights, shift, constraints, counts, time, float(epsilon), seed,
-                horizon, pieces)
+                horizon, pieces, support)
 
 
 def draw_case(seed: int, objective: str = "linear", max_states: int = 4, max_actions: int = 3,
               min_constraints: int = 0, max_constraints: int = 3, max_pieces: int = 3,
-              max_epsilon: float = 0.3) -> Case:
-    """A :class:`Case` with sizes and ε drawn from ``seed`` too (the conformance suite's draw, no Hypothesis)."""
+              max_epsilon: float = 0.3, sparse: bool = False) -> Case:
+    """A :class:`Case` with sizes and ε drawn from ``seed`` too (the conformance suite's draw, no Hypothesis).
+
+    ``sparse`` draws a sparse case with 2 or 3 successors per pair (the dense draws are unchanged).
+    """
     rng = np.random.default_rng(seed)
     S, A = int(rng.integers(1, max_states + 1)), int(rng.integers(1, max_actions + 1))
     K, d = int(rng.integers(1, 4)), int(rng.integers(1, 4))
     M = int(rng.integers(min_constraints, max_constraints + 1))
     epsilon = 0.0 if rng.uniform() < 0.25 else float(rng.uniform(0.0, max_epsilon))
-    return random_case(rng, S, A, K, d, M, epsilon, objective, max_pieces, seed)
+    successors = int(rng.integers(2, 4)) if sparse else None
+    return random_case(rng, S, A, K, d, M, epsilon, objective, max_pieces, seed, successors)
 
 
 def next_data(rng: np.random.Generator, case: Case, fields, epsilon: float | None = None) -> Case:
     """``case`` with new values of ``fields`` (kernel, counts, time, epsilon) drawn from ``rng``."""
     changes: dict = {}
     if "kernel" in fields:
-        changes["kernel"] = random_kernel(rng, case.n_states, case.n_actions)
+        changes["kernel"] = random_kernel(rng, case.n_states, case.n_actions, case.support)
     if "counts" in fields:
         changes["counts"] = random_counts(rng, case.kernel)
     if "time" in fields:

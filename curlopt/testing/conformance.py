@@ -30,6 +30,11 @@ What is checked (each a named check in the report, see :data:`CHECK_NAMES`):
 ``update/<program>/<objective>``
     Compile once, then change the data (kernel or counts, time, ε) with ``program.update`` and re-solve:
     each re-solve matches the reference on the new data.
+``sparse-optimum/<program>/<objective>``, ``sparse-update/<program>/<objective>``
+    The same on *sparse* cases (:mod:`curlopt.testing.cases`): the model stores its kernel sparse, so each
+    program is built on the kernel's support (its joint variables only there), and kernels and counts are
+    handed over as scipy sparse matrices; the reference keeps every ``p(s,a,s')`` with ``p = 0`` off the
+    support.
 
 Programs: ``occupancy`` (section 2 of docs/math.md), ``optimistic`` (section 3) and ``box-optimistic``
 (UCRL-CMDP's box program, section 9). Objectives: ``linear`` (required), ``piecewise`` (a min of several
@@ -164,6 +169,12 @@ def _require(condition: bool, message: str) -> None:
 def _check_joint(case: Case, kind: str, rho: np.ndarray, p: np.ndarray, tol: float) -> None:
     """The rows of the optimistic and box programs over ``p(s,a,s')`` (docs/math.md sections 3 and 9)."""
     S, A = case.n_states, case.n_actions
+    if case.support is not None and p is not None:  # a sparse program's p: one value per support entry
+        nnz = int(case.support.sum())
+        _require(np.shape(p) == (nnz,), f"joint probabilities of shape {np.shape(p)}, not ({nnz},) (the support)")
+        dense = np.zeros(S * A * S)
+        dense[np.flatnonzero(case.support.ravel())] = p
+        p = dense.reshape(S, A, S)
     _require(p is not None and np.shape(p) == (S, A, S), f"joint probabilities of shape {np.shape(p)}, not (S, A, S)")
     _require(bool(np.all(np.isfinite(p))) and p.min() >= -tol, f"joint probabilities not finite or negative ({p.min()!r})")
     rho_p = p.sum(axis=2)
@@ -282,7 +293,8 @@ def _compile(backend: Any, case: Case, kind: str, required: bool):
 
 
 def _clear_case(settings: _Settings, name: str, example: int, objective: str, kind: str, **draw: Any) -> Case:
-    """The example's case, redrawn (new seeds) while its ε is razor-thin (see :class:`Tolerances`)."""
+    """The example's case, redrawn (new seeds) while its ε is razor-thin (see :class:`Tolerances`); ``draw``
+    goes to :func:`~curlopt.testing.cases.draw_case` (e.g. ``sparse=True``)."""
     pieces = 1 if objective == "linear" else (3 if objective == "piecewise" else 2)
     for attempt in range(50):
         case = draw_case(_seed(settings, name, example * 50 + attempt), objective, max_pieces=pieces, **draw)
@@ -291,9 +303,9 @@ def _clear_case(settings: _Settings, name: str, example: int, objective: str, ki
     raise AssertionError(f"no case clear of the feasibility boundary in 50 draws (a suite bug); last {case!r}")
 
 
-def _optimum(backend: Any, settings: _Settings, name: str, kind: str, objective: str) -> str:
+def _optimum(backend: Any, settings: _Settings, name: str, kind: str, objective: str, sparse: bool = False) -> str:
     for example in range(settings.examples):
-        case = _clear_case(settings, name, example, objective, kind)
+        case = _clear_case(settings, name, example, objective, kind, sparse=sparse)
         _, compiled = _compile(backend, case, kind, objective == "linear")
         _check_result(case, kind, compiled.solve(), backend, settings.tol, f"{case!r}: ")
     return f"{settings.examples} random cases"
@@ -317,10 +329,10 @@ def _fallback(backend: Any, settings: _Settings, name: str, kind: str, objective
     return f"{settings.examples} random cases"
 
 
-def _update(backend: Any, settings: _Settings, name: str, kind: str, objective: str) -> str:
+def _update(backend: Any, settings: _Settings, name: str, kind: str, objective: str, sparse: bool = False) -> str:
     steps = 2
     for example in range(settings.examples):
-        case = _clear_case(settings, name, example, objective, kind)
+        case = _clear_case(settings, name, example, objective, kind, sparse=sparse)
         program, compiled = _compile(backend, case, kind, objective == "linear")
         compiled.solve()  # the first solve leaves state (basis, warm start) that the updates must not corrupt
         rng = np.random.default_rng(case.seed)
@@ -390,6 +402,12 @@ def _all_checks() -> dict[str, Callable[..., str]]:
             for objective in OBJECTIVE_KINDS:
                 checks[f"{family}/{kind}/{objective}"] = (
                     lambda backend, settings, name, f=function, k=kind, o=objective: f(backend, settings, name, k, o))
+    for family, function in (("sparse-optimum", _optimum), ("sparse-update", _update)):
+        for kind in PROGRAM_KINDS:
+            for objective in OBJECTIVE_KINDS:
+                checks[f"{family}/{kind}/{objective}"] = (
+                    lambda backend, settings, name, f=function, k=kind, o=objective: f(backend, settings, name, k, o,
+                                                                                         sparse=True))
     return checks
 
 

@@ -12,7 +12,9 @@ be copied into the reference. On purpose the structure differs from the library'
   ``Σ_{s'} p(s,a,s')`` inside every row (the library keeps ρ as its own block and
   adds link rows); ``P^`` and ``β`` are computed here from the counts;
 * UCRL-CMDP's box program (section 9) likewise has the ``p(s,a,s')`` columns
-  only, and its radius ``b(s,a)`` is computed here from the counts and horizon.
+  only, and its radius ``b(s,a)`` is computed here from the counts and horizon;
+* a program on a sparse support (the library gives it variables only on the support) keeps all
+  ``S·A·S`` columns here, with one equality row ``p(s,a,s') = 0`` per entry outside the support.
 
 Objectives (maximised) and constraints are described by the small classes below,
 with their own value/gradient formulas:
@@ -202,11 +204,20 @@ def _joint_occupancy(S: int, A: int, n_vars: int) -> sp.csr_matrix:
     return sp.csr_matrix((np.ones(n3), (np.arange(n3) // S, np.arange(n3))), shape=(S * A, n_vars))
 
 
-def optimistic_polytope(counts: np.ndarray, time: float) -> Polytope:
+def _outside(support: np.ndarray | None, A_eq: sp.csr_matrix, b_eq: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray]:
+    """``A_eq``, ``b_eq`` with a row ``p(s,a,t) = 0`` for every ``(s, a, t)`` outside ``support`` (p first)."""
+    if support is None:
+        return A_eq, b_eq
+    outside = np.flatnonzero(~np.asarray(support, dtype=bool).ravel())
+    rows = sp.csr_matrix((np.ones(outside.size), (np.arange(outside.size), outside)), shape=(outside.size, A_eq.shape[1]))
+    return sp.vstack([A_eq, rows]).tocsr(), np.concatenate([b_eq, np.zeros(outside.size)])
+
+
+def optimistic_polytope(counts: np.ndarray, time: float, support: np.ndarray | None = None) -> Polytope:
     """Section 3 over ``x = (p, α)``, ``p`` and ``α`` of shape (S, A, S), ρ(s,a) = Σ_{s'} p(s,a,s').
 
     Rows: Σ p = 1; flow for every s; ``p - P^ ρ - α <= 0``; ``P^ ρ - p - α <= 0``;
-    ``Σ_{s'} α - β ρ <= 0``.
+    ``Σ_{s'} α - β ρ <= 0``; and, given a ``support`` (boolean (S, A, S)), ``p = 0`` outside it.
     """
     n = np.asarray(counts, dtype=float)
     S, A, _ = n.shape
@@ -214,7 +225,7 @@ def optimistic_polytope(counts: np.ndarray, time: float) -> Polytope:
     beta = l1_radius(n, time)
     n3 = S * A * S
     n_vars = 2 * n3
-    A_eq, b_eq = _joint_equalities(S, A, n_vars)
+    A_eq, b_eq = _outside(support, *_joint_equalities(S, A, n_vars))
 
     # sign * (p(s,a,t) - P^(t|s,a) Σ_u p(s,a,u)) - α(s,a,t) <= 0
     ub_rows, ub_cols, ub_vals, row = _deviation_rows(P_hat, np.zeros((S, A)), slack=n3)
@@ -261,19 +272,19 @@ def box_radius(counts: np.ndarray, horizon: float) -> np.ndarray:
     return np.minimum(1.0, np.sqrt(math.log(2.0 * S * S * A * float(horizon) ** 2) / (2.0 * np.maximum(1.0, visits))))
 
 
-def box_polytope(counts: np.ndarray, horizon: float) -> Polytope:
+def box_polytope(counts: np.ndarray, horizon: float, support: np.ndarray | None = None) -> Polytope:
     """UCRL-CMDP's optimistic program (section 9) over ``x = p`` of shape (S, A, S), ρ(s,a) = Σ_{s'} p(s,a,s').
 
     Rows: Σ p = 1; flow for every s; and the box ``|P~(t|s,a) - P^(t|s,a)| <= b(s,a)`` on the implied
     kernel ``P~ = p / ρ``, multiplied out by ρ: ``p(s,a,t) - (P^ + b) ρ(s,a) <= 0`` and
-    ``(P^ - b) ρ(s,a) - p(s,a,t) <= 0``.
+    ``(P^ - b) ρ(s,a) - p(s,a,t) <= 0``; given a ``support`` (boolean (S, A, S)), ``p = 0`` outside it.
     """
     n = np.asarray(counts, dtype=float)
     S, A, _ = n.shape
     P_hat = empirical_kernel(n)
     b = box_radius(n, horizon)
     n_vars = S * A * S
-    A_eq, b_eq = _joint_equalities(S, A, n_vars)
+    A_eq, b_eq = _outside(support, *_joint_equalities(S, A, n_vars))
     # sign * p(s,a,t) - (sign P^(t|s,a) + b(s,a)) Σ_u p(s,a,u) <= 0
     ub_rows, ub_cols, ub_vals, row = _deviation_rows(P_hat, b, slack=None)
     A_ub = sp.csr_matrix((ub_vals, (ub_rows, ub_cols)), shape=(row, n_vars))

@@ -36,6 +36,7 @@ def cases(
     max_constraints: int = 3,
     max_epsilon: float = 0.3,
     max_pieces: int = 1,
+    sparse: bool = False,
 ):
     """A random :class:`~curlopt.testing.cases.Case`.
 
@@ -48,6 +49,8 @@ def cases(
     max_epsilon : float
     max_pieces : int, default 1
         Affine pieces per constraint (1..max_pieces) and of a piecewise objective (2..max(2, max_pieces)).
+    sparse : bool, default False
+        Draw a sparse case (2 to 4 successors per pair, see :func:`~curlopt.testing.cases.random_support`).
     """
     S = draw(st.integers(1, max_states), label="S")
     A = draw(st.integers(1, max_actions), label="A")
@@ -55,8 +58,9 @@ def cases(
     d = draw(st.integers(1, 3), label="d")
     M = draw(st.integers(min_constraints, max_constraints), label="M")
     epsilon = draw(epsilons(max_epsilon), label="epsilon")
+    successors = draw(st.integers(2, 4), label="successors") if sparse else None
     seed = draw(st.integers(0, 2**32 - 1), label="seed")
-    return random_case(np.random.default_rng(seed), S, A, K, d, M, epsilon, objective, max_pieces, seed)
+    return random_case(np.random.default_rng(seed), S, A, K, d, M, epsilon, objective, max_pieces, seed, successors)
 
 
 @st.composite

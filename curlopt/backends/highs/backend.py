@@ -24,6 +24,8 @@ from ...programs.blocks import Program
 from ..results import Status
 from ...utilities.library import Utility
 from ..base import Backend, CompiledProgram, RawSolution
+from ..form_table import affine_pieces_table
+from ..options import NONE, Option, refuse_both, string_keys
 from .solution import SolutionReader
 
 __all__ = ['HighsBackend', 'STATUS_MAP']
@@ -65,14 +67,42 @@ STATUS_MAP: dict[str, Status] = {
 }
 
 
+#: the ``options`` keyword of the HiGHS backends (``highs`` and ``highs-columns``)
+HIGHS_OPTIONS = Option(
+    "options", (dict,) + NONE, None,
+    "HiGHS options set on the solver (e.g. {'solver': 'ipm'}), merged over DEFAULT_OPTIONS (quiet, feasibility"
+    " tolerances 1e-9); each is tried on a scratch HiGHS when the backend is built. (HiGHS's own time_limit"
+    " counts the solver's run time over all solves of a compiled program; the backend's time_limit is per solve.)",
+    "a dict of HiGHS options (name: value), or None", string_keys,
+)
+
+
+def highs_options(backend: Backend, owner: str) -> dict[str, Any]:
+    """The HiGHS options of a HiGHS backend: its ``options`` (checked on a scratch HiGHS) over
+    :data:`DEFAULT_OPTIONS`, with ``output_flag`` on when ``verbose``."""
+    given = dict(backend.options or {})  # type: ignore[attr-defined]
+    for neutral, key, on in (("time_limit", "time_limit", backend.time_limit is not None),
+                             ("verbose", "output_flag", backend.verbose)):
+        if on and key in given:
+            refuse_both(backend.name, neutral, "options", key)
+    if given:
+        check_highs_options(given, owner)
+    if backend.verbose:
+        given["output_flag"] = True
+    return {**DEFAULT_OPTIONS, **given}
+
+
 class HighsBackend(Backend):
     """HiGHS (highspy) for linear and LP-representable objectives and constraints.
 
     Parameters
     ----------
     options : dict, optional
-        HiGHS options set on the solver (e.g. ``{"time_limit": 10.0}``);
+        HiGHS options set on the solver (e.g. ``{"solver": "ipm"}``);
         merged over :data:`DEFAULT_OPTIONS` (quiet, feasibility tolerance 1e-9).
+    time_limit, verbose
+        As for every backend (:class:`~curlopt.backends.base.Backend`): HiGHS's ``time_limit`` (set before
+        each run to what is left of the limit) and ``output_flag``.
     """
 
     name: ClassVar[str] = "highs"
@@ -80,13 +110,14 @@ class HighsBackend(Backend):
     extra: ClassVar[str] = ""  # highspy is a core dependency
     takes: ClassVar[str] = "linear and LP-representable utilities (max-min, max of linear, 1- and inf-norms)"
     STATUS_MAP: ClassVar[dict[str, Status]] = STATUS_MAP
+    #: forms become affine pieces (LPForm's rows); smooth nonlinear forms are refused
+    FORMS = affine_pieces_table("highs")
+    OPTIONS = (HIGHS_OPTIONS,)
 
-    def __init__(self, options: dict[str, Any] | None = None):
-        if options is not None and not isinstance(options, dict):
-            raise BackendOptionError(f"the highs backend's options must be a dict of HiGHS options, got {options!r}.")
-        if options:
-            check_highs_options(options)
-        self.options = {**DEFAULT_OPTIONS, **(options or {})}
+    options: dict[str, Any]
+
+    def _configure(self) -> None:
+        self.options = highs_options(self, "the highs backend")
 
     @classmethod
     def accepts(cls, utility: Utility) -> bool:
@@ -356,6 +387,9 @@ class CompiledHighs(CompiledProgram):
     def _run(self) -> tuple[str, int, float]:
         highs = self.highs
         before = highs.getRunTime()
+        left = self.time_left()
+        if left is not None:  # HiGHS's time_limit is on its run clock, which runs on over every solve
+            highs.setOptionValue("time_limit", before + max(left, 0.0))
         highs.run()
         status = highs.getModelStatus()
         info = highs.getInfo()

@@ -49,6 +49,12 @@ not been basic for ``keep_solves`` solves, a block once its pair has carried no 
 ``Q`` for a visited pair) seeds the pool. Bases and solutions are read and written through HiGHS's C API
 (as the ``highs`` backend reads solutions), which only saves time.
 
+Sparse supports. A program built on a sparse support (:mod:`curlopt.programs.support`) has ``Q(s,a)`` on the
+pair's allowed successors only. Every per-pair array then holds ``W`` *slots* (the most successors a pair has)
+instead of S states: the empirical kernels, the vertices and the blocks' u and w. Pricing ranks the states by ``h``
+once, as before, and orders each pair's successors by that ranking, so the closed-form step runs over the support
+only; vertex columns are built from their nonzeros. On the dense support a slot is a state and nothing changes.
+
 Results are full :class:`~curlopt.backends.results.SolveResult` objects in the program's own variable layout: ρ,
 ``p(s,a,s') = Σ_v x(s,a,v) v(s')`` and ``α = |p - P^ ρ|``, so that ``program.residuals(x)`` and the agents
 work unchanged. A column-generation run that reaches ``max_rounds`` pricing rounds ends with status
@@ -67,16 +73,18 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from ...errors import BackendOptionError
 from ...programs.lp import LPForm
 from ...programs.optimistic import OptimisticProgram
 from ...programs.blocks import Program
+from ...programs.support import Support
 from ..results import Status
 from ...utilities.library import Utility
 from ..base import Backend, CompiledProgram, RawSolution
-from .backend import DEFAULT_OPTIONS, STATUS_MAP as HIGHS_STATUS_MAP, CompiledHighs, check_representable
+from ..form_table import affine_pieces_table
+from ..options import INTEGER, NUMBER, Option, positive_integer
+from .backend import HIGHS_OPTIONS, STATUS_MAP as HIGHS_STATUS_MAP, CompiledHighs, check_representable
+from .backend import highs_options, new_highs
 from .solution import SolutionReader
-from .backend import check_highs_options, new_highs
 
 __all__ = ["ColumnsBackend", "CompiledColumns", "optimistic_kernels", "STATUS_MAP"]
 
@@ -110,7 +118,8 @@ def optimistic_kernels(h: np.ndarray, p_hat: np.ndarray, beta: np.ndarray,
         The L1 radii, >= 0.
     order : ndarray of int, shape (S,) or (n, S), optional
         The states by decreasing ``h`` (default: a stable sort of ``-h``); each row's maximiser depends
-        on ``h`` only through this ranking.
+        on ``h`` only through this ranking. On a sparse support the columns are a pair's slots (module doc):
+        ``order`` (n, W) ranks each row's slots, its invalid slots (zero in ``p_hat``) last.
 
     Returns
     -------
@@ -154,6 +163,10 @@ def optimistic_kernels(h: np.ndarray, p_hat: np.ndarray, beta: np.ndarray,
     return q, valid
 
 
+def _small_tolerance(value: Any) -> str | None:
+    return None if math.isfinite(float(value)) and 0 < float(value) <= 1e-3 else "it is outside (0, 1e-3]"
+
+
 class ColumnsBackend(Backend):
     """HiGHS with column generation for the optimistic program (module doc); plain HiGHS for the others.
 
@@ -175,30 +188,44 @@ class ColumnsBackend(Backend):
         Phase 1 calls the program infeasible when the sum of the artificial columns stays above this.
     keep_solves : int, default 3
         A column not basic in this many consecutive solves leaves the pool.
+    time_limit, verbose
+        As for every backend (:class:`~curlopt.backends.base.Backend`): each master solve gets what is left of
+        the limit (HiGHS's ``time_limit``), and the rounds stop once it is used up; ``output_flag``.
     """
 
     name: ClassVar[str] = "highs-columns"
     requires: ClassVar[tuple[str, ...]] = ("highspy",)
     extra: ClassVar[str] = ""  # highspy is a core dependency
     takes: ClassVar[str] = "linear and LP-representable utilities (max-min, max of linear, 1- and inf-norms)"
-    #: read by the registry: ``auto`` never chooses this backend (its optimal vertex may differ from highs's)
+    #: ``auto`` never chooses this backend (its optimal vertex may differ from highs's)
     auto_choice: ClassVar[bool] = False
     STATUS_MAP: ClassVar[dict[str, Status]] = STATUS_MAP
+    #: forms become affine pieces (LPForm's rows); smooth nonlinear forms are refused
+    FORMS = affine_pieces_table("highs-columns")
+    OPTIONS = (
+        HIGHS_OPTIONS,
+        Option("max_rounds", INTEGER, DEFAULT_MAX_ROUNDS,
+               "The most master solves (pricing rounds) per solve attempt; reaching it gives status iteration_limit.",
+               "an integer >= 1", positive_integer, int),
+        Option("pricing_tolerance", NUMBER, DEFAULT_PRICING_TOLERANCE,
+               "A column enters the master when its reduced cost exceeds this.",
+               "a number in (0, 1e-3]", _small_tolerance, float),
+        Option("feasibility_tolerance", NUMBER, DEFAULT_FEASIBILITY_TOLERANCE,
+               "Phase 1 calls the program infeasible when the sum of the artificial columns stays above this.",
+               "a number in (0, 1e-3]", _small_tolerance, float),
+        Option("keep_solves", INTEGER, DEFAULT_KEEP_SOLVES,
+               "A column not basic in this many consecutive solves leaves the pool.",
+               "an integer >= 1", positive_integer, int),
+    )
 
-    def __init__(self, options: dict[str, Any] | None = None, max_rounds: int = DEFAULT_MAX_ROUNDS,
-                 pricing_tolerance: float = DEFAULT_PRICING_TOLERANCE,
-                 feasibility_tolerance: float = DEFAULT_FEASIBILITY_TOLERANCE,
-                 keep_solves: int = DEFAULT_KEEP_SOLVES):
-        if options is not None and not isinstance(options, dict):
-            raise BackendOptionError(
-                f"the highs-columns backend's options must be a dict of HiGHS options, got {options!r}.")
-        if options:
-            check_highs_options(options, owner="the highs-columns backend")
-        self.options = {**DEFAULT_OPTIONS, **(options or {})}
-        self.max_rounds = _count("max_rounds", max_rounds)
-        self.keep_solves = _count("keep_solves", keep_solves)
-        self.pricing_tolerance = _tolerance("pricing_tolerance", pricing_tolerance)
-        self.feasibility_tolerance = _tolerance("feasibility_tolerance", feasibility_tolerance)
+    options: dict[str, Any]
+    max_rounds: int
+    pricing_tolerance: float
+    feasibility_tolerance: float
+    keep_solves: int
+
+    def _configure(self) -> None:
+        self.options = highs_options(self, "the highs-columns backend")
 
     @classmethod
     def accepts(cls, utility: Utility) -> bool:
@@ -209,21 +236,6 @@ class ColumnsBackend(Backend):
         if type(program) is OptimisticProgram:
             return CompiledColumns(self, program)
         return CompiledHighs(self, program)  # type: ignore[arg-type]  # reads only ``options`` and ``name``
-
-
-def _count(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise BackendOptionError(f"the highs-columns backend's {name} must be an integer >= 1, got {value!r}.",
-                                 [])
-    return int(value)
-
-
-def _tolerance(name: str, value: Any) -> float:
-    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-    if not ok or not math.isfinite(float(value)) or not 0 < float(value) <= 1e-3:
-        raise BackendOptionError(
-            f"the highs-columns backend's {name} must be a number in (0, 1e-3], got {value!r}.", [])
-    return float(value)
 
 
 class _Columns:
@@ -362,6 +374,7 @@ class CompiledColumns(CompiledProgram):
         model = program.model
         S, A = model.n_states, model.n_actions
         self.S, self.n_pairs = S, S * A
+        self._slots(program.support)
         lin = program.linear
         rho = program.blocks["occupancy"].indices().ravel()
         n = program.n_vars
@@ -369,8 +382,8 @@ class CompiledColumns(CompiledProgram):
         self._n_extra = form.n_rows - lin.n_rows
         self._epigraph = form.n_cols > n
         self.n_global = S + self._n_extra                     # mass, S - 1 flow rows, extra rows
-        self.block_rows = S + 2                               # balance, radius, S caps
-        self.block_cols = 2 * S + 1                           # ρ, u (S), w (S)
+        self.block_rows = self.W + 2                          # balance, radius, W caps
+        self.block_cols = 2 * self.W + 1                      # ρ, u (W), w (W)
         # The part of a pair's column that does not depend on its kernel: mass 1, +1 in the flow row of its
         # own state (Σ_a ρ(s,a)), and ρ(s,a)'s coefficients in the extra rows.
         own_state = np.repeat(np.arange(S), A)
@@ -388,6 +401,23 @@ class CompiledColumns(CompiledProgram):
         self._build_fixed_columns(form, n, extra)
         self._build_block_template()
         self._reset_pool()
+
+    def _slots(self, support: Support) -> None:
+        """Each pair's successors as ``W`` slots: slot j of a pair is its j-th allowed successor.
+
+        On the dense support ``W = S`` and slot j is state j (every array keeps the layout it had: a pair's
+        kernel as a row of S values); on a sparse one ``W`` is the most successors a pair has, and the slots
+        past a pair's own count are *invalid* (successor -1, never carrying mass). Kernels, vertices and
+        blocks are stated over slots, so a pair costs W values, not S.
+        """
+        self._sparse = not support.is_dense
+        sizes = support.row_counts
+        self.W = int(sizes.max()) if self._sparse else self.S
+        slot = np.arange(self.W)
+        self._valid = slot[None, :] < sizes[:, None]                       # (pairs, W)
+        self._succ = np.full((self.n_pairs, self.W), -1, dtype=np.int64)
+        self._succ[self._valid] = support.successors                        # CSR order: row by row
+        self._support = support
 
     def _build_fixed_columns(self, form: LPForm, n: int, extra: slice) -> None:
         """The columns that do not change: artificials (phase 1), then the epigraph variable t when f has pieces."""
@@ -416,18 +446,20 @@ class CompiledColumns(CompiledProgram):
         self._fixed_columns = _Columns(np.diff(fixed.indptr), fixed.indices.astype(np.int32), fixed.data)
 
     def _build_block_template(self) -> None:
-        """A pair block's u and w columns, which do not depend on the data."""
-        S = self.S
+        """A pair block's u and w columns, which do not depend on the data (on a sparse support, their flow rows
+        depend on the pair: :meth:`_blocks` adds them)."""
+        S, W = self.S, self.W
         # over (global rows, balance, radius, caps)
         template = np.zeros((self.block_cols, self.n_global + self.block_rows))
-        states = np.arange(S)
-        flow = states[states < S - 1]
-        template[1 + flow, 1 + flow] = -1.0                   # flow rows: p = ρP^ + u - w enters with -1
-        template[1 + S + flow, 1 + flow] = 1.0
-        template[1 + states, self.n_global] = 1.0             # balance: Σu - Σw
-        template[1 + S + states, self.n_global] = -1.0
-        template[1 + states, self.n_global + 1] = 1.0         # radius: Σu
-        template[1 + S + states, self.n_global + 2 + states] = 1.0  # caps: w(s')
+        slots = np.arange(W)
+        if not self._sparse:
+            flow = slots[slots < S - 1]
+            template[1 + flow, 1 + flow] = -1.0               # flow rows: p = ρP^ + u - w enters with -1
+            template[1 + W + flow, 1 + flow] = 1.0
+        template[1 + slots, self.n_global] = 1.0              # balance: Σu - Σw
+        template[1 + W + slots, self.n_global] = -1.0
+        template[1 + slots, self.n_global + 1] = 1.0          # radius: Σu
+        template[1 + W + slots, self.n_global + 2 + slots] = 1.0  # caps: w(s')
         self._block_template = template
 
     def _reset_pool(self) -> None:
@@ -435,7 +467,7 @@ class CompiledColumns(CompiledProgram):
         # the pool of vertex columns: pair, ranking id (CENTRE for P^), vertex, last solve it was basic in
         self._pool_pair = np.zeros(0, dtype=np.int64)
         self._pool_rank = np.zeros(0, dtype=np.int64)
-        self._pool_vertex = np.zeros((0, self.S))
+        self._pool_vertex = np.zeros((0, self.W))
         self._pool_seen = np.zeros(0, dtype=np.int64)
         self._pool_index = np.zeros(0, dtype=np.int64)        # HiGHS column of each pool column
         self._rankings: list[np.ndarray] = []
@@ -463,8 +495,11 @@ class CompiledColumns(CompiledProgram):
     def _read_data(self) -> None:
         """P^ and β of the program's current counts and time; the pool and blocks to keep, on the new data."""
         program = self.program
-        S = self.S
-        counts = program.counts.reshape(self.n_pairs, S)
+        if self._sparse:
+            counts = np.zeros((self.n_pairs, self.W))
+            counts[self._valid] = program.entry_counts
+        else:
+            counts = program.counts.reshape(self.n_pairs, self.S)
         visits = counts.sum(axis=1)
         self._p_hat = counts / np.maximum(1.0, visits)[:, None]
         self._beta = program.radius.ravel()
@@ -508,10 +543,27 @@ class CompiledColumns(CompiledProgram):
         out = self._p_hat[pairs].copy()
         ranked = ranks != CENTRE
         if np.any(ranked):
-            orders = np.stack(self._rankings)[ranks[ranked]]
+            if self._sparse:
+                orders = self._slot_order(pairs[ranked], np.stack(self._rankings), ranks[ranked])
+            else:
+                orders = np.stack(self._rankings)[ranks[ranked]]
             q, _ = optimistic_kernels(None, self._p_hat[pairs[ranked]], self._beta[pairs[ranked]], order=orders)
             out[ranked] = q
         return out
+
+    def _slot_order(self, pairs: np.ndarray, rankings: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """Each pair's slots from the highest to the lowest ``h`` (its invalid slots last), on a sparse support.
+
+        ``rankings`` (m, S) are states by decreasing ``h`` (stable sorts, so ties go to the lower state) and
+        ``ids`` (k,) picks one for each pair: a pair's slots follow its successors' places in that ranking,
+        which breaks ties as the ranking does.
+        """
+        S = self.S
+        place = np.empty_like(rankings)
+        np.put_along_axis(place, rankings, np.broadcast_to(np.arange(S), rankings.shape), axis=1)
+        succ = self._succ[pairs]
+        keys = np.where(self._valid[pairs], place[ids[:, None], np.maximum(succ, 0)], S)
+        return np.argsort(keys, axis=1, kind="stable")
 
     def _drop_unused_rankings(self) -> None:
         if not self._rankings:
@@ -528,11 +580,17 @@ class CompiledColumns(CompiledProgram):
     # -- columns --------------------------------------------------------------------------------------------------
 
     def _global_part(self, pairs: np.ndarray, vertices: np.ndarray) -> np.ndarray:
-        """The global rows of vertex columns ``(pair, vertex)``, dense, one row per column."""
+        """The global rows of vertex columns ``(pair, vertex)`` (vertices over slots), dense, one row per column."""
         S = self.S
-        dense = np.empty((pairs.size, self.n_global))
+        if self._sparse:
+            dense = np.zeros((pairs.size, self.n_global))
+            succ = self._succ[pairs]
+            row, slot = np.nonzero(self._valid[pairs] & (succ < S - 1))
+            dense[row, 1 + succ[row, slot]] = -vertices[row, slot]
+        else:
+            dense = np.empty((pairs.size, self.n_global))
+            dense[:, 1:S] = -vertices[:, : S - 1]
         dense[:, 0] = 1.0
-        dense[:, 1:S] = -vertices[:, : S - 1]
         own = self._own_state[pairs]
         inside = np.flatnonzero(own < S - 1)
         dense[inside, 1 + own[inside]] += 1.0
@@ -540,7 +598,26 @@ class CompiledColumns(CompiledProgram):
         return dense
 
     def _vertex_columns(self, pairs: np.ndarray, vertices: np.ndarray) -> _Columns:
+        if self._sparse:
+            return self._sparse_vertex_columns(pairs, vertices)
         return _Columns.from_dense(self._global_part(pairs, vertices))
+
+    def _sparse_vertex_columns(self, pairs: np.ndarray, vertices: np.ndarray) -> _Columns:
+        """:meth:`_global_part`'s columns built from their nonzeros (a dense row per column would cost S each)."""
+        S, n = self.S, pairs.size
+        succ = self._succ[pairs]
+        column, slot = np.nonzero(self._valid[pairs] & (succ < S - 1))
+        own = self._own_state[pairs]
+        inside = np.flatnonzero(own < S - 1)
+        extra_column, extra_row = np.nonzero(self._extra_dense[pairs])
+        rows = np.concatenate([np.zeros(n, dtype=np.int64), 1 + succ[column, slot], 1 + own[inside], S + extra_row])
+        columns = np.concatenate([np.arange(n), column, inside, extra_column])
+        values = np.concatenate([np.ones(n), -vertices[column, slot], np.ones(inside.size),
+                                 self._extra_dense[pairs][extra_column, extra_row]])
+        matrix = sp.csr_matrix((values, (columns, rows)), shape=(n, self.n_global))
+        matrix.sum_duplicates()   # a vertex's own state: 1 - v, as in the dense part
+        matrix.eliminate_zeros()
+        return _Columns(np.diff(matrix.indptr), matrix.indices.astype(np.int32), matrix.data)
 
     def _blocks(self, pairs: np.ndarray, first_rows: np.ndarray) -> tuple[_Columns, np.ndarray]:
         """The columns ρ, u (S), w (S) of each pair's block, and their phase-2 costs.
@@ -551,6 +628,8 @@ class CompiledColumns(CompiledProgram):
         p_hat = self._p_hat[pairs]
         visited = self._visited[pairs]
         dense = np.broadcast_to(self._block_template, (n,) + self._block_template.shape).copy()
+        if self._sparse:
+            self._block_flow_rows(dense, pairs)
         # ρ: globally a vertex column with q = P^; in its own rows -(1 - ΣP^) balance, -r radius, -P^ caps
         dense[:, 0, : self.n_global] = self._global_part(pairs, p_hat)
         dense[:, 0, self.n_global] = np.where(visited, 0.0, -1.0)
@@ -566,9 +645,21 @@ class CompiledColumns(CompiledProgram):
         cost[:, 0] = self._cost[pairs]
         return columns, cost.ravel()
 
+    def _block_flow_rows(self, dense: np.ndarray, pairs: np.ndarray) -> None:
+        """On a sparse support: each block's u and w columns in the flow rows of their pair's successors, and
+        no entry at all for the invalid slots (their columns stay empty, so they carry nothing)."""
+        S, W = self.S, self.W
+        succ, valid = self._succ[pairs], self._valid[pairs]
+        block, slot = np.nonzero(valid & (succ < S - 1))
+        dense[block, 1 + slot, 1 + succ[block, slot]] = -1.0
+        dense[block, 1 + W + slot, 1 + succ[block, slot]] = 1.0
+        block, slot = np.nonzero(~valid)
+        dense[block, 1 + slot, :] = 0.0
+        dense[block, 1 + W + slot, :] = 0.0
+
     def _block_row_bounds(self, count: int) -> tuple[np.ndarray, np.ndarray]:
         """Bounds of ``count`` blocks' rows: balance ``= 0``, radius and caps ``<= 0``."""
-        lower = np.concatenate([[0.0], np.full(self.S + 1, -self._highspy.kHighsInf)])
+        lower = np.concatenate([[0.0], np.full(self.W + 1, -self._highspy.kHighsInf)])
         return np.tile(lower, count), np.zeros(count * self.block_rows)
 
     # -- the master -----------------------------------------------------------------------------------------------
@@ -674,6 +765,9 @@ class CompiledColumns(CompiledProgram):
         """One master solve; ``self._solution`` holds its column values and row duals afterwards."""
         highs = self.highs
         before = highs.getRunTime()
+        left = self.time_left()
+        if left is not None:  # HiGHS's time_limit is on its run clock, which runs on over every solve
+            highs.setOptionValue("time_limit", before + max(left, 0.0))
         highs.run()
         info = highs.getInfo()
         self._solution = self._access.solution()
@@ -707,8 +801,13 @@ class CompiledColumns(CompiledProgram):
         constant = -(self._base_t @ y)
         if phase == 2:
             constant = constant + self._cost
-        vertices, _ = optimistic_kernels(h, self._p_hat, self._beta, order=order)
-        reduced = constant + vertices @ h
+        if self._sparse:  # each pair ranks its own successors (slots) by the same ranking of the states
+            slot_order = self._slot_order(np.arange(self.n_pairs), order[None, :], np.zeros(self.n_pairs, np.int64))
+            vertices, _ = optimistic_kernels(None, self._p_hat, self._beta, order=slot_order)
+            reduced = constant + (vertices * h[np.maximum(self._succ, 0)]).sum(axis=1)  # invalid slots hold 0
+        else:
+            vertices, _ = optimistic_kernels(h, self._p_hat, self._beta, order=order)
+            reduced = constant + vertices @ h
         reduced[~self._usable] = -np.inf
         reduced[self._block_pair] = -np.inf
         best = max(0.0, float(reduced.max())) if reduced.size else 0.0
@@ -753,10 +852,14 @@ class CompiledColumns(CompiledProgram):
         self._n_cols += count
 
     def _generate(self, phase: int, rounds: int, priced: np.ndarray) -> tuple[str, int, int, float]:
-        """Column generation in one phase: (HiGHS status name or "round limit", rounds used, iterations, HiGHS
-        time). ``priced`` counts, per pair, the rounds of this attempt in which it priced positive."""
+        """Column generation in one phase: (HiGHS status name, "round limit" or "time limit", rounds used,
+        iterations, HiGHS time). ``priced`` counts, per pair, the rounds of this attempt in which it priced positive.
+        """
         iterations, solver_time = 0, 0.0
         while True:
+            left = self.time_left()  # a wall clock across the rounds; each master run also gets what is left
+            if left is not None and left <= 0:
+                return "time limit", rounds, iterations, solver_time
             name, its, run_time = self._run()
             rounds += 1
             iterations += its
@@ -816,6 +919,9 @@ class CompiledColumns(CompiledProgram):
             else:
                 self._set_phase(2)
         self._remember()
+        if name == "time limit":
+            return self._finish(self.time_limit_reached(
+                f"after {rounds} pricing round(s) of column generation", solver, iterations, solver_time), rounds)
         if name == "round limit":
             return self._finish(RawSolution(
                 Status.ITERATION_LIMIT, None, iterations, solver,
@@ -836,8 +942,8 @@ class CompiledColumns(CompiledProgram):
 
     def _program_solution(self) -> np.ndarray:
         """The master's solution in the program's layout: ρ, ``p = Σ_v x v`` (plus ``ρ P^ + u - w`` for the
-        blocks) and ``α = |p - P^ ρ|``."""
-        S = self.S
+        blocks) and ``α = |p - P^ ρ|`` (on a sparse support, p and α at the support's entries)."""
+        W = self.W
         values = np.clip(self._solution[0], 0.0, None)
         weights = values[self._pool_index]
         rho = np.bincount(self._pool_pair, weights=weights, minlength=self.n_pairs).astype(float)  # int if empty
@@ -845,9 +951,11 @@ class CompiledColumns(CompiledProgram):
         p = np.asarray(mix @ self._pool_vertex)
         if self._block_pair.size:
             block = values[self._block_index[:, None] + np.arange(self.block_cols)[None, :]]
-            rho_b, u, w = block[:, 0], block[:, 1: S + 1], block[:, S + 1:]
+            rho_b, u, w = block[:, 0], block[:, 1: W + 1], block[:, W + 1:]
             rho[self._block_pair] += rho_b
             p[self._block_pair] += rho_b[:, None] * self._p_hat[self._block_pair] + u - w
         p = np.clip(p, 0.0, None)
         alpha = np.abs(p - self._p_hat * rho[:, None])
+        if self._sparse:  # slots to entries: the valid slots, row by row, are the support's entries in order
+            return np.concatenate([rho, p[self._valid], alpha[self._valid]])
         return np.concatenate([rho, p.ravel(), alpha.ravel()])

@@ -152,14 +152,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ...errors import BackendError, BackendOptionError, UnsupportedUtilityError
+from ...errors import BackendOptionError, UnsupportedUtilityError
 from ...programs.blocks import Program
 from ..results import Status
 from ...utilities.library import Utility, curvature_violation
-from ..base import Backend, call_utility
-from .solvers import (BRIDGE, DEFAULT_IPOPT_OPTIONS, IPOPT_STATUS, WARM_START_OPTIONS, check_named_solver_options,
-    check_pyomo_solver, solver_available, pyomo_messages)
-from .expressions import can_express, has_numpy_derivatives
+from ..base import Backend, call_utility, package_version
+from ..options import NONE, NUMBER, Option, refuse_both, string_keys
+from .solvers import (BRIDGE, DEFAULT_IPOPT_OPTIONS, IPOPT_STATUS, NAMED_TIME_LIMITS, WARM_START_OPTIONS,
+    check_named_solver_options, check_pyomo_solver, ipopt_version, solver_available, pyomo_messages)
+from .expressions import PYOMO_FORMS, can_express, has_numpy_derivatives
 from .compiled import CompiledPyomo, CompiledPyomoBridge, CompiledPyomoSolver
 
 __all__ = ['PyomoBackend']
@@ -207,11 +208,21 @@ class PyomoBackend(Backend):
         ``"pyomo"`` prefers Pyomo's differentiation whenever there is a
         Pyomo expression (:func:`can_express`).
 
+    time_limit, verbose
+        As for every backend (:class:`~curlopt.backends.base.Backend`). The
+        bridge gives each Ipopt run (phase 1, program, a cold retry) what is
+        left of the limit as ``max_cpu_time`` and ``max_wall_time``, and
+        ``verbose`` sets ``print_level`` 5; a named solver gets its own
+        time-limit option (:data:`~curlopt.backends.pyomo.solvers.NAMED_TIME_LIMITS`)
+        and ``tee``.
+
     Raises
     ------
+    BackendOptionError
+        For an option value the declaration refuses, or options the solver
+        refuses.
     BackendError
-        For an unknown option value, or a named solver that is unknown or not
-        available on this machine.
+        For a named solver that is unknown or not available on this machine.
     """
 
     name: ClassVar[str] = "pyomo"
@@ -225,38 +236,73 @@ class PyomoBackend(Backend):
     #: termination conditions map by :data:`TERMINATION_STATUS`
     STATUS_MAP: ClassVar[dict[int, Status]] = IPOPT_STATUS
 
-    def __init__(self, solver: str = BRIDGE, options: dict[str, Any] | None = None, warm_start: bool = True,
-                 warm_start_options: dict[str, Any] | None = None, feasibility_check: bool = True,
-                 infeasibility_threshold: float = 1e-8, derivatives: str = "auto"):
-        if not isinstance(solver, str) or not solver:
-            raise BackendError(f"solver must be a solver name, got {solver!r}.")
-        if derivatives not in ("auto", "pyomo"):
-            raise BackendError(f"derivatives must be 'auto' or 'pyomo', got {derivatives!r}.")
-        if options is not None and not isinstance(options, dict):
-            raise BackendError(f"options must be a dict, got {type(options).__name__}.")
-        if not isinstance(infeasibility_threshold, (int, float)) or not infeasibility_threshold >= 0:
-            raise BackendError(f"infeasibility_threshold must be a number >= 0, got {infeasibility_threshold!r}.")
-        self.solver = solver
-        self.derivatives = derivatives
-        self.feasibility_check = bool(feasibility_check)
-        self.infeasibility_threshold = float(infeasibility_threshold)
-        self.warm_start = bool(warm_start)
-        self.warm_start_options = {**WARM_START_OPTIONS, **(warm_start_options or {})}
-        if warm_start_options is not None and not isinstance(warm_start_options, dict):
-            raise BackendError(f"warm_start_options must be a dict, got {type(warm_start_options).__name__}.")
-        if solver == BRIDGE:
-            self.options = {**DEFAULT_IPOPT_OPTIONS, **(options or {})}
-            if (options or warm_start_options) and importlib.util.find_spec("cyipopt") is not None:
+    FORMS = PYOMO_FORMS
+    OPTIONS = (
+        Option("solver", (str,), BRIDGE, "Ipopt through cyipopt (the default) or a Pyomo SolverFactory solver name.",
+               "a solver name (a non-empty string)", lambda v: None if v else "it is empty"),
+        Option("options", (dict,) + NONE, None,
+               "Solver options: Ipopt's over DEFAULT_IPOPT_OPTIONS for the bridge, else set on solver.options.",
+               "a dict of solver options (name: value), or None", string_keys),
+        Option("warm_start", (bool,), True, "Bridge only: start each re-solve from the previous solution.",
+               "True or False"),
+        Option("warm_start_options", (dict,) + NONE, None,
+               "Ipopt options added on a warm start, merged over WARM_START_OPTIONS (bridge only).",
+               "a dict of Ipopt options (name: value), or None", string_keys),
+        Option("feasibility_check", (bool,), True, "Decide infeasibility by a phase 1 before each ε-tight solve.",
+               "True or False"),
+        Option("infeasibility_threshold", NUMBER, 1e-8, "The phase-1 optimum above which the program is infeasible.",
+               "a finite number >= 0", lambda v: None if 0 <= float(v) < float("inf") else "it is negative or infinite",
+               float),
+        Option("derivatives", (str,), "auto", "Bridge only: where the utilities' derivatives come from.",
+               "'auto' or 'pyomo'", lambda v: None if v in ("auto", "pyomo") else "it is neither"),
+    )
+
+    solver: str
+    options: dict[str, Any]
+    warm_start: bool
+    warm_start_options: dict[str, Any]
+    feasibility_check: bool
+    infeasibility_threshold: float
+    derivatives: str
+
+    def _configure(self) -> None:
+        given, warm = dict(self.options or {}), self.warm_start_options
+        self.warm_start_options = {**WARM_START_OPTIONS, **(warm or {})}
+        if self.solver == BRIDGE:
+            for neutral, keys, on in (("time_limit", ("max_cpu_time", "max_wall_time"), self.time_limit is not None),
+                                      ("verbose", ("print_level",), self.verbose)):
+                for key in keys:
+                    for container, settings in (("options", given), ("warm_start_options", warm or {})):
+                        if on and key in settings:
+                            refuse_both(self.name, neutral, container, key)
+            self.options = {**DEFAULT_IPOPT_OPTIONS, **given, **({"print_level": 5} if self.verbose else {})}
+            if (given or warm) and importlib.util.find_spec("cyipopt") is not None:
                 from .ipopt_bridge import check_ipopt_options
 
-                check_ipopt_options({**(options or {}), **(warm_start_options or {})})
-        else:
-            if warm_start_options:
+                check_ipopt_options({**given, **(warm or {})})
+            return
+        if warm:
+            raise BackendOptionError(
+                f"warm_start_options apply to the default solver {BRIDGE!r} only, not to {self.solver!r}.")
+        self.options = given
+        check_pyomo_solver(self.solver)
+        check_named_solver_options(self.solver, self.options)
+        if self.time_limit is not None:
+            setting = NAMED_TIME_LIMITS.get(self.solver)
+            if setting is None:
                 raise BackendOptionError(
-                    f"warm_start_options apply to the default solver {BRIDGE!r} only, not to {solver!r}.")
-            self.options = dict(options or {})
-            check_pyomo_solver(solver)
-            check_named_solver_options(solver, self.options)
+                    f"the pyomo backend knows no time-limit option of the Pyomo solver {self.solver!r} (it knows"
+                    f" those of {', '.join(NAMED_TIME_LIMITS)}): set the solver's own in options, without time_limit.")
+            if setting in given:
+                refuse_both(self.name, "time_limit", "options", setting)
+
+    @classmethod
+    def version(cls) -> str:
+        """Pyomo's version and Ipopt's (with the cyipopt package that brings it), e.g.
+        ``"pyomo 6.10.1, Ipopt 3.14.11 (cyipopt-wheels 1.7.0.dev0)"``."""
+        cyipopt = package_version("cyipopt")
+        ipopt = f"Ipopt {ipopt_version()} ({cyipopt})" if importlib.util.find_spec("cyipopt") is not None else cyipopt
+        return f"{package_version('pyomo')}, {ipopt}"
 
     @classmethod
     def accepts(cls, utility: Utility) -> bool:

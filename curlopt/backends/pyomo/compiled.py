@@ -13,8 +13,8 @@ from ..results import Status
 from ...utilities.library import Utility
 from ..base import CompiledProgram, RawSolution, call_utility
 from .expressions import utility_evaluator, row_role, build_pyomo_model, starting_point
-from .solvers import (BRIDGE, DOMAIN_ERRORS, IPOPT_STATUS, TERMINATION_STATUS, RETRY_COLD, ipopt_version,
-    solver_factory, pyomo_messages)
+from .solvers import (BRIDGE, DOMAIN_ERRORS, IPOPT_STATUS, NAMED_TIME_LIMITS, TERMINATION_STATUS, RETRY_COLD,
+    ipopt_version, solver_factory, pyomo_messages)
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -145,12 +145,14 @@ class CompiledPyomo(CompiledProgram):
         if self.backend.feasibility_check:
             phase1, violation = self._phase1()
             runs.append(phase1)
+            if phase1.status is Status.TIME_LIMIT:  # no time left for the program itself
+                return self._time_is_up(runs)
             if violation is not None and violation > threshold:
                 return self._infeasible(runs, violation, "")
         self._activate("tight")
         raw = self._attempt()
         runs.append(raw)
-        if not raw.status.has_solution and not self.backend.feasibility_check:
+        if not raw.status.has_solution and raw.status is not Status.TIME_LIMIT and not self.backend.feasibility_check:
             phase1, violation = self._phase1()
             runs.append(phase1)
             if violation is not None and violation > threshold:
@@ -174,6 +176,11 @@ class CompiledPyomo(CompiledProgram):
                    f" {violation:.6g} > {self.backend.infeasibility_threshold:g}")
         return RawSolution(Status.INFEASIBLE, None, self._total_iterations(runs), runs[-1].solver, message,
                            sum(r.solver_time or 0.0 for r in runs))
+
+    def _time_is_up(self, runs: list[RawSolution]) -> RawSolution:
+        """The attempt, ended by the time limit in its last run (the phase 1)."""
+        return RawSolution(Status.TIME_LIMIT, None, self._total_iterations(runs), runs[-1].solver,
+                           runs[-1].message, sum(r.solver_time or 0.0 for r in runs))
 
     @staticmethod
     def _total_iterations(runs: list[RawSolution]) -> int | None:
@@ -270,13 +277,24 @@ class CompiledPyomoBridge(CompiledPyomo):
             self._build_phase1_bridge()
         return self._run_bridge(self.phase1_bridge, self._phase1_start)
 
+    def _ipopt_options(self) -> dict[str, Any] | None:
+        """The Ipopt options of the next run: the backend's, and what is left of its time limit (None: nothing is)."""
+        left = self.time_left()
+        if left is None:
+            return self.backend.options
+        return None if left <= 0 else {**self.backend.options, "max_cpu_time": left, "max_wall_time": left}
+
     def _run_bridge(self, bridge, start) -> RawSolution:
         backend = self.backend
-        runs = [bridge.solve(start(), backend.options, backend.warm_start, backend.warm_start_options)]
+        options = self._ipopt_options()
+        if options is None:
+            return self.time_limit_reached("before Ipopt started", f"ipopt {ipopt_version()} (cyipopt)")
+        runs = [bridge.solve(start(), options, backend.warm_start, backend.warm_start_options)]
         status = IPOPT_STATUS.get(runs[0].status, Status.SOLVER_ERROR)
-        if runs[0].warm and status in RETRY_COLD:
+        options = self._ipopt_options() if runs[0].warm and status in RETRY_COLD else None
+        if options is not None:
             self.cold_retries += 1
-            runs.append(bridge.solve(start(), backend.options, warm_start=False))
+            runs.append(bridge.solve(start(), options, warm_start=False))
             status = IPOPT_STATUS.get(runs[-1].status, Status.SOLVER_ERROR)
         for run in runs:
             run.role = "phase1" if bridge is self.phase1_bridge else "program"
@@ -332,8 +350,13 @@ class CompiledPyomoSolver(CompiledPyomo):
         if not loaded:  # first solve of this problem: the cold-start point; later the last solution
             for var, value in zip(variables, start()):
                 var.set_value(float(value), skip_validation=True)
+        left = self.time_left()
+        if left is not None:
+            if left <= 0:
+                return self.time_limit_reached(f"before {self.backend.solver} started", self.backend.solver)
+            self._solver.options[NAMED_TIME_LIMITS[self.backend.solver]] = left
         started = time.perf_counter()
-        results = self._solver.solve(self.model, load_solutions=False)
+        results = self._solver.solve(self.model, load_solutions=False, tee=self.backend.verbose)
         elapsed = time.perf_counter() - started
         condition = results.solver.termination_condition
         status = TERMINATION_STATUS.get(str(condition), Status.UNKNOWN)

@@ -13,9 +13,10 @@ from ...models.cmdp import stationary_occupancy
 from ...programs.blocks import Program
 from ...utilities.library import Utility
 from ..base import call_utility, expression_error
+from ..form_table import FormCompiler, FormTable, Rule
 from .solvers import DOMAIN_ERRORS
 
-__all__ = ['build_pyomo_model', 'pyomo_expression', 'can_express', 'starting_point']
+__all__ = ['build_pyomo_model', 'pyomo_expression', 'can_express', 'starting_point', 'PYOMO_FORMS']
 
 
 # ----------------------------------------------------------------------------
@@ -67,24 +68,8 @@ def row_role(label: str) -> str:
 
 def can_express(utility: Utility) -> bool:
     """True when ``utility`` gives its own ``pyomo_expr``, or a form the pyomo backend writes as one smooth
-    Pyomo expression (not a minimum or maximum of several pieces, not a 1- or inf-norm)."""
-    return utility.has_pyomo or _expressible(utility.describe())
-
-
-def _expressible(form: forms.Form | None) -> bool:
-    if isinstance(form, forms.AffinePieces):
-        return form.combine == "affine"
-    if isinstance(form, forms.Norm):
-        return form.ord == 2
-    if isinstance(form, (forms.Logs, forms.Powers, forms.Entropy, forms.Quadratic)):
-        return True
-    if isinstance(form, forms.Of):
-        return can_express(form.utility)
-    if isinstance(form, (forms.Minimum, forms.Maximum)) and len(form.terms) > 1:
-        return False  # a kink: such utilities enter through epigraph rows
-    if isinstance(form, (forms.Sum, forms.Minimum, forms.Maximum, forms.Negated, forms.HeadPlusLinear)):
-        return all(_expressible(term) for term in form.children())
-    return False
+    Pyomo expression (:data:`PYOMO_FORMS`: not a minimum or maximum of several pieces, not a 1- or inf-norm)."""
+    return utility.has_pyomo or PYOMO_FORMS.can(utility.describe())
 
 
 def pyomo_expression(utility: Utility, y: Sequence[Any], role: str = "the utility") -> Any:
@@ -98,47 +83,106 @@ def pyomo_expression(utility: Utility, y: Sequence[Any], role: str = "the utilit
         if utility.has_pyomo:
             return utility.pyomo_expr(y)
         form = utility.describe()
-        if not _expressible(form):
+        why = "it has no form" if form is None else PYOMO_FORMS.refusal(form)
+        if form is None or why is not None:
             raise NotImplementedError(f"{utility!r} has neither a pyomo_expr nor a form the pyomo backend can write"
-                                      " as one smooth Pyomo expression.")
-        return _compile(form, list(y), role)
+                                      f" as one smooth Pyomo expression ({why}).")
+        return PYOMO_FORMS.compile(form, list(y), role)
     except (NotImplementedError, CurloptError):
         raise
     except Exception as exc:
         raise expression_error("pyomo", utility, role, method, exc) from exc
 
 
-def _compile(form: forms.Form, y: list, role: str) -> Any:
-    """The Pyomo expression of ``form`` at ``y`` (terms summed in the order of ``y``)."""
-    from pyomo.environ import log, sqrt
+# Each form class's Pyomo expression (the entries of PYOMO_FORMS); ``y`` is a list of Pyomo expressions and the
+# terms are summed in its order.
 
-    if isinstance(form, forms.AffinePieces):
-        return sum(float(w) * yk for w, yk in zip(form.matrix[0], y)) + float(form.offset[0])
-    if isinstance(form, forms.Logs):
-        return sum(float(w) * log(yk + form.shift) for w, yk in zip(form.weights, y))
-    if isinstance(form, forms.Powers):
-        e = form.exponent
-        return sum(float(w) * (yk + form.shift) ** e / e for w, yk in zip(form.weights, y))
-    if isinstance(form, forms.Entropy):
-        return -sum(yk * log(yk + form.shift) for yk in y)
-    if isinstance(form, forms.Quadratic):
-        n, q = form.dim, form.matrix
-        quad = sum(float(q[i, j]) * y[i] * y[j] for i in range(n) for j in range(n) if q[i, j])
-        return quad + sum(float(a) * yk for a, yk in zip(form.linear, y)) + form.constant
-    if isinstance(form, forms.Norm):
-        return sqrt(sum((yk - float(c)) ** 2 for yk, c in zip(y, form.center))) - form.radius
-    if isinstance(form, forms.Of):
-        return pyomo_expression(form.utility, y, role)
-    if isinstance(form, forms.HeadPlusLinear):
-        n = form.head.dim
-        return _compile(form.head, y[:n], role) + sum(float(k) * z for k, z in zip(form.coefficients, y[n:]) if k)
-    if isinstance(form, forms.Negated):
-        return -_compile(form.inner, y, role)
-    terms = [_compile(term, y, role) for term in form.children()]
-    total = terms[0]  # a Sum, or a Minimum/Maximum of one term
+def _affine(form: forms.AffinePieces, y: list, compile: FormCompiler) -> Any:
+    return sum(float(w) * yk for w, yk in zip(form.matrix[0], y)) + float(form.offset[0])
+
+
+def _logs(form: forms.Logs, y: list, compile: FormCompiler) -> Any:
+    from pyomo.environ import log
+
+    return sum(float(w) * log(yk + form.shift) for w, yk in zip(form.weights, y))
+
+
+def _powers(form: forms.Powers, y: list, compile: FormCompiler) -> Any:
+    e = form.exponent
+    return sum(float(w) * (yk + form.shift) ** e / e for w, yk in zip(form.weights, y))
+
+
+def _entropy(form: forms.Entropy, y: list, compile: FormCompiler) -> Any:
+    from pyomo.environ import log
+
+    return -sum(yk * log(yk + form.shift) for yk in y)
+
+
+def _quadratic(form: forms.Quadratic, y: list, compile: FormCompiler) -> Any:
+    n, q = form.dim, form.matrix
+    quad = sum(float(q[i, j]) * y[i] * y[j] for i in range(n) for j in range(n) if q[i, j])
+    return quad + sum(float(a) * yk for a, yk in zip(form.linear, y)) + form.constant
+
+
+def _norm(form: forms.Norm, y: list, compile: FormCompiler) -> Any:
+    from pyomo.environ import sqrt
+
+    return sqrt(sum((yk - float(c)) ** 2 for yk, c in zip(y, form.center))) - form.radius
+
+
+def _of(form: forms.Of, y: list, compile: FormCompiler) -> Any:
+    return pyomo_expression(form.utility, y, compile.role)
+
+
+def _head_plus_linear(form: forms.HeadPlusLinear, y: list, compile: FormCompiler) -> Any:
+    n = form.head.dim
+    return compile(form.head, y[:n]) + sum(float(k) * z for k, z in zip(form.coefficients, y[n:]) if k)
+
+
+def _negated(form: forms.Negated, y: list, compile: FormCompiler) -> Any:
+    return -compile(form.inner, y)
+
+
+def _sum(form: forms.Sum | forms.Minimum | forms.Maximum, y: list, compile: FormCompiler) -> Any:
+    """A sum, or a minimum or maximum of one term (the table refuses one of several)."""
+    terms = [compile(term, y) for term in form.children()]
+    total = terms[0]
     for term in terms[1:]:
         total = total + term
     return total
+
+
+def _one_term(form: forms.Minimum | forms.Maximum) -> str | None:
+    if len(form.terms) == 1:
+        return None
+    return ("one of several terms has kinks, which Ipopt cannot take (a utility with kinks, smooth=False, enters"
+            " through the epigraph rows of its affine pieces)")
+
+
+def _utility_refused(form: forms.Of) -> str | None:
+    if can_express(form.utility):
+        return None
+    return f"{form.utility!r} has neither a pyomo_expr nor a form the pyomo backend compiles"
+
+
+#: How the pyomo backend writes each form class as one smooth Pyomo expression. Kinks are refused: a utility with
+#: kinks (``smooth = False``) enters the model through the epigraph rows of its affine pieces instead.
+PYOMO_FORMS = FormTable("pyomo", {
+    forms.AffinePieces: Rule(_affine, lambda form: None if form.combine == "affine" else
+                             f"a {form.combine} of several affine pieces has kinks, which Ipopt cannot take"),
+    forms.Logs: _logs,
+    forms.Powers: _powers,
+    forms.Entropy: _entropy,
+    forms.Quadratic: _quadratic,
+    forms.Norm: Rule(_norm, lambda form: None if form.ord == 2 else
+                     f"the {form.ord:g}-norm has kinks, which Ipopt cannot take (only the 2-norm is smooth)"),
+    forms.Of: Rule(_of, _utility_refused),
+    forms.HeadPlusLinear: _head_plus_linear,
+    forms.Negated: _negated,
+    forms.Sum: _sum,
+    forms.Minimum: Rule(_sum, _one_term),
+    forms.Maximum: Rule(_sum, _one_term),
+}, refused={})
 
 
 def _pyomo_or_external(model, utility: Utility, y: list, label: str, holder: PyomoModel):
@@ -273,8 +317,43 @@ def _add_constraints(m, program: Program, x: list, out: PyomoModel) -> None:
             m.phase1_pieces.deactivate()
 
 
+def _stationary_mix(kernel: Any, S: int, A: int) -> np.ndarray:
+    """Half the uniform policy's stationary occupancy on ``kernel`` (dense or sparse), half uniform mass."""
+    try:
+        rho = stationary_occupancy(kernel, np.full((S, A), 1.0 / A))
+    except Exception:  # a degenerate chain: the uniform point is fine
+        rho = np.full((S, A), 1.0 / (S * A))
+    return 0.5 * rho + 0.5 / (S * A)
+
+
+def _sparse_starting_point(program: Program) -> np.ndarray:
+    """:func:`starting_point` for a program on a sparse support: the joint blocks hold one value per entry."""
+    model, support = program.model, program.support
+    S, A = model.n_states, model.n_actions
+    pairs, sizes = support.pairs, support.row_counts[support.pairs]
+    x = np.zeros(program.n_vars)
+    blocks = program.blocks
+    if "joint" not in blocks:
+        x[blocks["occupancy"].slice] = _stationary_mix(program.kernel, S, A).ravel()
+        return x
+    p_hat = program.empirical_entries()
+    visited = (program.visits.ravel() > 0)[pairs]
+    q = np.where(visited, p_hat, 1.0 / sizes)         # unvisited pairs: uniform over their successors
+    rho = _stationary_mix(support.matrix(q), S, A).ravel()
+    x[blocks["occupancy"].slice] = rho
+    p = rho[pairs] * q
+    x[blocks["joint"].slice] = p
+    if "deviation" in blocks:
+        deviation = np.abs(p - p_hat * rho[pairs])
+        room = np.maximum(program.radius.ravel() * rho - support.row_sums(deviation), 0.0)
+        x[blocks["deviation"].slice] = deviation + 0.5 * room[pairs] / sizes
+    return x
+
+
 def starting_point(program: Program) -> np.ndarray:
     """A cold-start point for ``program`` (see the module docstring), length ``n_vars``."""
+    if program.support is not None and not program.support.is_dense:
+        return _sparse_starting_point(program)
     model = program.model
     S, A = model.n_states, model.n_actions
     x = np.zeros(program.n_vars)

@@ -13,7 +13,8 @@ from ..results import Status
 
 LOG = logging.getLogger(__name__)
 
-__all__ = ['BRIDGE', 'DEFAULT_IPOPT_OPTIONS', 'WARM_START_OPTIONS', 'IPOPT_STATUS', 'TERMINATION_STATUS']
+__all__ = ['BRIDGE', 'DEFAULT_IPOPT_OPTIONS', 'WARM_START_OPTIONS', 'IPOPT_STATUS', 'TERMINATION_STATUS',
+           'NAMED_TIME_LIMITS']
 
 
 #: exceptions of a utility's numpy code that mean "outside the domain": Ipopt shortens its step
@@ -188,6 +189,14 @@ def solver_factory(name: str):
     for text in messages:
         LOG.warning("Pyomo: %s", text)
     return solver
+
+
+#: each named Pyomo solver's option of a time limit in seconds (set by the backend-neutral ``time_limit``)
+NAMED_TIME_LIMITS: dict[str, str] = {
+    "ipopt": "max_cpu_time", "cyipopt": "max_cpu_time",
+    "gurobi": "TimeLimit", "gurobi_direct": "TimeLimit", "gurobi_persistent": "TimeLimit",
+    "cplex": "timelimit", "cplex_direct": "timelimit", "glpk": "tmlim", "cbc": "sec",
+}
 
 
 #: Pyomo's (legacy) TerminationCondition name -> Status, for every condition Pyomo defines

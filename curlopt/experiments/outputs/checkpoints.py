@@ -4,14 +4,22 @@ The summary tables hold the final values after T steps; claims about *when* a
 curve gets somewhere ("the regret is below 0.05 after 10^5 steps") need the
 curves themselves. This table holds them, small enough to commit beside the
 summary: one row per (configuration, checkpoint time) with the mean over seeds
-of f(λ^(t)), R(t), each g_m(ζ^(t)) and C(t), and the share of seeds with
-C(t) = 0.
+of f(λ^(t)), R(t), each g_m(ζ^(t)) and C(t), the share of seeds with
+C(t) = 0, and the anytime share of steps played under a violating policy.
 
 Columns: ``setting``, ``algorithm``, ``key`` (the configuration), ``label``,
 ``t``, ``seeds``, ``objective_mean``, ``regret_mean``, ``g<m>_mean`` (m = 1..M),
-``violation_mean``, ``zero_violation_share``. A checkpoint where some seed's
-value is not finite (e.g. ln 0 before a client was first served) gets the mean
-of the finite values and counts only those seeds in ``seeds``.
+``violation_mean``, ``zero_violation_share``, ``violating_steps_mean``. A
+checkpoint where some seed's value is not finite (e.g. ln 0 before a client was
+first served) gets the mean of the finite values and counts only those seeds in
+``seeds``.
+
+``violating_steps_mean`` is, for each seed, the share of the steps 1..t played
+under an epoch policy that violates a constraint on the true kernel (the largest
+of the epoch record's exact g_m is > 0), averaged over seeds
+(:func:`violating_step_shares`); epochs without an exact evaluation are left out
+of both counts, and a seed with none is left out of the mean (empty when no seed
+has one). At t = T it is the summary's ``violating_step_share``.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ import numpy as np
 from ...fileio import atomic_write_text
 from .runs import ConfigurationRuns
 
-__all__ = ["checkpoint_rows", "write_checkpoint_table"]
+__all__ = ["checkpoint_rows", "write_checkpoint_table", "violating_step_shares"]
 
 
 def _finite_mean(stack: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -39,12 +47,40 @@ def _finite_mean(stack: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.where(count > 0, total / np.maximum(count, 1), np.nan), count
 
 
+def violating_step_shares(trace, times) -> np.ndarray:
+    """For each time t, the share of the steps 1..t played under a policy that violates on the true kernel.
+
+    An epoch (``start``, ``length``) covers the steps ``start .. start + length - 1``; it counts as violating
+    when the largest of its ``exact_constraints`` is > 0, and is left out (of both counts) when it has no exact
+    evaluation (None, or a NaN among the values). NaN at a time before any evaluated step.
+    """
+    times = np.asarray(times, dtype=float)
+    starts, lengths, flags, evaluated = [], [], [], []
+    for epoch in trace.epochs:
+        values = None if epoch.exact_constraints is None else np.asarray(epoch.exact_constraints, dtype=float)
+        known = values is not None and not np.any(np.isnan(values))
+        starts.append(float(epoch.start))
+        lengths.append(float(max(int(epoch.length), 0)))
+        evaluated.append(known)
+        flags.append(bool(known and values.size and np.max(values) > 0.0))
+    if not starts:
+        return np.full(times.shape, np.nan)
+    start, length = np.asarray(starts), np.asarray(lengths)
+    # steps of each epoch within 1..t: from its start to the earlier of t and its last step
+    played = np.clip(np.minimum(times[:, None], start + length - 1.0) - start + 1.0, 0.0, length)
+    total = played @ np.asarray(evaluated, dtype=float)
+    bad = played @ np.asarray(flags, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, bad / np.where(total > 0, total, 1.0), np.nan)
+
+
 def checkpoint_rows(groups: Sequence[ConfigurationRuns]) -> tuple[list[str], list[list]]:
     """The header and rows of ``checkpoints.csv`` (configurations whose runs have different times are skipped)."""
     n_constraints = max((trace.checkpoints["constraints"].shape[1] for g in groups if g is not None for trace in g.traces),
                         default=0)
     header = ["setting", "algorithm", "key", "label", "t", "seeds", "objective_mean", "regret_mean"]
-    header += [f"g{m}_mean" for m in range(1, n_constraints + 1)] + ["violation_mean", "zero_violation_share"]
+    header += [f"g{m}_mean" for m in range(1, n_constraints + 1)] + ["violation_mean", "zero_violation_share",
+                                                                      "violating_steps_mean"]
     rows: list[list] = []
     for group in groups:
         if group is None or not group.traces:
@@ -59,12 +95,13 @@ def checkpoint_rows(groups: Sequence[ConfigurationRuns]) -> tuple[list[str], lis
         violation, _ = _finite_mean(columns["violation"])
         constraints, _ = _finite_mean(columns["constraints"])
         zero = (columns["violation"] <= 0.0).mean(axis=0)
+        violating_steps, _ = _finite_mean(np.stack([violating_step_shares(trace, times) for trace in group.traces]))
         m = constraints.shape[1] if constraints.ndim == 2 else 0
         for i, t in enumerate(times):
             row = [group.setting.name, group.algorithm, group.key, group.label, int(t), int(seeds[i]),
                    objective[i], regret[i]]
             row += [constraints[i, k] for k in range(m)] + [""] * (n_constraints - m)
-            row += [violation[i], zero[i]]
+            row += [violation[i], zero[i], violating_steps[i] if np.isfinite(violating_steps[i]) else ""]
             rows.append(row)
     return header, rows
 

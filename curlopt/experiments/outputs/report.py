@@ -3,24 +3,36 @@
 :func:`write_report` (``curlopt report RESULTS_DIR``; ``sweep`` and ``reproduce``
 write it at the end, as ``report.html``) reads a study output folder —
 ``study.json``, the run traces under ``runs/``, the figures under ``figures/``
-— and runs nothing. The page has, in order:
+— and runs nothing. The page leads with the answer; in order:
 
+* the results, per setting: the regret–violation frontier and a compact table
+  of every configuration's R(T) and C(T) (mean over seeds with the 95%
+  bootstrap interval of the mean — with two or three seeds the range of the
+  seeds, which is all that interval can be, see
+  :data:`~curlopt.experiments.outputs.figures.frontier.SEED_RANGE_MAX`), on how
+  many seeds C(T) = 0, and the share of steps and of epochs played under a
+  policy that violates a constraint on the true kernel;
+* the curves: every other figure of ``figures/`` (drawn for the report when
+  the folder has none and matplotlib is installed), a figure whose recorded
+  ``summary.csv`` hash differs from the ``summary.csv`` beside it marked as
+  possibly out of date;
+* the full summary tables, one per setting, with the cells of ``summary.md``
+  (mean ± standard deviation [95% bootstrap interval] over seeds);
 * the configuration: the study's name, description, profile, horizon, seeds and
   models, and every configuration with all its options and how many of its runs
   were found;
 * the versions of curlopt, Python, numpy, scipy, highspy and every installed
   backend's packages (and the curlopt versions that wrote the runs);
-* the summary tables, one per setting, with the cells of ``summary.md``
-  (mean ± standard deviation [95% bootstrap interval] over seeds);
-* every figure of ``figures/`` (drawn for the report when the folder has none
-  and matplotlib is installed), a figure whose recorded ``summary.csv`` hash
-  differs from the ``summary.csv`` beside it marked as possibly out of date;
 * the epochs: the solve-time figure, and per configuration the epochs by policy
   source and by solver status, with the mean and largest solve time;
 * the fallback and failed epochs (configuration, seed, epoch, start, source,
   status, message; :data:`MAX_LISTED_EPOCHS` per configuration, then a count);
 * the exact constraint values per epoch (drawn for the report only; see
   :mod:`curlopt.experiments.outputs.figures.report`).
+
+The page reads on a wide screen and on a phone: a viewport meta tag, no fixed
+widths, figures no wider than the page, and every table in its own box that
+scrolls sideways when the table is wider than the page.
 
 The page uses the standard library only (:mod:`html`, :mod:`base64`): figures
 are PNG ``data:`` URIs, the style sheet is inline, nothing is fetched.
@@ -42,6 +54,7 @@ from ...errors import CurloptError
 from ...fileio import atomic_write_text
 from ...agents.base import PlanSource
 from .figures.epochs import SOURCES
+from .figures.frontier import SEED_RANGE_MAX, interval_kind
 from .summary import DASH, LOCATION_DIGITS, count_cell, stat_cell, clean_label, percent, significant, study_rows
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -49,7 +62,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .figures.report import ReportFigure
 
 __all__ = ["StudyOutput", "load_study_output", "write_report", "render_report", "print_summary",
-           "MAX_LISTED_EPOCHS", "REPORT_NAME"]
+           "MAX_LISTED_EPOCHS", "REPORT_NAME", "SECTIONS", "ANSWER_COLUMNS"]
 
 #: the report's file name in a study output folder
 REPORT_NAME = "report.html"
@@ -185,7 +198,9 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], caption: str = 
         cells = "".join(f'<td class="{"text" if i < left else "num"}">{_e(cell)}</td>' for i, cell in enumerate(row))
         body.append(f"<tr>{cells}</tr>")
     caption_html = f"<caption>{_e(caption)}</caption>" if caption else ""
-    return f'<table>{caption_html}<thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    # in its own box: a table wider than the page scrolls sideways there instead of widening the page
+    return (f'<div class="scroll"><table>{caption_html}<thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>')
 
 
 def _image(figure: "ReportFigure", alt: str) -> str:
@@ -210,15 +225,18 @@ def _options_text(options: dict[str, Any]) -> str:
 
 
 _STYLE = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2em auto;max-width:1200px;
-padding:0 1em;color:#1a1a1a;line-height:1.45}
-h1{font-size:1.6em;margin-bottom:.2em}h2{margin-top:2em;border-bottom:1px solid #ccc;padding-bottom:.2em}
-h3{margin-top:1.4em}table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.86em}
-th,td{border:1px solid #d0d0d0;padding:.25em .55em;vertical-align:top}th{background:#f2f2f2;text-align:left}
-td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}caption{text-align:left;
-font-weight:600;padding:.3em 0}figure{margin:1em 0}img{max-width:100%;height:auto;border:1px solid #e4e4e4}
-figcaption{font-size:.82em;color:#555}.warn{color:#a33}.muted{color:#666;font-size:.9em}nav a{margin-right:1em}
+*{box-sizing:border-box}
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:78rem;
+padding:1rem 1.2rem 3rem;color:#1a1a1a;line-height:1.45;overflow-wrap:break-word}
+h1{font-size:1.6em;margin:.6em 0 .2em}h2{margin-top:2em;border-bottom:1px solid #ccc;padding-bottom:.2em}
+h3{margin-top:1.4em}.scroll{overflow-x:auto;max-width:100%;margin:.6em 0 1.2em}
+table{border-collapse:collapse;font-size:.86em}th,td{border:1px solid #d0d0d0;padding:.25em .55em;vertical-align:top}
+th{background:#f2f2f2;text-align:left}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+caption{text-align:left;font-weight:600;padding:.3em 0}figure{margin:1em 0}
+img{display:block;max-width:100%;height:auto;border:1px solid #e4e4e4}figcaption{font-size:.82em;color:#555}
+.warn{color:#a33}.muted{color:#666;font-size:.9em}nav{display:flex;flex-wrap:wrap;gap:.2em 1em}
 code{background:#f4f4f4;padding:0 .25em}
+@media (max-width:40rem){body{padding:.5rem .7rem 2rem}h1{font-size:1.35em}table{font-size:.8em}}
 """
 
 
@@ -274,13 +292,28 @@ def _versions() -> list[tuple[str, str]]:
                 break
             except metadata.PackageNotFoundError:
                 continue
-    return versions
+    return versions + _backend_versions()
+
+
+def _backend_versions() -> list[tuple[str, str]]:
+    """``("backend <name>", its version())`` for each installed backend (the solvers behind it, as results record)."""
+    from ...backends.registry import backend_class, installed_backends
+
+    rows = []
+    for backend in installed_backends():
+        try:
+            rows.append((f"backend {backend}", backend_class(backend).version()))
+        except CurloptError:
+            continue
+    return rows
 
 
 def _versions_section(output: StudyOutput) -> str:
     written = sorted({str(trace.meta.get("curlopt_version", "?")) for g in output.groups for trace in g.traces})
+    used = sorted({f"{trace.meta['backend']} ({trace.meta['backend_version']})" for g in output.groups
+                   for trace in g.traces if trace.meta.get("backend_version")})
     lines = [f"study.json written by curlopt {output.record.get('curlopt_version', '?')}; the runs by curlopt"
-             f" {', '.join(written)}."]
+             f" {', '.join(written)}" + (f", with the backend(s) {', '.join(used)}" if used else "") + "."]
     return ('<h2 id="versions">Versions</h2><p class="muted">Installed where this report was rendered. '
             + _e(lines[0]) + "</p>" + _table(["package", "version"], _versions(), left=2))
 
@@ -289,18 +322,33 @@ def _constraint_count(row: dict[str, Any]) -> int:
     return sum(1 for key in row if re.fullmatch(r"g\d+_mean", key))
 
 
+def _setting_facts(rows: Sequence[dict[str, Any]]) -> str:
+    """``T = 5,000 steps; optimum f(λ*) = 4.47`` for the summary rows of one setting."""
+    optimum = next((row["optimum"] for row in rows if row.get("optimum") is not None), None)
+    facts = f"T = {int(rows[0]['steps']):,} steps" if rows[0].get("steps") else ""
+    return facts + (f"; optimum f(λ*) = {significant(optimum, LOCATION_DIGITS)}" if optimum is not None
+                    else "; no known optimum")
+
+
+def _few_seeds_caveat(rows: Sequence[dict[str, Any]]) -> str:
+    """A sentence for tables with configurations of two or three seeds, whose bootstrap interval is their range."""
+    if not any(interval_kind(int(row.get("seeds") or 0)) == "range" for row in rows):
+        return ""
+    return (f" With {SEED_RANGE_MAX} seeds or fewer the bracket is the range of the seeds, not a bootstrap"
+            " interval: resampling so few seeds reaches the smallest and the largest of them often enough"
+            " to make them the interval's ends.")
+
+
 def _summary_section(output: StudyOutput, rows: Sequence[dict[str, Any]]) -> str:
     parts = ['<h2 id="summary">Summary over seeds</h2><p class="muted">Cells: mean ± sample standard deviation'
-             " [95% percentile-bootstrap interval of the mean] over seeds (summary.csv has full precision).</p>"]
+             " [95% percentile-bootstrap interval of the mean] over seeds (summary.csv has full precision)."
+             + _few_seeds_caveat(rows) + "</p>"]
     for setting in output.settings:
         mine = [row for row in rows if row.get("setting") == setting]
         if not mine:
             continue
         m = max(_constraint_count(row) for row in mine)
-        optimum = next((row["optimum"] for row in mine if row.get("optimum") is not None), None)
-        facts = f"T = {int(mine[0]['steps']):,} steps" if mine[0].get("steps") else ""
-        facts += f"; optimum f(λ*) = {significant(optimum, LOCATION_DIGITS)}" if optimum is not None else \
-            "; no known optimum"
+        facts = _setting_facts(mine)
         header = ["configuration", "seeds", "f(λ^(T))", "R(T)"] + [f"g_{k}(ζ^(T))" for k in range(1, m + 1)] + [
             "C(T)", "C(T) = 0", "violating epochs", "violating steps", "epochs", "fallback epochs",
             "failed epochs", "wall time (s)"]
@@ -328,24 +376,83 @@ def _by_setting(figures: Sequence["ReportFigure"], settings: Sequence[str]) -> d
     return grouped
 
 
-def _figures_section(output: StudyOutput, figures: Sequence["ReportFigure"], notes: Sequence[str]) -> str:
-    parts = ['<h2 id="figures">Figures</h2>']
+def _answer_cell(row: dict[str, Any], name: str) -> str:
+    """``mean [low, high]`` with the 95% bootstrap interval, ``mean (range low to high)`` with two or three seeds.
+
+    ``mean (every seed)`` when every seed ended at the same value; the mean alone with one seed.
+    """
+    mean, seeds = row.get(f"{name}_mean"), int(row.get("seeds") or 0)
+    if mean is None or (isinstance(mean, float) and math.isnan(mean)) or not seeds:
+        return DASH
+    text = significant(mean, LOCATION_DIGITS)
+    low, high = row.get(f"{name}_ci_low"), row.get(f"{name}_ci_high")
+    if low is None or high is None or math.isnan(low) or math.isnan(high):
+        return text
+    low_text, high_text = significant(low, LOCATION_DIGITS), significant(high, LOCATION_DIGITS)
+    if low == high:  # the degenerate interval: every seed ended at the same value (C(T) = 0 on every seed, typically)
+        return f"{text} (every seed)"
+    if interval_kind(seeds) == "range":
+        return f"{text} (range {low_text} to {high_text})"
+    return f"{text} [{low_text}, {high_text}]"
+
+
+#: the columns of the results' compact table
+ANSWER_COLUMNS = ("configuration", "R(T)", "C(T)", "C(T) = 0 on", "violating steps", "violating epochs")
+
+
+def _answer_table(rows: Sequence[dict[str, Any]]) -> str:
+    table = []
+    for row in rows:
+        seeds = int(row.get("seeds") or 0)
+        zero = DASH if not seeds else f"{round(row['zero_violation_share'] * seeds)}/{seeds} seeds"
+        table.append([row["label"], _answer_cell(row, "regret"), _answer_cell(row, "violation"), zero,
+                      percent(row.get("violating_step_share")), percent(row.get("violating_epoch_share"))])
+    return _table(list(ANSWER_COLUMNS), table)
+
+
+def _results_section(output: StudyOutput, rows: Sequence[dict[str, Any]], figures: Sequence["ReportFigure"],
+                     notes: Sequence[str]) -> str:
+    """The answer first: per setting the frontier and the compact table of R(T), C(T) and violations."""
+    parts = ['<h2 id="results">Results</h2><p class="muted">R(T): regret after T steps; C(T): constraint violation'
+             " after T steps, max over the constraints of (g_m)_+. Cells: mean over seeds [95% percentile-bootstrap"
+             f" interval of the mean]; with {SEED_RANGE_MAX} seeds or fewer, the range of the seeds instead (a"
+             " bootstrap interval over so few seeds is that range). Violating steps and epochs: the share of steps"
+             " and of epochs played under a policy that violates a constraint on the true kernel (mean over"
+             " seeds).</p>"]
     if notes:
         parts.append(f'<p class="muted">{_e(" ".join(notes))}</p>')
-    order = ("frontier", "overview", "objective", "regret", "constraints", "costs")
+    grouped = _by_setting(figures, output.settings)
+    for setting in output.settings:
+        mine = [row for row in rows if row.get("setting") == setting]
+        if not mine:
+            continue
+        parts.append(f"<h3>{_e(setting)}</h3><p>{_e(_setting_facts(mine))}.</p>")
+        parts += [_image(f, f.name) for f in grouped.get(setting, []) if f.name == f"{setting}-frontier.png"]
+        parts.append(_answer_table(mine))
+    return "".join(parts)
+
+
+def _curves_section(output: StudyOutput, figures: Sequence["ReportFigure"]) -> str:
+    """Every figure but the frontiers (in the results) and the epochs (in their section), per setting."""
+    parts = ['<h2 id="curves">Curves</h2>']
+    order = ("overview", "objective", "regret", "constraints", "costs")
     for setting, mine in _by_setting(figures, output.settings).items():
-        mine = [f for f in mine if not f.name.endswith("-epochs.png")]
+        mine = [f for f in mine if not f.name.endswith(("-epochs.png", "-frontier.png")) or not setting]
         if not mine:
             continue
         rank = {kind: i for i, kind in enumerate(order)}
         mine.sort(key=lambda f: (rank.get(f.name[len(setting) + 1:-4] if setting else "", len(order)), f.name))
         parts.append(f"<h3>{_e(setting or 'other figures')}</h3>" + "".join(_image(f, f.name) for f in mine))
+    if len(parts) == 1:
+        parts.append("<p>No curves.</p>")
     return "".join(parts)
 
 
 def _seconds(value: float) -> str:
     if not math.isfinite(value):
         return DASH
+    if value >= 100:  # plain seconds: 1,370 s, not 1.37e+03 s
+        return f"{value:,.0f} s"
     return f"{value * 1000:.3g} ms" if value < 1 else f"{value:.3g} s"
 
 
@@ -428,6 +535,12 @@ def _exact_section(output: StudyOutput, draw: bool) -> str:
     return "".join(parts)
 
 
+#: the page's sections in order: (anchor, link text)
+SECTIONS = (("results", "results"), ("curves", "curves"), ("summary", "full summary"),
+            ("configuration", "configuration"), ("versions", "versions"), ("epochs", "epochs"),
+            ("failures", "fallback and failed epochs"), ("exact", "exact constraint values"))
+
+
 # -- the page ---------------------------------------------------------------------------------------------------------
 def render_report(output: StudyOutput, rows: Sequence[dict[str, Any]] | None = None, figures: bool = True) -> str:
     """The report of a study output as an HTML document (see the module docstring)."""
@@ -441,13 +554,14 @@ def render_report(output: StudyOutput, rows: Sequence[dict[str, Any]] | None = N
     study = output.study
     title = f"{study.get('name', 'study')}" + (f" (profile {output.record['profile'].get('name')})"
                                                  if output.record.get("profile") else "")
-    sections = [_configuration_section(output), _versions_section(output), _summary_section(output, rows),
-                _figures_section(output, images, figure_notes), _epochs_section(output, images),
-                _failures_section(output), _exact_section(output, figures and bool(images))]
-    nav = "".join(f'<a href="#{anchor}">{_e(text)}</a>' for anchor, text in (
-        ("configuration", "configuration"), ("versions", "versions"), ("summary", "summary"), ("figures", "figures"),
-        ("epochs", "epochs"), ("failures", "fallback and failed epochs"), ("exact", "exact constraint values")))
+    # the answer first (frontier and compact table, then the curves), the details after
+    sections = [_results_section(output, rows, images, figure_notes), _curves_section(output, images),
+                _summary_section(output, rows), _configuration_section(output), _versions_section(output),
+                _epochs_section(output, images), _failures_section(output),
+                _exact_section(output, figures and bool(images))]
+    nav = "".join(f'<a href="#{anchor}">{_e(text)}</a>' for anchor, text in SECTIONS)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{_e(title)}: curlopt report</title><style>{_STYLE}</style></head><body>"
             f"<h1>{_e(title)}</h1><p class=\"muted\">{_e(study.get('description', ''))}</p><nav>{nav}</nav>"
             + "".join(sections) + "</body></html>\n")

@@ -45,6 +45,10 @@ checkpoint, its epoch records), then
                                 epochs without an exact evaluation are left out (empty if none has one)
 ``violating_step_share``        the same with every epoch weighted by its length (the share of steps
                                 played under a violating policy), averaged over seeds
+``violating_checkpoint_share``  the anytime view: the share of a run's checkpoints t >= t0 = T/10
+                                (:data:`ANYTIME_START_FRACTION`) with C(t) > 0, averaged over seeds; the
+                                checkpoints are log-spaced, so this is a share of log-time
+``anytime_zero_share``          share of the seeds with C(t) = 0 at every checkpoint t >= t0
 ``unreached_states``            mean number of states an epoch's plan leaves unreached (no planned
                                 occupancy; the agent's ``unreached`` option decides what is played
                                 there), over the epochs that record it, averaged over seeds; empty for
@@ -84,7 +88,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..simulation.trace import Trace
 
 __all__ = ["write_study_summary", "study_rows", "study_columns", "study_markdown", "bootstrap_interval",
-           "epoch_violation_shares", "mean_unreached", "mean_std", "STUDY_COLUMN_DOCS", "TIME_COLUMNS", "BOOTSTRAP_RESAMPLES",
+           "epoch_violation_shares", "anytime_violation", "ANYTIME_START_FRACTION", "mean_unreached", "mean_std",
+           "STUDY_COLUMN_DOCS", "TIME_COLUMNS", "BOOTSTRAP_RESAMPLES",
            "BOOTSTRAP_SEED", "CONFIDENCE_LEVEL"]
 
 #: columns that measure time (differ between otherwise identical summaries)
@@ -96,6 +101,10 @@ BOOTSTRAP_SEED = 20240613
 CONFIDENCE_LEVEL = 0.95
 #: prefix of the columns of the varied options
 OPTION_PREFIX = "option."
+#: the anytime view looks at the checkpoints t >= t0 = ANYTIME_START_FRACTION · T: late enough that an agent had
+#: time to learn (the first epochs of every agent play policies chosen from almost no data), early enough that a
+#: violation which lasts for most of a run counts however it ends
+ANYTIME_START_FRACTION = 0.1
 
 STUDY_COLUMN_DOCS: dict[str, str] = {
     "setting": "the model the configuration ran on",
@@ -116,6 +125,8 @@ STUDY_COLUMN_DOCS: dict[str, str] = {
     "zero_violation_share": "share of seeds with C(T) = 0",
     "violating_epoch_share": "share of epochs whose policy violates a constraint on the true kernel (mean over seeds)",
     "violating_step_share": "share of steps played under such a policy (mean over seeds)",
+    "violating_checkpoint_share": "share of the checkpoints t >= T/10 with C(t) > 0 (mean over seeds)",
+    "anytime_zero_share": "share of seeds with C(t) = 0 at every checkpoint t >= T/10",
     "unreached_states": "states an epoch's plan leaves unreached (mean over epochs, then over seeds)",
     "epochs": "number of epochs: mean, std",
     "fallback_epochs": "epochs whose ε-tight program was infeasible: mean, std",
@@ -196,6 +207,25 @@ def epoch_violation_shares(trace: "Trace") -> tuple[float, float]:
     return share_epochs, share_steps
 
 
+def anytime_violation(trace: "Trace", start_fraction: float = ANYTIME_START_FRACTION) -> tuple[float, bool]:
+    """``(share, never)`` over the checkpoints ``t >= t0 = start_fraction · T``: the share with ``C(t) > 0``, and
+    whether ``C(t) = 0`` at every one of them.
+
+    ``T`` is the run's last checkpoint. A NaN violation (a checkpoint whose costs are not defined) counts as
+    not violating, as ``C(t) > 0`` is false for it. ``(NaN, True)`` when no checkpoint is at or after ``t0``
+    (never the case for a run's own checkpoints, which end at T).
+    """
+    times = np.asarray(trace.checkpoints["t"], dtype=float)
+    violation = np.asarray(trace.checkpoints["violation"], dtype=float)
+    if times.size == 0:
+        return math.nan, True
+    late = times >= start_fraction * times[-1]
+    if not np.any(late):
+        return math.nan, True
+    violating = violation[late] > 0.0
+    return float(np.mean(violating)), not bool(np.any(violating))
+
+
 def mean_unreached(trace: "Trace") -> float:
     """Mean of the epochs' ``unreached`` counts (epochs that do not record one are left out; NaN if none does)."""
     counts = [epoch.unreached for epoch in trace.epochs if getattr(epoch, "unreached", None) is not None]
@@ -232,7 +262,8 @@ def study_columns(n_constraints: int, varied: Sequence[str] = ()) -> list[str]:
     stats = list(_INTERVAL_STATS) + [f"g{m}" for m in range(1, n_constraints + 1)] + ["violation"]
     for name in stats:
         columns += [f"{name}_mean", f"{name}_std", f"{name}_ci_low", f"{name}_ci_high"]
-    columns += ["zero_violation_share", "violating_epoch_share", "violating_step_share", "unreached_states"]
+    columns += ["zero_violation_share", "violating_epoch_share", "violating_step_share", "violating_checkpoint_share",
+                "anytime_zero_share", "unreached_states"]
     for name in _COUNT_STATS:
         columns += [f"{name}_mean", f"{name}_std"]
     return columns
@@ -277,6 +308,9 @@ def _row(group: "ConfigurationRuns") -> dict[str, Any]:
     shares = [epoch_violation_shares(trace) for trace in traces]
     row["violating_epoch_share"] = _nanmean([share[0] for share in shares])
     row["violating_step_share"] = _nanmean([share[1] for share in shares])
+    anytime = [anytime_violation(trace) for trace in traces]
+    row["violating_checkpoint_share"] = _nanmean([share for share, _ in anytime])
+    row["anytime_zero_share"] = float(np.mean([never for _, never in anytime])) if anytime else math.nan
     row["unreached_states"] = _nanmean([mean_unreached(trace) for trace in traces])
     for name in _COUNT_STATS:
         row[f"{name}_mean"], row[f"{name}_std"] = mean_std([s[name] for s in summaries])
@@ -465,6 +499,8 @@ def study_markdown(groups: Sequence["ConfigurationRuns"], rows: Sequence[dict[st
         if steps:
             facts.append(f"T = {_range_text(steps, 'step')}")
         facts.append(f"{_range_text([row['seeds'] for row in mine], 'seed')} per configuration")
+        if steps:
+            facts.append(f"anytime view from t0 = T/10 = {_range_text([_anytime_start(t) for t in steps], 'step')}")
         facts.append(f"optimum f(λ*) = {significant(optimum, LOCATION_DIGITS)}" if optimum is not None
                      else "no known optimum")
         if backends:
@@ -476,8 +512,8 @@ def study_markdown(groups: Sequence["ConfigurationRuns"], rows: Sequence[dict[st
             lines += [f"- g_{index + 1}: {text}" for index, text in enumerate(names)]
         lines.append("")
         header = ["configuration", "seeds", "f(λ^(T))", "R(T)"] + [f"g_{k}(ζ^(T))" for k in range(1, m + 1)] + [
-            "C(T)", "C(T) = 0", "violating epochs", "violating steps", "epochs", "fallback epochs", "failed epochs",
-            "wall time (s)"]
+            "C(T)", "C(T) = 0", "violating epochs", "violating steps", "C(t) > 0 at t ≥ t0", "C(t) = 0 from t0",
+            "epochs", "fallback epochs", "failed epochs", "wall time (s)"]
         lines.append("| " + " | ".join(header) + " |")
         lines.append("|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|")
         for row in mine:
@@ -486,8 +522,10 @@ def study_markdown(groups: Sequence["ConfigurationRuns"], rows: Sequence[dict[st
             cells = [row["label"].replace("|", "\\|"), str(seeds), stat_cell(row, "objective"),
                      stat_cell(row, "regret")]
             cells += [stat_cell(row, f"g{k}") if k <= row["_constraints"] else DASH for k in range(1, m + 1)]
+            always = DASH if not seeds else f"{round(row['anytime_zero_share'] * seeds)}/{seeds}"
             cells += [stat_cell(row, "violation"), zero, percent(row["violating_epoch_share"]),
-                      percent(row["violating_step_share"]), count_cell(row, "epochs"),
+                      percent(row["violating_step_share"]), percent(row["violating_checkpoint_share"]), always,
+                      count_cell(row, "epochs"),
                       count_cell(row, "fallback_epochs"), count_cell(row, "failed_epochs"),
                       count_cell(row, "wall_time")]
             lines.append("| " + " | ".join(cells) + " |")
@@ -496,6 +534,11 @@ def study_markdown(groups: Sequence["ConfigurationRuns"], rows: Sequence[dict[st
         lines += ["Notes:", ""] + [f"- {note}" for note in notes] + [""]
     lines += _legend(max_constraints)
     return "\n".join(lines)
+
+
+def _anytime_start(steps: int) -> int:
+    """t0 as a whole step (the first checkpoint time that counts is the first ≥ ANYTIME_START_FRACTION · T)."""
+    return math.ceil(ANYTIME_START_FRACTION * steps)
 
 
 def _setting_name_of(setting: Any) -> str:
@@ -524,6 +567,9 @@ def _legend(n_constraints: int) -> list[str]:
         "- Violating epochs: the share of a run's epochs whose policy violates a constraint on the true kernel"
         " (exactly, not sampled: the largest g_m of the policy's long-run average costs is > 0), averaged over seeds;"
         " violating steps: the same share with epochs weighted by their length.",
+        "- The anytime view, from t0 = T/10: \"C(t) > 0 at t ≥ t0\" is the share of a run's checkpoints t ≥ t0 where"
+        " the running averages violate (C(t) > 0), averaged over seeds; the checkpoints are log-spaced, so it is a"
+        " share of log-time. \"C(t) = 0 from t0\": the seeds whose running averages never violate from t0 on.",
         "- Epochs: epochs per run; fallback epochs: the ε-tight program was infeasible and a fallback policy was"
         " played; failed epochs: the solver failed and the previous (or the uniform) policy was kept;"
         " wall time: seconds per run.",

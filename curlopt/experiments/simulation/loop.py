@@ -14,7 +14,9 @@ Two stepping paths give the identical trajectory for the same seed:
     an environment with a known kernel (``env.unwrapped.cumulative_kernel``):
     within an epoch the policy is fixed, so a tight loop over pre-drawn uniforms
     and cumulative tables runs until the trigger fires, drawing the environment's
-    uniforms from its own generator in the same order ``env.step`` would.
+    uniforms from its own generator in the same order ``env.step`` would. A model
+    stored sparse is stepped from its CSR rows (cumulative sums over each row's
+    stored successors), as its environment steps it.
 
 Statistics (running averages at checkpoints, per-epoch counts) are computed the
 same way on both paths, from the visited (s, a) pairs and the model's signal
@@ -30,11 +32,13 @@ from bisect import bisect_right
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from ... import __version__
 from ...agents.base import Agent
 from ...errors import CurloptError
 from ...models.cmdp import CMDP, stationary_occupancy
+from ...models.sampling import cumulative_transitions
 from .streams import UniformStream
 from .trace import EpochRecord, Trace
 
@@ -136,15 +140,15 @@ class _Recorder:
 
 
 def _fast_epoch(state, policy_rows, kernel_rows, thresholds, cap, actions: UniformStream, transitions: UniformStream,
-                n_actions):
+                n_actions, successors=None):
     """Step the chain until a pair reaches its threshold or ``cap`` steps; return (pairs, next states, state).
 
     The hot loop of the toolkit: locals only, one list append and two ``bisect`` calls per
     step. The next states are not stored: step ``i``'s next state is step ``i + 1``'s state,
-    ``pairs[i + 1] // n_actions``, and the last one is the returned state.
+    ``pairs[i + 1] // n_actions``, and the last one is the returned state. ``successors`` (for a sparse
+    kernel) lists each row's stored successors, ``kernel_rows`` then the cumulative sums over them.
     """
     pairs: list[int] = []
-    add_pair = pairs.append
     done = 0
     ended = False
     s = state
@@ -162,21 +166,8 @@ def _fast_epoch(state, policy_rows, kernel_rows, thresholds, cap, actions: Unifo
         size = min(BLOCK, 4 * size)
         before = len(pairs)
         steps = zip(actions.peek(block).tolist(), transitions.peek(block).tolist())
-        if checked:
-            for ua, us in steps:
-                sa = s * n_actions + bisect_right(policy_rows[s], ua)
-                s = bisect_right(kernel_rows[sa], us)
-                add_pair(sa)
-                v = visits[sa] + 1
-                visits[sa] = v
-                if v >= thresholds[sa]:
-                    ended = True
-                    break
-        else:
-            for ua, us in steps:
-                sa = s * n_actions + bisect_right(policy_rows[s], ua)
-                s = bisect_right(kernel_rows[sa], us)
-                add_pair(sa)
+        s, ended = _step_block(steps, s, policy_rows, kernel_rows, successors, n_actions, pairs, visits,
+                               thresholds if checked else None)
         used = len(pairs) - before
         actions.advance(used)
         transitions.advance(used)
@@ -187,6 +178,55 @@ def _fast_epoch(state, policy_rows, kernel_rows, thresholds, cap, actions: Unifo
         np.floor_divide(visited[1:], n_actions, out=nexts[:-1])
         nexts[-1] = s
     return visited, nexts, s
+
+
+def _step_block(steps, s, policy_rows, kernel_rows, successors, n_actions, pairs, visits, thresholds):
+    """Play the block's uniform pairs from state ``s``, appending to ``pairs``; return (state, threshold reached).
+
+    Four copies of one loop (dense or sparse kernel rows; with or without the threshold check), so that none
+    tests per step what is fixed for the block.
+    """
+    add_pair = pairs.append
+    if successors is None and thresholds is None:
+        for ua, us in steps:
+            sa = s * n_actions + bisect_right(policy_rows[s], ua)
+            s = bisect_right(kernel_rows[sa], us)
+            add_pair(sa)
+    elif successors is None:
+        for ua, us in steps:
+            sa = s * n_actions + bisect_right(policy_rows[s], ua)
+            s = bisect_right(kernel_rows[sa], us)
+            add_pair(sa)
+            v = visits[sa] + 1
+            visits[sa] = v
+            if v >= thresholds[sa]:
+                return s, True
+    elif thresholds is None:
+        for ua, us in steps:
+            sa = s * n_actions + bisect_right(policy_rows[s], ua)
+            s = successors[sa][bisect_right(kernel_rows[sa], us)]
+            add_pair(sa)
+    else:
+        for ua, us in steps:
+            sa = s * n_actions + bisect_right(policy_rows[s], ua)
+            s = successors[sa][bisect_right(kernel_rows[sa], us)]
+            add_pair(sa)
+            v = visits[sa] + 1
+            visits[sa] = v
+            if v >= thresholds[sa]:
+                return s, True
+    return s, False
+
+
+def _sparse_rows(transitions) -> tuple[list[list[float]], list[list[int]]]:
+    """A sparse kernel's rows for the fast path: cumulative sums over the stored successors (the last lifted to
+    2.0, as in :func:`_cumulative_rows`), and the successors themselves."""
+    table = cumulative_transitions(transitions)
+    cumulative = table.data.copy()
+    cumulative[table.indptr[1:] - 1] = 2.0  # every row has a successor: the kernel's rows sum to 1
+    cuts = table.indptr[1:-1]
+    return ([row.tolist() for row in np.split(cumulative, cuts)],
+            [row.tolist() for row in np.split(np.asarray(table.indices, dtype=np.int64), cuts)])
 
 
 def _generic_epoch(env, state, policy_rows, thresholds, cap, actions: UniformStream, n_actions, model: CMDP):
@@ -227,7 +267,7 @@ def _optimum_backend(model: CMDP, agent: Agent) -> str:
 
 
 def _optimum(model: CMDP, agent: Agent) -> dict[str, Any] | None:
-    if model.kernel is None:
+    if not _known(model):
         return None
     from ...optimum import solve_optimum
 
@@ -240,6 +280,7 @@ def _optimum(model: CMDP, agent: Agent) -> dict[str, Any] | None:
         "status": result.status.value,
         "program": result.program.value,
         "backend": result.backend,
+        "solver_version": result.solver_version,
         "message": result.message,
     }
 
@@ -293,10 +334,10 @@ def run(
     agent.reset(agent_seq)
     optimum = _optimum(model, agent) if model is not None else None
     recorder = _Recorder(agent.model, steps, checkpoints, None if optimum is None else optimum["objective"])
-    evaluator = _ExactEvaluator(model) if model is not None and model.kernel is not None else None
+    evaluator = _ExactEvaluator(model) if _known(model) else None
     if path == "fast":
         # Transitions come from the environment's own generator, in the order env.step would draw them.
-        step = ChainSimulator(model.kernel, actions, unwrapped.np_random)
+        step = ChainSimulator(model.transitions if model.sparse else model.kernel, actions, unwrapped.np_random)
     else:
         step = _GenericStepper(env, agent.model, actions)
     bar = _progress_bar(agent, steps, progress)
@@ -307,13 +348,28 @@ def run(
             bar.close()
     meta = {
         "env": env_name or getattr(model, "name", type(unwrapped).__name__),
-        **agent.describe(),
+        **_with_backend_version(agent.describe(), agent),
         "seed": seed,
         "steps": steps,
         "path": path,
         "curlopt_version": __version__,
     }
     return Trace(meta, optimum, recorder.columns(), epochs, clock.perf_counter() - started)
+
+
+def _with_backend_version(described: dict[str, Any], agent: Agent) -> dict[str, Any]:
+    """``described`` with ``backend_version`` (the packages behind the agent's backend) after ``backend``."""
+    from ...backends.base import Backend
+
+    backend = getattr(agent, "backend", None)
+    if "backend" not in described or not isinstance(backend, Backend):
+        return described
+    out: dict[str, Any] = {}
+    for key, value in described.items():
+        out[key] = value
+        if key == "backend":
+            out["backend_version"] = backend.version()
+    return out
 
 
 def _progress_bar(agent: Agent, steps: int, progress: bool | None):
@@ -351,7 +407,7 @@ def _resolve_inputs(agent: Agent, env: Any, model: CMDP | None, env_name: str | 
         raise CurloptError(f"env must be a Gymnasium environment (with observation and action spaces), got"
                            f" {type(env).__name__}.")
     model = model if model is not None else getattr(unwrapped, "model", None)
-    has_kernel = model is not None and model.kernel is not None and hasattr(unwrapped, "cumulative_kernel")
+    has_kernel = _known(model) and hasattr(unwrapped, "cumulative_kernel")
     if path == "auto":
         path = "fast" if has_kernel else "generic"
     if path == "fast" and not has_kernel:
@@ -361,13 +417,18 @@ def _resolve_inputs(agent: Agent, env: Any, model: CMDP | None, env_name: str | 
         raise CurloptError(
             f"the agent's model has S={S}, A={A} but the environment's spaces are {env.observation_space} and {env.action_space}."
         )
-    if model is not None and model.kernel is not None:
+    if _known(model):
         from ...models.chains import ergodicity_warning
 
         message = ergodicity_warning(model)
         if message:
             warnings.warn(message, RuntimeWarning, stacklevel=3)
     return env, unwrapped, model, env_name, path
+
+
+def _known(model: CMDP | None) -> bool:
+    """Whether ``model`` has a kernel (asked without building the dense view of a sparse one)."""
+    return model is not None and (model.sparse or model.kernel is not None)
 
 
 class ChainSimulator:
@@ -380,18 +441,24 @@ class ChainSimulator:
 
     Parameters
     ----------
-    kernel : ndarray, shape (S, A, S)
-        The transition kernel ``P(s'|s,a)``.
+    kernel : ndarray of shape (S, A, S), or scipy sparse matrix of shape (S·A, S)
+        The transition kernel ``P(s'|s,a)``; a sparse one is stepped from its rows' stored successors
+        (:mod:`curlopt.models.sampling`: the same trajectory as its dense form, memory linear in its nonzeros).
     actions, transitions : numpy.random.Generator or UniformStream
         Where the action and the transition uniforms come from.
     state : int, default 0
         The state the first epoch of :meth:`play` starts in.
     """
 
-    def __init__(self, kernel: np.ndarray, actions: np.random.Generator | UniformStream,
+    def __init__(self, kernel: Any, actions: np.random.Generator | UniformStream,
                  transitions: np.random.Generator | UniformStream, state: int = 0):
-        self.kernel_rows = _cumulative_rows(kernel)
-        self.n_states, self.n_actions = int(kernel.shape[0]), int(kernel.shape[1])
+        if sp.issparse(kernel):
+            self.n_states = int(kernel.shape[1])
+            self.n_actions = int(kernel.shape[0]) // self.n_states
+            self.kernel_rows, self.successors = _sparse_rows(sp.csr_array(kernel))
+        else:
+            self.kernel_rows, self.successors = _cumulative_rows(kernel), None
+            self.n_states, self.n_actions = int(kernel.shape[0]), int(kernel.shape[1])
         self.actions = actions if isinstance(actions, UniformStream) else UniformStream(actions)
         self.transitions = transitions if isinstance(transitions, UniformStream) else UniformStream(transitions)
         self.state = int(state)
@@ -424,7 +491,7 @@ class ChainSimulator:
     def __call__(self, state, policy_rows, limit, cap, n_actions):
         """One epoch from ``state`` with cumulative policy rows (the loop's stepping interface)."""
         return _fast_epoch(state, policy_rows, self.kernel_rows, limit, cap, self.actions, self.transitions,
-                           n_actions)
+                           n_actions, self.successors)
 
 
 class _GenericStepper:
@@ -484,7 +551,7 @@ class _ExactEvaluator:
         known = self._known.get(key)
         if known is None:
             model = self.model
-            rho = stationary_occupancy(model.kernel, policy)
+            rho = stationary_occupancy(model.transitions if model.sparse else model.kernel, policy)
             lam, zeta = model.average_rewards(rho), model.average_costs(rho)
             known = (lam.tolist(), zeta.tolist(), float(model.objective.value(lam)),
                      model.constraint_values(zeta).tolist())

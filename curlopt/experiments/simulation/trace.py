@@ -9,7 +9,8 @@ when the file name ends in ``.gz``), written atomically by :func:`curlopt.fileio
     ``"curlopt-trace"``; ``version`` the format version (2).
 ``meta``
     The run: ``env``, ``agent``, ``trigger`` (the epoch rule's name) and
-    ``trigger_rule`` (the rule in words), ``backend``, ``tightness``, ``seed``,
+    ``trigger_rule`` (the rule in words), ``backend``, ``backend_version`` (the packages behind the backend, e.g.
+    "highspy 1.15.1"), ``tightness``, ``seed``,
     ``steps``, ``path`` (``fast`` or ``generic``), ``curlopt_version`` and the
     agent's other options.
 ``optimum``

@@ -11,6 +11,11 @@ names it as a parameter (``**backend_options`` does not count). ``seed`` is set
 per run, and ``horizon`` is set to the study's steps for the agents that need
 the horizon.
 
+Sizes come first: the configuration and run counts are products of the axis
+lengths (:func:`study_size`), computed before anything is expanded, and a study
+of more runs than its limit is refused with them (:func:`check_size`; the
+limit is ``max_runs``, default 5,000), so a mistyped axis costs no time.
+
 Every configuration's agent is built once on its model before anything runs,
 so a bad option value stops the study with one line naming the key it came
 from. An agent that refuses a model (e.g. a baseline limited to linear
@@ -33,10 +38,10 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ...errors import CurloptError, UnsupportedModelError, UnsupportedUtilityError
-from .spec import SettingSpec, Study, StudyAlgorithm, StudyError, canonical
+from .spec import DEFAULT_MAX_RUNS, SettingSpec, Study, StudyAlgorithm, StudyError, canonical
 
-__all__ = ["Configuration", "Task", "Plan", "plan_study", "configuration_key", "agent_parameters", "option_label",
-           "value_label", "MAX_KEY_LENGTH", "OPTION_NAMES"]
+__all__ = ["Configuration", "Task", "Plan", "StudySize", "plan_study", "study_size", "check_size", "configuration_key",
+           "agent_parameters", "option_label", "value_label", "MAX_KEY_LENGTH", "OPTION_NAMES"]
 
 #: configuration keys longer than this are shortened and given a hash
 MAX_KEY_LENGTH = 100
@@ -238,14 +243,19 @@ def _one_line(exc: BaseException) -> str:
     return text if isinstance(exc, CurloptError) else f"{type(exc).__name__}: {text}"
 
 
-def plan_study(study: Study, say: Callable[[str], None] | None = None) -> Plan:
+def plan_study(study: Study, say: Callable[[str], None] | None = None, max_runs: int | None = None) -> Plan:
     """Expand the study's grid, check every configuration's agent on its model, and list the runs.
+
+    The counts are checked first (:func:`study_size`, from the axis lengths alone): a study of more than
+    ``max_runs`` runs (default: the study's ``max_runs``, else :data:`~curlopt.experiments.study.spec.DEFAULT_MAX_RUNS`)
+    is refused before any configuration is built.
 
     Raises
     ------
     StudyError
         For an option no agent takes, a bad option value (whatever the agent
-        raises), a backend that is not installed or cannot express a model, or a
+        raises), a backend that is not installed or cannot express a model, a
+        study above its run limit (with its counts and how to allow it), or a
         study where nothing can run: one line naming the key the value came from.
     """
     say = say or (lambda _message: None)
@@ -253,14 +263,15 @@ def plan_study(study: Study, say: Callable[[str], None] | None = None) -> Plan:
     notes: list[str] = []
     takes = {algorithm.key: _taken(algorithm.agent) for algorithm in study.algorithms}
     _check_study_options(study, takes, fail)
-    expanded = [(algorithm, _combinations(study, algorithm, takes[algorithm.key], notes, fail))
-                for algorithm in study.algorithms]
-
-    n_configurations = sum(len(combos) for _, combos in expanded) * len(study.settings)
-    n_runs = n_configurations * len(study.seeds)
-    if n_runs > 1000:
-        say(f"note: this study is {n_runs:,} runs ({n_configurations:,} configurations x {len(study.seeds)} seeds);"
+    for algorithm in study.algorithms:
+        _check_algorithm_options(algorithm, takes[algorithm.key], fail)
+    size = study_size(study)
+    check_size(study, size, max_runs)
+    if size.runs > 1000:
+        say(f"note: this study is {size.runs:,} runs ({size.configurations:,} configurations x {size.seeds} seeds);"
             " checking every configuration first")
+    expanded = [(algorithm, _combinations(study, algorithm, takes[algorithm.key], notes))
+                for algorithm in study.algorithms]
 
     configurations: list[Configuration] = []
     for setting in study.settings:
@@ -270,6 +281,64 @@ def plan_study(study: Study, say: Callable[[str], None] | None = None) -> Plan:
     tasks = [Task(configuration, seed, study.steps, study.checkpoints)
              for configuration in configurations for seed in study.seeds]
     return Plan(study, configurations, tasks, list(dict.fromkeys(notes)))
+
+
+# -- sizes ----------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StudySize:
+    """A study's counts, computed from its axis lengths without expanding anything.
+
+    ``configurations`` counts every algorithm's grid points on every setting (before agents that refuse a model
+    are left out, so the plan may hold fewer); ``runs`` is that times ``seeds``. ``axes`` are the expanded axes
+    as ``(where, number of values)``, longest first.
+    """
+
+    configurations: int
+    runs: int
+    seeds: int
+    axes: tuple[tuple[str, int], ...] = ()
+
+
+def study_size(study: Study) -> StudySize:
+    """The configuration and run counts of a study: products of axis lengths, nothing expanded or built."""
+    axes: dict[str, int] = {}
+    per_setting = 0
+    for algorithm in study.algorithms:
+        points = 1
+        for _name, values, source in _axes(study, algorithm, _taken(algorithm.agent), "", []):
+            points *= len(values)
+            axes[source] = len(values)
+        per_setting += points
+    configurations = per_setting * len(study.settings)
+    ordered = tuple(sorted(axes.items(), key=lambda item: -item[1]))
+    return StudySize(configurations, configurations * len(study.seeds), len(study.seeds), ordered)
+
+
+def check_size(study: Study, size: StudySize, max_runs: int | None = None) -> None:
+    """Refuse a study of more runs than ``max_runs`` (default: the study's, else ``DEFAULT_MAX_RUNS``).
+
+    Raises
+    ------
+    StudyError
+        One line with the counts, the longest axes, and the option that allows the study.
+    """
+    if max_runs is not None and (isinstance(max_runs, bool) or not isinstance(max_runs, int) or max_runs < 1):
+        raise StudyError(f"max_runs must be an integer >= 1, got {max_runs!r}.")
+    limit = max_runs if max_runs is not None else study.max_runs if study.max_runs is not None else DEFAULT_MAX_RUNS
+    if size.runs <= limit:
+        return
+    if max_runs is not None:
+        which = f"the --max-runs {limit:,} given"
+    elif study.max_runs is not None:
+        which = f"its max_runs = {limit:,}"
+    else:
+        which = f"the default limit of {limit:,} runs"
+    factors = [f"{where}: {length:,} values" for where, length in size.axes if length > 1][:3]
+    factors.append(f"seeds: {size.seeds:,}")
+    where_to_allow = f"--max-runs {size.runs}" + ("" if study.profile else f" (or max_runs = {size.runs} in [study])")
+    raise StudyError(f"{study.source}: the study is {size.runs:,} runs ({size.configurations:,} configurations x"
+                     f" {size.seeds:,} seeds), more than {which}; check its sizes ({', '.join(factors)}), or allow"
+                     f" it with {where_to_allow}.")
 
 
 #: one configuration's options before checking: (all options, the grid's values, where each option came from)
@@ -287,21 +356,29 @@ def _check_study_options(study: Study, takes: dict[str, list[str]], fail) -> Non
                            f"no algorithm of the study takes this option; they take: {', '.join(offered)}.")
 
 
-def _combinations(study: Study, algorithm: StudyAlgorithm, mine: list[str], notes: list[str],
-                  fail) -> list[_Combination]:
-    """An algorithm's option sets: its fixed options with every point of its grid (the last axis fastest).
-
-    ``mine`` are the options its agent takes; study options and axes it does not take are noted in ``notes``.
-    """
+def _check_algorithm_options(algorithm: StudyAlgorithm, mine: list[str], fail) -> None:
+    """Refuse an algorithm's option or axis that its agent does not take, or that is set per run."""
     reserved = _reserved(algorithm.agent)
-    who = f"agent {algorithm.agent!r}" + (f" (algorithm {algorithm.key!r})" if algorithm.key != algorithm.agent else "")
     for part, entries in (("options", algorithm.options), ("grid", algorithm.grid)):
         for name, _ in entries:
             where = f"{algorithm.where}.{part}.{name}"
             if name in reserved:
                 raise fail(where, f"{reserved[name]}; do not set it.")
             if name not in mine:
-                raise fail(where, f"{who} takes no option {name!r}; it takes: {', '.join(mine) or 'none'}.")
+                raise fail(where, f"{_who(algorithm)} takes no option {name!r}; it takes: {', '.join(mine) or 'none'}.")
+
+
+def _who(algorithm: StudyAlgorithm) -> str:
+    return f"agent {algorithm.agent!r}" + (f" (algorithm {algorithm.key!r})" if algorithm.key != algorithm.agent else "")
+
+
+def _combinations(study: Study, algorithm: StudyAlgorithm, mine: list[str], notes: list[str]) -> list[_Combination]:
+    """An algorithm's option sets: its fixed options with every point of its grid (the last axis fastest).
+
+    ``mine`` are the options its agent takes (its own options are checked by :func:`_check_algorithm_options`);
+    study options and axes it does not take are noted in ``notes``.
+    """
+    who = _who(algorithm)
     fixed: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for name, value in study.options:

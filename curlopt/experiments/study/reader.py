@@ -9,6 +9,7 @@ counted from 1), what is wrong and what is allowed. The format is described in
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import tomllib
@@ -17,14 +18,15 @@ from typing import Any, Mapping
 
 from ...errors import CurloptError
 from ..simulation.loop import MAX_CHECKPOINTS, MAX_STEPS
-from .spec import (DEFAULT_CHECKPOINTS, EXECUTORS, NAME_PATTERN, SettingSpec, Study, StudyAlgorithm, StudyError,
-    _one_line, canonical, default_label, is_option_value)
+from .spec import (DEFAULT_CHECKPOINTS, EXECUTORS, MAX_SEEDS, NAME_PATTERN, SettingSpec, Study, StudyAlgorithm,
+    StudyError, _one_line, canonical, default_label, is_option_value)
 
 __all__ = ["StudyReader", "load_study", "study_from_dict"]
 
 _NAME_RULE = "lower-case letters, digits, '.', '_' and '-'"
 _TOP_KEYS = ("study", "model", "models", "options", "algorithms", "grid")
-_STUDY_KEYS = ("name", "description", "steps", "seeds", "checkpoints", "out", "executor", "jobs", "address")
+_STUDY_KEYS = ("name", "description", "steps", "seeds", "checkpoints", "out", "executor", "jobs", "address",
+               "max_runs")
 _MODEL_KEYS = ("name", "file", "params", "setting", "label", "cost_names")
 _ALGORITHM_KEYS = ("agent", "key", "label", "options", "grid")
 
@@ -37,6 +39,19 @@ def _type_name(value: Any) -> str:
 def _show(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _value_identity(value: Any) -> tuple[str, Any]:
+    """A hashable form of an option value: equal for value-equal options (``3`` and ``3.0``), distinct otherwise
+    (``1`` and ``true``, which Python holds equal, are different options)."""
+    value = canonical(value)
+    if value is None or isinstance(value, bool):
+        return "constant", value
+    if isinstance(value, (int, float)):
+        return "number", value if value == value else "nan"
+    if isinstance(value, str):
+        return "string", value
+    return "structure", json.dumps(value, sort_keys=True)
 
 
 class StudyReader:
@@ -105,14 +120,15 @@ class StudyReader:
                                      f" {_show(values)}.")
             if not values:
                 raise self.fail(key, "a grid axis must be a non-empty list of values, got [].")
-            seen: list[Any] = []
+            seen: set[tuple[str, Any]] = set()  # one pass, however long the axis
             for item in values:
                 if not is_option_value(item):
                     raise self.fail(key, f"values must be numbers, strings, booleans, lists or tables, got"
                                          f" {_type_name(item)}.")
-                if canonical(item) in seen:
+                identity = _value_identity(item)
+                if identity in seen:
                     raise self.fail(key, f"the value {_show(item)} appears twice; give each value once.")
-                seen.append(canonical(item))
+                seen.add(identity)
             axes.append((name, tuple(values)))
         return tuple(axes)
 
@@ -145,6 +161,7 @@ class StudyReader:
         address = self.string(head, "address", "[study] address")
         if address is not None and executor != "ray":
             raise self.fail("[study] address", 'is for the Ray executor; add executor = "ray".')
+        max_runs = self.integer(head, "max_runs", "[study] max_runs", 1)
 
         if ("model" in data) == ("models" in data):
             raise self.fail("[model]", "give exactly one of [model] (one model) or [[models]] (several).")
@@ -180,7 +197,7 @@ class StudyReader:
             keys[algorithm.key] = algorithm.where
         return Study(name=name, steps=steps, seeds=seeds, settings=settings, algorithms=algorithms,
                      description=description, checkpoints=checkpoints, out=out, executor=executor, jobs=jobs,
-                     address=address, options=options, grid=grid, source=self.source)
+                     address=address, max_runs=max_runs, options=options, grid=grid, source=self.source)
 
     def seeds(self, head: Mapping[str, Any]) -> tuple[int, ...]:
         where = "[study] seeds"
@@ -190,6 +207,8 @@ class StudyReader:
         if isinstance(value, int) and not isinstance(value, bool):
             if value < 1:
                 raise self.fail(where, f"a count of seeds must be >= 1, got {value}.")
+            if value > MAX_SEEDS:  # before listing them
+                raise self.fail(where, f"a count of seeds must be at most {MAX_SEEDS:,}, got {value:,}.")
             return tuple(range(value))
         if isinstance(value, list) and value and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0
                                                      for s in value):

@@ -12,6 +12,7 @@ Format (read with the standard library's :mod:`tomllib`)::
     executor = "local"                # optional: local | ray
     jobs = 2                          # optional: parallel runs (default: the number of cores)
     address = "..."                   # optional, ray only: the cluster address
+    max_runs = 20000                  # optional: allow more runs than DEFAULT_MAX_RUNS (5,000); see below
 
     [model]                           # exactly one of [model] or [[models]] (one table per setting)
     name = "queue"                    # a built-in model (curlopt.models.build_model) ...
@@ -36,6 +37,14 @@ Format (read with the standard library's :mod:`tomllib`)::
     [grid]                            # optional axes: option -> non-empty list of distinct values
     tightness_constant = [0.3, 1, 3, 10, 30, 100]
 
+Sizes are checked before anything is expanded: a study's run count (its
+configurations, the product of each algorithm's axis lengths summed over the
+algorithms and times the settings, times its seeds) above ``max_runs`` (default
+:data:`DEFAULT_MAX_RUNS`; ``--max-runs`` on the command line) is refused with
+the counts, so a 1,000-value axis typed for a 3-value one stops at once instead
+of building a million configurations. A seed count above :data:`MAX_SEEDS` is
+refused when the file is read.
+
 Every problem is a :class:`~curlopt.errors.CurloptError` of one line naming the
 file and the key (``[grid] radius``, ``algorithms[2].options.radius``; the
 ``[[algorithms]]`` and ``[[models]]`` tables are counted from 1) and saying what
@@ -56,9 +65,14 @@ from typing import Any, Sequence
 from ...errors import CurloptError
 
 __all__ = ["SettingSpec", "StudyAlgorithm", "Study", "StudyError",
-           "DEFAULT_CHECKPOINTS", "NAME_PATTERN"]
+           "DEFAULT_CHECKPOINTS", "DEFAULT_MAX_RUNS", "MAX_SEEDS", "NAME_PATTERN"]
 
 DEFAULT_CHECKPOINTS = 100
+#: the most runs a study may have unless it allows more (``max_runs``, ``--max-runs``): about fourteen times the
+#: largest study shipped in studies/ (360 runs), and far below the sizes a mistyped axis gives (10^5 and up)
+DEFAULT_MAX_RUNS = 5_000
+#: the largest seed count (``seeds = N``) a study file may give: the seeds are listed when the file is read
+MAX_SEEDS = 1_000_000
 NAME_PATTERN = re.compile(r"[a-z0-9._-]+\Z")
 EXECUTORS = ("local", "ray")
 
@@ -166,7 +180,8 @@ class Study:
     from the same structure in memory, or by the ``reproduce`` presets.
     ``source`` names the study in messages (the file's path, or e.g.
     ``experiment 'queue' (profile paper)``); ``profile`` is the preset's
-    profile record (None for study files).
+    profile record (None for study files). ``max_runs`` is the file's
+    ``[study] max_runs`` (None: :data:`DEFAULT_MAX_RUNS`).
     """
 
     name: str
@@ -180,6 +195,7 @@ class Study:
     executor: str = "local"
     jobs: int | None = None
     address: str | None = None
+    max_runs: int | None = None
     options: tuple[tuple[str, Any], ...] = ()
     grid: tuple[tuple[str, tuple[Any, ...]], ...] = ()
     source: str = ""
@@ -200,13 +216,16 @@ class Study:
                 entry.update(name=setting.model, params=dict(setting.params))
             entry.update(label=setting.label, cost_names=list(setting.cost_names))
             models.append(entry)
-        return {
+        described = {
             "name": self.name, "description": self.description, "source": self.source, "steps": self.steps,
             "seeds": list(self.seeds), "checkpoints": self.checkpoints, "out": str(self.default_out),
             "executor": self.executor, "jobs": self.jobs, "address": self.address, "models": models,
             "options": dict(self.options), "algorithms": [a.describe() for a in self.algorithms],
             "grid": {name: list(values) for name, values in self.grid},
         }
+        if self.max_runs is not None:  # only when the file sets it: study.json of other studies is unchanged
+            described["max_runs"] = self.max_runs
+        return described
 
 
 def _one_line(exc: BaseException) -> str:

@@ -2,6 +2,7 @@
 
 * :mod:`.style`: colours, line styles, markers, text and axes helpers, the lazy
   matplotlib import and the atomic PNG writer;
+* :mod:`.titles`: titles wrapped to the width of their figure or panel;
 * :mod:`.view`: the configurations of one setting as curves stacked over seeds,
   styled and split into panels;
 * :mod:`.panel`: one curve panel (means, bands, reference lines, y range, notes)

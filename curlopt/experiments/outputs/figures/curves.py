@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Sequence
 from ....errors import CurloptError
 from .panel import Metric, draw_panel, figure_legend, limits, metrics, panel_legend, prepare, side_metrics, union
 from .style import load_matplotlib
+from .titles import fit_axes_titles, fit_suptitle
 from .view import SettingView, setting_view
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -130,6 +131,7 @@ def curve_figure(view_or_groups: SettingView | Sequence["ConfigurationRuns"], ki
             _single_column(fig, axes, view, quantities)
         else:
             _panel_grid(axes, view, quantities)
-    fig.suptitle(_caption(view), fontsize=10)
     Canvas(fig)
+    fit_suptitle(fig, _caption(view), 10)
+    fit_axes_titles(fig)
     return fig

@@ -5,7 +5,9 @@ every seed against the epoch's start t_e (log-log) as faint dots, the median
 per time bin as a line, epochs whose solver status was not ``optimal`` as
 black crosses; the panels share one time scale. Right: the share of epochs by
 policy source (:data:`SOURCES`), one stacked bar per configuration (shares
-per run, averaged over seeds), with the mean number of epochs per run.
+per run, averaged over seeds), with the mean number of epochs per run beside
+it as a whole number (``1,370``, not ``1.37e+03``). Every title is wrapped to
+fit its panel and the figure (:mod:`.titles`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from ....agents.base import PlanSource
-from .style import dedupe_legend, load_matplotlib, note, plain_log_labels, plural, shorten
+from .style import count_text, dedupe_legend, load_matplotlib, note, plain_log_labels, plural, shorten
+from .titles import fit_axes_titles, fit_suptitle
 from .view import Curves, SettingView, setting_view
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -146,7 +149,8 @@ def _source_bars(fig, bars, view: SettingView) -> None:
         left += shares[:, k]
     for position, c in zip(y, ordered):
         epochs = [len(trace.epochs) for trace in groups[c.position].traces]
-        bars.text(1.01, position, f"{np.mean(epochs):.3g}", va="center", ha="left", fontsize=7)
+        bars.text(1.01, position, count_text(float(np.mean(epochs))), va="center", ha="left", fontsize=7,
+                  gid="epochs-per-run")
     bars.text(1.01, len(ordered) - 0.35, "epochs\nper run", va="bottom", ha="left", fontsize=7)
     bars.set_yticks(y, [shorten(c.label, 48) for c in ordered], fontsize=7)
     bars.set_xlim(0, 1)
@@ -174,6 +178,7 @@ def epochs_figure(view_or_groups: SettingView | Sequence["ConfigurationRuns"]):
         _time_panel(ax, title, curves, view.groups, rows)
     _share_time_scale(time_axes)
     _source_bars(fig, fig.add_subplot(grid[:, 1]), view)
-    fig.suptitle(f"{view.head} — solver time and policy source per epoch ({view.seeds_text})", fontsize=10)
     Canvas(fig)
+    fit_suptitle(fig, f"{view.head} — solver time and policy source per epoch ({view.seeds_text})", 10)
+    fit_axes_titles(fig)
     return fig

@@ -1,11 +1,17 @@
 """The regret–violation frontier of one setting: one point per configuration at (mean R(T), mean C(T)).
 
 Bars span the 95% bootstrap interval of each mean (the intervals of
-``summary.csv``: the same function, the same seed). Colour and marker tell the
+``summary.csv``: the same function, the same seed). With two or three seeds
+that interval is nothing but the range of the seeds (see
+:data:`SEED_RANGE_MAX`): those bars are dotted and the legend calls them the
+range of the seeds, not a bootstrap interval. Colour and marker tell the
 algorithm; a filled marker means C(T) = 0 on every seed, a hollow one C(T) > 0
 on at least one. R is on a log axis when every mean and interval end is
-positive, C on a linear axis that shows 0. The points are labelled by
-:mod:`.labels`.
+positive, C on a linear axis that shows 0. When no configuration violates on
+any seed, the C axis has nothing to show: the figure is lower, the points sit
+on the middle line C = 0 with room above and below for their labels, and a
+note says so. The figure grows when its legend needs the height. The points
+are labelled by :mod:`.labels`; the title is wrapped to the figure's width.
 """
 
 from __future__ import annotations
@@ -18,14 +24,32 @@ import numpy as np
 
 from ....errors import CurloptError
 from ..summary import BOOTSTRAP_RESAMPLES, bootstrap_interval
-from .labels import label_points
+from .labels import draw_labels, place_labels
 from .style import MARKERS, PALETTE, clean, load_matplotlib, note, plain_log_labels, seed_text
+from .titles import fit_suptitle
 from .view import algorithm_label, short_label
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..runs import ConfigurationRuns
 
-__all__ = ["FrontierPoint", "frontier_points", "frontier_figure"]
+__all__ = ["FrontierPoint", "frontier_points", "frontier_figure", "SEED_RANGE_MAX", "interval_kind"]
+
+#: With at most this many seeds the 95% percentile-bootstrap interval of the mean is the range of the seeds: a
+#: resample of n seeds repeats the smallest one n times with probability n^-n (1/4 for two seeds, 1/27 for three),
+#: more than the 2.5% a 95% interval leaves out at each end, so the interval runs from the smallest seed to the
+#: largest and says nothing about confidence.
+SEED_RANGE_MAX = 3
+#: figure heights (inches): the frontier, and the frontier whose points all have C(T) = 0
+_HEIGHT, _FLAT_HEIGHT = 6.6, 3.9
+_MARKER_SIZE, _MARKER_EDGE = 7.0, 1.4
+_RANGE_BARS = (0, (1, 1.5))  # dotted: the range of two or three seeds
+
+
+def interval_kind(seeds: int) -> str:
+    """What an interval over ``seeds`` seeds is: ``bootstrap``, ``range`` (see :data:`SEED_RANGE_MAX`) or ``""``."""
+    if seeds < 2:
+        return ""
+    return "range" if seeds <= SEED_RANGE_MAX else "bootstrap"
 
 
 @dataclass
@@ -43,6 +67,11 @@ class FrontierPoint:
     all_zero: bool
     seeds: int
     steps: int
+
+    @property
+    def bars(self) -> str:
+        """What its bars are: ``bootstrap``, ``range`` (two or three seeds) or ``""`` (one seed: no bars)."""
+        return interval_kind(self.seeds)
 
 
 def frontier_points(groups: Sequence["ConfigurationRuns"]) -> list[FrontierPoint]:
@@ -72,12 +101,20 @@ def _draw_points(ax, points: Sequence[FrontierPoint], style: dict[str, tuple[str
             xerr = [[max(0.0, point.regret - point.regret_interval[0])], [max(0.0, point.regret_interval[1] - point.regret)]]
             yerr = [[max(0.0, point.violation - point.violation_interval[0])],
                     [max(0.0, point.violation_interval[1] - point.violation)]]
-        container = ax.errorbar([point.regret], [point.violation], xerr=xerr, yerr=yerr, fmt=marker, ms=7,
-                                color=color, mec=color, mfc=color if point.all_zero else "white", mew=1.4,
-                                ecolor=color, elinewidth=0.9, capsize=2.5, alpha=0.95, zorder=3)
+        container = ax.errorbar([point.regret], [point.violation], xerr=xerr, yerr=yerr, fmt=marker,
+                                ms=_MARKER_SIZE, color=color, mec=color, mfc=color if point.all_zero else "white",
+                                mew=_MARKER_EDGE, ecolor=color, elinewidth=0.9, capsize=2.5, alpha=0.95, zorder=3)
         container.lines[0].set_gid(f"point:{point.label}")
         for axis, bars in zip("xy", container.lines[2]):
             bars.set_gid(f"{axis}bar:{point.label}")
+            if point.bars == "range":
+                bars.set_linestyle(_RANGE_BARS)
+
+
+def _violation_top(points: Sequence[FrontierPoint]) -> float:
+    """The largest C(T) mean or interval end (0 when no configuration violates on any seed)."""
+    return max([p.violation_interval[1] if not math.isnan(p.violation_interval[1]) else p.violation
+                for p in points] + [0.0])
 
 
 def _axes(ax, points: Sequence[FrontierPoint], groups: Sequence["ConfigurationRuns"]) -> None:
@@ -89,16 +126,18 @@ def _axes(ax, points: Sequence[FrontierPoint], groups: Sequence["ConfigurationRu
         ax.set_xscale("log")
         plain_log_labels(ax.xaxis)
     ax.set_xlabel(f"regret R(T) = f(λ*) − f(λ^(T))  ({'log axis' if log_x else 'linear axis'})")
-    ax.set_ylabel("constraint violation C(T) = max_m (g_m(ζ^(T)))_+  (linear axis)")
-    top = max([p.violation_interval[1] if not math.isnan(p.violation_interval[1]) else p.violation
-               for p in points] + [0.0])
-    if top <= 0:
-        top = 1.0
+    top = _violation_top(points)
+    if top > 0:
+        ax.set_ylabel("constraint violation C(T) = max_m (g_m(ζ^(T)))_+  (linear axis)")
+        ax.set_ylim(-0.06 * top, top * 1.1)
+    else:  # nothing to show on the C axis: the points on its middle line, room for their labels above and below
         constrained = any(np.asarray(g.traces[0].checkpoints["constraints"]).reshape(
             len(g.traces[0].checkpoints["t"]), -1).shape[1] for g in groups)
+        ax.set_ylim(-1.0, 1.0)
+        ax.set_yticks([0.0], ["0"])
+        ax.set_ylabel("constraint violation C(T)")
         note(ax, ["C(T) = 0 on every seed of every configuration" if constrained
                   else "the setting has no constraints: C(T) = 0"])
-    ax.set_ylim(-0.06 * top, top * 1.1)
     ax.grid(True, which="major", alpha=0.25)
 
 
@@ -113,9 +152,14 @@ def _key(points: Sequence[FrontierPoint], style: dict[str, tuple[str, str]]) -> 
         Line2D([], [], color="0.3", marker="o", ls="none", ms=7, label="filled: C(T) = 0 on every seed"),
         Line2D([], [], color="0.3", marker="o", mfc="white", ls="none", ms=7, label="hollow: C(T) > 0 on some seed"),
     ]
-    if any(p.seeds > 1 for p in points):
+    kinds = {p.bars for p in points}
+    if "bootstrap" in kinds:
         handles.append(Line2D([], [], color="0.3", marker="|", ls="-", lw=1.0, ms=8,
                               label=f"bars: 95% bootstrap interval\nof the mean ({BOOTSTRAP_RESAMPLES:,} resamples)"))
+    if "range" in kinds:
+        handles.append(Line2D([], [], color="0.3", marker="|", ls=_RANGE_BARS, lw=1.0, ms=8,
+                              label=f"dotted bars: range of the seeds (lowest\nto highest); with {SEED_RANGE_MAX} seeds"
+                                    " or fewer,\nnot a bootstrap interval"))
     return handles
 
 
@@ -137,6 +181,20 @@ def _title(points: Sequence[FrontierPoint], setting: Any) -> str:
             f"\neach point: one configuration, mean over {seed_text([p.seeds for p in points])}")
 
 
+def _fit_height(fig, ax, legend) -> bool:
+    """Make the figure taller when the legend (hung from the top of the axes) is taller than the axes.
+
+    Returns whether the layout it made is still current (False when the figure grew).
+    """
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    missing = legend.get_window_extent(renderer).height - ax.get_window_extent(renderer).height
+    if missing > 0:
+        width, height = fig.get_size_inches()
+        fig.set_size_inches(width, height + missing / fig.dpi + 0.2)
+    return missing <= 0
+
+
 def frontier_figure(groups: Sequence["ConfigurationRuns"]):
     """The regret–violation frontier of one setting (see the module docstring), not saved.
 
@@ -150,17 +208,20 @@ def frontier_figure(groups: Sequence["ConfigurationRuns"]):
     points = frontier_points(groups)
     algorithms = list(dict.fromkeys(p.algorithm for p in points))
     style = {key: (PALETTE[i % len(PALETTE)], MARKERS[i % len(MARKERS)]) for i, key in enumerate(algorithms)}
-    fig = Figure(figsize=(12.5, 6.6), layout="constrained")
+    fig = Figure(figsize=(12.5, _HEIGHT if _violation_top(points) > 0 else _FLAT_HEIGHT), layout="constrained")
     Canvas(fig)
     ax = fig.add_subplot()
     _draw_points(ax, points, style)
     _axes(ax, points, groups)
     handles = _key(points, style)
-    fig.suptitle(_title(points, groups[0].setting), fontsize=10)
-    # a provisional legend of the final size fixes the layout before the labels are placed
-    legend = ax.legend(handles=handles + _numbers(points, style), fontsize=7.5, loc="upper left",
-                       bbox_to_anchor=(1.01, 1.0), framealpha=0.9)
-    if not label_points(fig, ax, points, style):
+    fit_suptitle(fig, _title(points, groups[0].setting), 10)
+    # the legend and the figure's size are final before the labels are placed (in pixels)
+    legend = ax.legend(handles=handles, fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), framealpha=0.9)
+    placement = place_labels(fig, ax, points, numbered=False, laid_out=_fit_height(fig, ax, legend))
+    if not placement.fits:  # numbers, which the legend explains: it is wider and taller
         legend.remove()
-        ax.legend(handles=handles, fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), framealpha=0.9)
+        legend = ax.legend(handles=handles + _numbers(points, style), fontsize=7.5, loc="upper left",
+                           bbox_to_anchor=(1.01, 1.0), framealpha=0.9)
+        placement = place_labels(fig, ax, points, numbered=True, laid_out=_fit_height(fig, ax, legend))
+    draw_labels(fig, ax, points, style, placement)
     return fig

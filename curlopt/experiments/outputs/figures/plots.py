@@ -6,13 +6,16 @@ directory it is given:
 ``<setting>-frontier.png``
     The headline picture: one point per configuration at (mean R(T), mean C(T))
     over its seeds, with bars spanning the 95% bootstrap interval of each mean
-    (the interval of ``summary.csv``). Colour and marker tell the algorithm
-    (legend); each point is labelled with its varied options next to it when
-    the labels fit without overlapping, otherwise with a number that the legend
+    (the interval of ``summary.csv``); with two or three seeds that interval is
+    the range of the seeds, and the bars are dotted and called so in the
+    legend. Colour and marker tell the algorithm (legend); each point is
+    labelled with its varied options next to it when the labels fit clear of
+    each other and of the markers, otherwise with a number that the legend
     explains (clusters of near-equal configurations are common). A filled marker
     means C(T) = 0 on every seed, a hollow one C(T) > 0 on at least one. R is on
     a log axis when every mean and interval end is positive (the axis label
-    says which), C on a linear axis that shows 0.
+    says which), C on a linear axis that shows 0; when every C(T) is 0 the
+    figure is lower and the points sit on the middle line C = 0.
 ``<setting>-objective.png``
     The running average objective f(λ^(t)) against t (log axis), with the
     optimum f(λ*) as a dashed black line.
@@ -32,7 +35,11 @@ directory it is given:
     line; epochs whose solver status was not ``optimal`` are marked with black
     crosses. Right: the share of epochs by where the policy came from (tight
     program, fallback, kept previous, uniform initial, update rule), one
-    stacked bar per configuration (shares per run, averaged over seeds).
+    stacked bar per configuration (shares per run, averaged over seeds), with
+    the mean number of epochs per run as a whole number.
+
+Every figure's title is wrapped to the figure's width and every panel's title
+to the panel's width (:mod:`.titles`).
 
 Curves: every line is the mean over seeds; the band around it is exactly the
 mean ± one sample standard deviation (ddof = 1) over seeds, point by point (no

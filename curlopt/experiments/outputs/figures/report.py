@@ -31,6 +31,7 @@ import numpy as np
 
 from ....errors import CurloptError
 from .style import DPI, SUMMARY_HASH_KEY, ZERO_STYLE, dedupe_legend, load_matplotlib, note, plural
+from .titles import fit_axes_titles, fit_suptitle
 from .view import setting_view
 from ..summary import percent
 
@@ -117,7 +118,7 @@ def study_figures(folder: Path, groups: Sequence["ConfigurationRuns"]) -> tuple[
     folder = Path(folder)
     summary_hash = _file_sha256(folder / "summary.csv")
     files = sorted((folder / "figures").glob("*.png")) if (folder / "figures").is_dir() else []
-    found = []
+    found: list[ReportFigure] = []
     for path in files:
         try:
             data = path.read_bytes()
@@ -209,8 +210,9 @@ def exact_constraint_figure(groups: Sequence["ConfigurationRuns"]):
         drawn |= _exact_panel(fig.add_subplot(rows, 1, row + 1), title, curves, view.groups)
     if not drawn:
         return None
-    fig.suptitle(f"{view.head} — exact constraint value of every epoch's policy ({view.seeds_text})", fontsize=10)
     Canvas(fig)
+    fit_suptitle(fig, f"{view.head} — exact constraint value of every epoch's policy ({view.seeds_text})", 10)
+    fit_axes_titles(fig)
     return fig
 
 

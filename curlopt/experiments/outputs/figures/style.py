@@ -10,6 +10,7 @@ the new one, never a partial PNG.
 from __future__ import annotations
 
 import io
+import math
 import os
 from pathlib import Path
 from typing import Any, Sequence
@@ -19,8 +20,8 @@ from ....fileio import atomic_write_bytes
 from ..summary import clean_label
 
 __all__ = ["DPI", "SUMMARY_HASH_KEY", "PALETTE", "LINESTYLES", "MARKERS", "OPTIMUM_STYLE", "ZERO_STYLE", "SLOPE_STYLE",
-           "NOTE_STYLE", "load_matplotlib", "save_png", "clean", "plural", "seed_text", "shorten", "t_text", "note",
-           "plain_log_labels", "dedupe_legend"]
+           "NOTE_STYLE", "load_matplotlib", "save_png", "clean", "plural", "count_text", "seed_text", "shorten",
+           "t_text", "note", "plain_log_labels", "dedupe_legend"]
 
 #: resolution of the PNG files
 DPI = 150
@@ -74,6 +75,15 @@ def clean(text: str) -> str:
 
 def plural(count: int, word: str) -> str:
     return f"{count:,} {word}" + ("" if count == 1 else "s")
+
+
+def count_text(count: float) -> str:
+    """A count (or a mean of counts) as a plain integer with thousands separators: ``314``, ``1,370``.
+
+    A mean over seeds is rounded half up to a whole count: the figures show how
+    many, the summary table the exact mean.
+    """
+    return f"{math.floor(float(count) + 0.5):,}"
 
 
 def seed_text(counts: Sequence[int]) -> str:

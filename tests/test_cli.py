@@ -1,26 +1,19 @@
-"""The command line's finish (issue 16): --version, python -m curlopt, curlopt agents, --instances, warnings, envs.make."""
+"""The command line itself: its entry points (--version, python -m curlopt), `curlopt agents` and the help
+texts, one-line warnings and --quiet, the spelling of option values, and --json that is only JSON with exit
+codes that agree."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import textwrap
 import warnings
-from pathlib import Path
 
-import gymnasium
 import pytest
-from gymnasium.utils.env_checker import check_env
 
 from curlopt import __version__
-from curlopt.envs import ENV_IDS, TabularCMDPEnv, make
-from curlopt.errors import EnvError
-from curlopt.models import build_model
-from cli_helpers import invoke as _cli
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
+from cli_helpers import ROOT, fresh_process, invoke as _cli
 
 
 def _curlopt(*args: str) -> subprocess.CompletedProcess:
@@ -28,7 +21,7 @@ def _curlopt(*args: str) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
-# -- entry points ------------------------------------------------------------------------------------------------------
+# -- entry points -----------------------------------------------------------------------------------------------------
 def test_version(capsys):
     code, out, err = _cli(["--version"], capsys)
     assert code == 0 and out == f"curlopt {__version__}\n" and not err
@@ -44,7 +37,7 @@ def test_python_dash_m_curlopt_is_the_command():
     assert old.returncode == 0 and old.stdout == f"curlopt {__version__}\n"
 
 
-# -- curlopt agents ----------------------------------------------------------------------------------------------------
+# -- curlopt agents and the help texts --------------------------------------------------------------------------------
 def test_agents_lists_every_agent_with_its_options_and_defaults(capsys):
     from curlopt.agents import AGENTS
 
@@ -80,23 +73,7 @@ def test_run_help_points_to_agents_and_env_takes_a_model_file(capsys):
         assert code == 0 and "model file (.json)" in " ".join(out.replace("│", " ").split()), command
 
 
-# -- compare-solvers --instances ---------------------------------------------------------------------------------------
-def test_compare_solvers_counts_instances_and_epochs_is_a_deprecated_alias(capsys):
-    code, out, err = _cli(["compare-solvers", "queue", "--instances", "2", "--json"], capsys)
-    assert code == 0, err
-    assert json.loads(out)["instances"] == 2 and "deprecated" not in err
-    code, out, err = _cli(["compare-solvers", "queue", "--epochs", "1", "--json"], capsys)
-    assert code == 0, err
-    assert json.loads(out)["instances"] == 1
-    notes = [line for line in err.splitlines() if "--epochs" in line]
-    assert notes == ["note: --epochs is deprecated here; use --instances (the number of program instances)."]
-    code, _, err = _cli(["compare-solvers", "queue", "--epochs", "1", "--instances", "2"], capsys)
-    assert code == 2 and "give --instances only" in " ".join(err.replace("│", " ").split())
-    code, out, _ = _cli(["compare-solvers", "--help"], capsys)
-    assert "--instances" in out and "--epochs" not in out  # the old name is hidden
-
-
-# -- warnings ----------------------------------------------------------------------------------------------------------
+# -- warnings --------------------------------------------------------------------------------------------------------
 def test_a_warning_prints_as_one_line_and_quiet_hides_it():
     completed = _curlopt("run", "nonergodic", "--steps", "200", "--no-progress")
     assert completed.returncode == 0, completed.stderr
@@ -131,35 +108,52 @@ def test_warnings_in_process_go_through_logging_and_are_restored(capsys):
         set_level(quiet=True, verbose=True)
 
 
-# -- curlopt.envs.make -------------------------------------------------------------------------------------------------
-def test_make_has_a_spec_and_passes_check_env_with_its_render_modes():
-    env = make("queue")
-    assert isinstance(env, TabularCMDPEnv) and env.spec is not None and env.spec.id == ENV_IDS["queue"]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # "not able to test alternative render modes" would be an error here
-        check_env(env)
-        check_env(make(build_model("nonergodic")))
-    again = make("queue", buffer=3).spec.make(render_mode="ansi")
-    assert again.unwrapped.model.n_states == 4 and again.unwrapped.render_mode == "ansi"
-    assert gymnasium.make(ENV_IDS["queue"]).unwrapped.spec.kwargs == {"name": "queue"}
-
-
-def test_max_episode_steps_truncates():
-    env = make("queue", max_episode_steps=5)
-    assert env.spec.max_episode_steps == 5
-    env.reset(seed=0)
-    ends = [env.step(env.action_space.sample())[2:4] for _ in range(5)]
-    assert ends == [(False, False)] * 4 + [(False, True)]
-    env.reset(seed=1)
-    assert env.step(0)[3] is False  # a new episode counts from 0 again
-    for bad in (0, -1, 2.5, True):
-        with pytest.raises(EnvError, match="max_episode_steps"):
-            make("queue", max_episode_steps=bad)
-
-
+# -- option values ---------------------------------------------------------------------------------------------------
 def test_options_take_the_study_file_spelling_of_booleans():
     """`-o scale=true` (as a study file writes it) is the boolean, not the string 'true'."""
     from curlopt.cli.common import parse_params
 
     assert parse_params(["scale=true", "a=False", "b=null", "c=1e-3", "d=word"], "--option") == \
         {"scale": True, "a": False, "b": None, "c": 1e-3, "d": "word"}
+
+
+# -- --json is JSON, and exit codes agree: solver output goes to stderr -----------------------------------------------
+NOISY = textwrap.dedent("""
+    import os, sys
+    from curlopt.backends import register_backend
+    from curlopt.backends.base import RawSolution
+    from curlopt.backends.highs.backend import CompiledHighs, HighsBackend
+    from curlopt.backends.results import Status
+
+    class Noisy(HighsBackend):
+        name = "noisy"
+        def _compile(self, program):
+            print("python-level solver chatter")
+            os.write(1, b"C-level solver chatter\\n")
+            class Compiled(CompiledHighs):
+                def _solve(self, with_constraints):
+                    os.write(1, b"C-level iteration log\\n")
+                    if {fail}:
+                        return RawSolution(Status.NUMERICAL_ERROR, message="injected")
+                    return super()._solve(with_constraints)
+            return Compiled(self, program)
+
+    register_backend("noisy", Noisy)
+    from curlopt.cli import main
+    main({argv})
+""")
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_optimum_json_is_json_and_exit_codes_agree(fail):
+    codes = {}
+    for as_json in (True, False):
+        argv = ["optimum", "queue", "--backend", "noisy"] + (["--json"] if as_json else [])
+        done = fresh_process(code=NOISY.format(fail=fail, argv=argv))
+        codes[as_json] = done.returncode
+        assert "chatter" in done.stderr and "iteration log" in done.stderr  # solver output went to stderr
+        assert "chatter" not in done.stdout and "iteration log" not in done.stdout
+        if as_json:
+            data = json.loads(done.stdout)  # the whole of stdout
+            assert data["status"] == ("numerical_error" if fail else "optimal")
+    assert codes[True] == codes[False] == (1 if fail else 0)

@@ -1,0 +1,504 @@
+"""The ``highs-box-columns`` backend: UCRL-CMDP's box program by column generation on HiGHS.
+
+UCRL-CMDP's optimistic program (docs/math.md §9) has ``S·A + S²·A`` variables and ``2·S²·A`` box rows, but for
+a pair its rows say only that ``p(s,a,·) = ρ(s,a)·q`` for a ``q`` in the pair's box ``Q(s,a)`` (the rows are
+homogeneous in ρ), and a linear function is maximised over a box in closed form (:mod:`.box_vertices`). So the
+program is solved as a Dantzig–Wolfe master over vertex columns (:mod:`.box_master`, which states its rows), as
+the ``highs-columns`` backend solves UC-CURL's L1 program:
+
+* *pricing*: the master's flow duals rank the successors; every pair's best vertex comes from that ranking in
+  closed form, and a column enters while its reduced cost exceeds ``pricing_tolerance``. Pricing is exact, so
+  when it stops the master's optimum is the whole program's: **the same optimal value as the ``highs``
+  backend** (to the solvers' tolerances), not necessarily the same optimal vertex where the optimum has ties;
+* *pair blocks* against degenerate rounds: a pair that keeps pricing positive gets its whole ``ρ·Q(s,a)`` as
+  ``W + 1`` columns and rows (``p = ρ l + d``), after which it needs no pricing;
+* *phase 1* when the kept columns cannot satisfy the rows: artificial columns, their sum minimised, until the
+  rows hold or no improving column is left, which proves the program infeasible (then
+  :meth:`~curlopt.backends.base.CompiledProgram.solve` falls back as for every backend, docs/math.md §4);
+* *warm start*: a vertex column is remembered as its pair's ranking of successors, recomputed on each epoch's
+  boxes (so it stays feasible), and the last basis is given back to HiGHS.
+
+**The last basis, checked before any solve.** Between two epochs only the boxes of the visited pairs move. When
+the master has no pair block and at most :attr:`CompiledBoxColumns.BASIS_CHECK_ROWS` global rows, the previous
+optimal basis is first evaluated on the new data in numpy: its basic solution (one dense solve of the global
+rows' size, 8 at the queue) and duals; if the solution is primal feasible, the duals' signs are right and
+pricing every pair (the closed form) finds no column above ``pricing_tolerance``, that basis **is** optimal for
+the new data — the optimality conditions HiGHS itself would verify, to the same tolerances — and HiGHS is not
+called. Otherwise the master goes to HiGHS from that basis. :attr:`CompiledBoxColumns.basis_hits` counts how
+often the check sufficed.
+
+Results are full :class:`~curlopt.backends.results.SolveResult` objects in the program's own layout (ρ, then p
+on the support), so ``program.residuals(x)`` and the agents work unchanged. A run that reaches ``max_rounds``
+pricing rounds ends with status ``iteration_limit`` and says so (no solution is returned).
+
+UC-CURL's optimistic program is handed to the ``highs-columns`` machinery
+(:class:`~curlopt.backends.highs.columns.CompiledColumns`) and every other program to the plain ``highs`` path,
+with this backend's options; the results name this backend.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...programs.blocks import Program
+from ...programs.lp import LPForm
+from ...programs.optimistic import BoxOptimisticProgram
+from ..base import CompiledProgram, RawSolution
+from ..form_table import affine_pieces_table
+from ..results import Status
+from .backend import check_representable, highs_options, new_highs
+from .basis import LinearProgram, StatusCodes, optimal_point
+from .box_master import BoxMaster
+from .columns import STATUS_MAP, ColumnsBackend, _SolverAccess
+
+__all__ = ["BoxColumnsBackend", "CompiledBoxColumns"]
+
+#: the solver string of a result found by HiGHS on the master, and of one the basis check certified
+MASTER_SOLVER = "HiGHS (column generation)"
+BASIS_SOLVER = "column generation: the last basis, still optimal (checked in numpy)"
+
+
+class BoxColumnsBackend(ColumnsBackend):
+    """HiGHS with column generation for UCRL-CMDP's box program (module doc) and UC-CURL's optimistic program
+    (as ``highs-columns``); plain HiGHS for the others.
+
+    It matches the box LP's optimal **value** (to the solver's tolerances and ``pricing_tolerance``), not
+    necessarily its optimal vertex. ``auto`` never chooses it.
+
+    Parameters
+    ----------
+    options, max_rounds, pricing_tolerance, feasibility_tolerance, keep_solves, time_limit, verbose
+        As for ``highs-columns`` (:class:`~curlopt.backends.highs.columns.ColumnsBackend`). HiGHS's
+        ``primal_feasibility_tolerance`` and ``dual_feasibility_tolerance`` (1e-9 by default) are also the
+        tolerances of the basis check.
+    """
+
+    name: ClassVar[str] = "highs-box-columns"
+    FORMS = affine_pieces_table("highs-box-columns")
+
+    def _configure(self) -> None:
+        self.options = highs_options(self, "the highs-box-columns backend")
+
+    def _compile(self, program: Program) -> CompiledProgram:
+        # Exactly the box program: a subclass may add rows the master would not know of.
+        if type(program) is BoxOptimisticProgram:
+            return CompiledBoxColumns(self, program)
+        return super()._compile(program)
+
+
+class CompiledBoxColumns(CompiledProgram):
+    """The box program as a column-generation master on one HiGHS object (module doc; rows in
+    :class:`~.box_master.BoxMaster`). HiGHS's columns: the fixed ones, the pool's vertex columns, then the
+    blocks' columns; its rows: the global rows, then the blocks' own rows.
+
+    Attributes
+    ----------
+    last_route : str
+        ``"basis"`` when the last attempt was certified by the basis check, ``"master"`` when HiGHS solved it.
+    basis_checks, basis_hits : int
+        Attempts whose last basis was checked, and those it sufficed for (no HiGHS call).
+    last_rounds, last_columns, last_blocks, last_phase1, last_gap, last_solver_time
+        As for :class:`~curlopt.backends.highs.columns.CompiledColumns`.
+    """
+
+    #: HiGHS's ``simplex_strategy`` for the master unless the options set one: 4, the primal simplex (new columns
+    #: keep the basis primal feasible; the ``highs-columns`` master showed a dual-simplex stall)
+    SIMPLEX_STRATEGY = 4
+    #: pricing rounds (in one attempt) after which a pair that carries mass, or one that carries none, gets a block
+    BLOCK_AFTER = 2
+    BLOCK_AFTER_IDLE = 4
+    #: at most this many blocks are added in one round
+    BLOCKS_PER_ROUND = 4
+    #: a block stays while its pair carried mass in one of this many last solves
+    BLOCK_KEEP_SOLVES = 25
+    #: the basis check runs on masters with at most this many global rows (its dense solve grows as rows³)
+    BASIS_CHECK_ROWS = 400
+
+    def __init__(self, backend: BoxColumnsBackend, program: BoxOptimisticProgram):
+        super().__init__(backend, program)
+        import highspy
+
+        self._highspy = highspy
+        status = highspy.HighsBasisStatus
+        self._codes = StatusCodes(int(status.kBasic), int(status.kLower), int(status.kUpper), int(status.kZero))
+        self._basic, self._at_lower = self._codes.basic, self._codes.lower
+        self.form = form = LPForm(program)
+        check_representable(form)
+        self.master = BoxMaster(program, form)
+        self._extra_lower = form.row_lower[program.linear.n_rows:]
+        self._extra_upper = form.row_upper[program.linear.n_rows:]
+        options = backend.options
+        self._primal_tolerance = float(options.get("primal_feasibility_tolerance", 1e-7))
+        self._dual_tolerance = float(options.get("dual_feasibility_tolerance", 1e-7))
+        self._reset()
+
+    def _reset(self) -> None:
+        """An empty pool and no block, basis or solve yet."""
+        W = self.master.W
+        self._pool_pair = np.zeros(0, dtype=np.int64)
+        self._pool_order = np.zeros((0, W), dtype=np.int32)     # a row of -1: the pair's P^
+        self._pool_vertex = np.zeros((0, W))
+        self._pool_seen = np.zeros(0, dtype=np.int64)
+        self._block_pair = np.zeros(0, dtype=np.int64)
+        self._block_seen = np.zeros(0, dtype=np.int64)
+        # HiGHS's column of each pool column and of each block's ρ, and the row of each block's balance row
+        self._pool_index = np.zeros(0, dtype=np.int64)
+        self._block_index = np.zeros(0, dtype=np.int64)
+        self._block_row = np.zeros(0, dtype=np.int64)
+        self._memory: dict[str, np.ndarray] | None = None       # the last basis, by part
+        self._solves, self._data_version, self._built_version = 0, -1, -1
+        self.highs = None
+        self._n_cols = self._n_rows = 0
+        self._phase2_cost = np.zeros(0)
+        self._g_upper_pushed = np.zeros(0)
+        self.last_route, self.basis_checks, self.basis_hits = "", 0, 0
+        self.last_rounds = self.last_columns = self.last_blocks = 0
+        self.last_phase1, self.last_gap, self.last_solver_time = False, math.nan, 0.0
+
+    # -- the epoch's data -----------------------------------------------------------------------------------------
+
+    def _read_data(self) -> None:
+        """The boxes of the current counts; the pool and blocks to keep (recomputed on them) and the seeds."""
+        master = self.master
+        master.read()
+        usable, visited = master.usable, master.centre.sum(axis=1) > 0
+        keep_block = usable[self._block_pair] & ((self._solves - self._block_seen) <= self.BLOCK_KEEP_SOLVES)
+        covered = np.zeros(master.n_pairs, dtype=bool)
+        covered[self._block_pair[keep_block]] = True
+        pairs = self._pool_pair
+        keep = usable[pairs] & ~covered[pairs] & ((self._pool_order[:, 0] >= 0) | visited[pairs])
+        keep &= (self._solves - self._pool_seen) <= self.backend.keep_solves
+        covered[pairs[keep]] = True
+        seed = np.flatnonzero(visited & ~covered)                # P^ of a visited pair with nothing else
+        if self._memory is not None:
+            memory = self._memory
+            self._memory = {**memory, "pool": np.concatenate([memory["pool"][keep], np.full(seed.size, self._at_lower)]),
+                            "block_cols": memory["block_cols"][keep_block],
+                            "block_rows": memory["block_rows"][keep_block]}
+        self._pool_pair = np.concatenate([pairs[keep], seed])
+        self._pool_order = np.concatenate([self._pool_order[keep], np.full((seed.size, master.W), -1, np.int32)])
+        self._pool_seen = np.concatenate([self._pool_seen[keep], np.full(seed.size, self._solves)])
+        self._pool_vertex = master.vertices(self._pool_pair, self._pool_order)
+        self._block_pair, self._block_seen = self._block_pair[keep_block], self._block_seen[keep_block]
+
+    def _global_row_bounds(self, with_constraints: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds of the global rows (numpy infinities), the g rows at ``-c - ε`` or ``+inf`` for the fallback."""
+        S = self.master.S
+        lower = np.concatenate([[1.0], np.zeros(S - 1), self._extra_lower])
+        upper = np.concatenate([[1.0], np.zeros(S - 1), self._extra_upper])
+        upper[self.master.g_rows] = self.form.constraint_upper(self.program.epsilon, with_constraints)
+        return lower, upper
+
+    # -- one attempt ----------------------------------------------------------------------------------------------
+
+    def _solve(self, with_constraints: bool) -> RawSolution:
+        if self.program.version != self._data_version:
+            self._read_data()
+            self._data_version = self.program.version
+        self._solves += 1
+        self.last_phase1, self.last_gap, self.last_rounds = False, math.nan, 0
+        started = time.perf_counter()
+        lp = self._linear_program(with_constraints)
+        checked = self._check_basis(lp)
+        if checked is not None:
+            self.last_route = "basis"
+            return self._finish(RawSolution(Status.OPTIMAL, checked, 0, BASIS_SOLVER, "",
+                                            time.perf_counter() - started))
+        self.last_route = "master"
+        return self._finish(self._solve_master(with_constraints, lp))
+
+    def _finish(self, raw: RawSolution) -> RawSolution:
+        self.last_columns, self.last_blocks = int(self._pool_pair.size), int(self._block_pair.size)
+        self.last_solver_time = float(raw.solver_time or 0.0)
+        return raw
+
+    # -- the basis check ------------------------------------------------------------------------------------------
+
+    def _linear_program(self, with_constraints: bool) -> LinearProgram:
+        """The whole master as it stands (pool and blocks on the current data), in phase 2."""
+        lower, upper = self._global_row_bounds(with_constraints)
+        return self.master.linear_program(self._pool_pair, self._pool_vertex, self._block_pair, lower, upper)
+
+    def _check_basis(self, lp: LinearProgram) -> np.ndarray | None:
+        """The program's solution when the last basis is still optimal for ``lp`` (module doc), else None."""
+        memory, master = self._memory, self.master
+        if memory is None or lp.matrix.shape[0] > self.BASIS_CHECK_ROWS:
+            return None
+        self.basis_checks += 1
+        cols = np.concatenate([memory["fixed"], memory["pool"], memory["block_cols"].ravel()])
+        rows = np.concatenate([memory["global_rows"], memory["block_rows"].ravel()])
+        found = optimal_point(lp, cols, rows, self._codes, self._primal_tolerance, self._dual_tolerance)
+        if found is None:
+            return None
+        x, duals = found
+        reduced, _, _ = master.price(duals[: master.n_global], 2)
+        reduced[self._block_pair] = -np.inf                     # a block holds its pair's whole box
+        if reduced.size and float(reduced.max()) > self.backend.pricing_tolerance:
+            return None
+        self._pool_seen[memory["pool"] == self._basic] = self._solves
+        k, width = self._pool_pair.size, master.W + 1
+        values = np.clip(x, 0.0, None)
+        blocks = values[master.n_fixed + k:].reshape(-1, width)
+        self._block_seen[blocks[:, 0] > 0] = self._solves
+        self.basis_hits += 1
+        return self._program_solution(values[master.n_fixed: master.n_fixed + k], blocks)
+
+    # -- the master on HiGHS --------------------------------------------------------------------------------------
+
+    def _solve_master(self, with_constraints: bool, lp: LinearProgram) -> RawSolution:
+        if self.highs is None or self._built_version != self._data_version:
+            self._build(lp)
+        else:
+            self._push_g_bounds(with_constraints)
+        priced = np.zeros(self.master.n_pairs, dtype=np.int64)
+        name, rounds, iterations, solver_time = self._generate(2, 0, priced)
+        if name == "kInfeasible":
+            # The pool cannot satisfy the rows: phase 1 finds columns that do, or shows that none exist.
+            self.last_phase1 = True
+            self._set_phase(1)
+            name, rounds, more, more_time = self._generate(1, rounds, priced)
+            iterations, solver_time = iterations + more, solver_time + more_time
+            self._set_phase(2)
+            if name == "kOptimal":
+                shortfall = float(self._solution[0][: self.master.n_art].sum())
+                if shortfall > self.backend.feasibility_tolerance:
+                    self._remember()
+                    self.last_rounds = rounds
+                    return RawSolution(Status.INFEASIBLE, None, iterations, MASTER_SOLVER,
+                                       f"phase 1 of column generation: the rows cannot hold (sum of violations"
+                                       f" {shortfall:.3g}, no improving column left)", solver_time)
+                name, rounds, more, more_time = self._generate(2, rounds, priced)
+                iterations, solver_time = iterations + more, solver_time + more_time
+        self._remember()
+        self.last_rounds = rounds
+        return self._outcome(name, rounds, iterations, solver_time)
+
+    def _outcome(self, name: str, rounds: int, iterations: int, solver_time: float) -> RawSolution:
+        if name == "time limit":
+            return self.time_limit_reached(f"after {rounds} pricing round(s) of column generation", MASTER_SOLVER,
+                                           iterations, solver_time)
+        if name == "round limit":
+            return RawSolution(
+                Status.ITERATION_LIMIT, None, iterations, MASTER_SOLVER,
+                f"column generation stopped at its limit of {self.backend.max_rounds} pricing rounds with a column of"
+                f" reduced cost {self.last_gap:.3g} > {self.backend.pricing_tolerance:g} left: the master's value is"
+                " only a lower bound on the optimum (raise max_rounds)", solver_time)
+        status = STATUS_MAP.get(name, Status.UNKNOWN)
+        message = "" if status is Status.OPTIMAL else f"HiGHS model status {name} on the column-generation master"
+        x = None
+        if status is Status.OPTIMAL:
+            values = np.clip(self._solution[0], 0.0, None)
+            blocks = values[self._block_index[:, None] + np.arange(self.master.W + 1)[None, :]]
+            x = self._program_solution(values[self._pool_index], blocks)
+        return RawSolution(status, x, iterations, MASTER_SOLVER, message, solver_time)
+
+    def _program_solution(self, pool_values: np.ndarray, block_values: np.ndarray) -> np.ndarray:
+        """ρ and p (on the support) from the weights of the vertex columns and the blocks' ``ρ, d``."""
+        master = self.master
+        weights = np.clip(pool_values, 0.0, None)
+        mix = sp.csr_matrix((weights, (self._pool_pair, np.arange(weights.size))),
+                            shape=(master.n_pairs, weights.size))
+        rho = np.asarray(mix.sum(axis=1)).ravel()
+        p = np.asarray(mix @ self._pool_vertex)
+        if self._block_pair.size:
+            rho_b = block_values[:, 0]
+            rho[self._block_pair] += rho_b
+            p[self._block_pair] += rho_b[:, None] * master.lower[self._block_pair] + block_values[:, 1:]
+        p = np.clip(p, 0.0, None)
+        return np.concatenate([rho, p[master.valid] if not master.valid.all() else p.ravel()])
+
+    def _build(self, lp: LinearProgram) -> None:
+        """Pass the master ``lp`` (fixed columns, pool, blocks) to HiGHS, with the last basis where it still fits."""
+        highspy, master = self._highspy, self.master
+        if self.highs is None:
+            self.highs = new_highs()
+            for key, value in self.backend.options.items():
+                self.highs.setOptionValue(key, value)
+            # A small master re-solved from a basis many times: presolve would only get in the way.
+            self.highs.setOptionValue("presolve", "off")
+            if "simplex_strategy" not in self.backend.options:
+                self.highs.setOptionValue("simplex_strategy", self.SIMPLEX_STRATEGY)
+            self._access = _SolverAccess(self.highs)
+        k, width = self._pool_pair.size, master.W + 1
+        n_rows, n_cols = lp.matrix.shape
+        self._pool_index = master.n_fixed + np.arange(k)
+        self._block_index = master.n_fixed + k + width * np.arange(self._block_pair.size)
+        self._block_row = master.n_global + width * np.arange(self._block_pair.size)
+        self._phase2_cost = lp.cost
+        inf, matrix = highspy.kHighsInf, lp.matrix
+        self.highs.passModel(
+            n_cols, n_rows, matrix.nnz, int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMaximize),
+            self.form.offset, lp.cost, _finite(lp.col_lower, inf), _finite(lp.col_upper, inf),
+            _finite(lp.row_lower, inf), _finite(lp.row_upper, inf),
+            matrix.indptr[:-1].astype(np.int32), matrix.indices.astype(np.int32), matrix.data,
+            np.zeros(n_cols, dtype=np.int32))
+        self._n_cols, self._n_rows = n_cols, n_rows
+        self._g_upper_pushed = lp.row_upper[master.g_rows].copy()
+        self._built_version = self._data_version
+        if self._memory is not None:
+            self._restore_basis()
+
+    def _block_row_bounds(self, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds of ``count`` blocks' own rows: balance ``= 0``, caps ``<= 0``."""
+        lower = np.concatenate([[0.0], np.full(self.master.W, -np.inf)])
+        return np.tile(lower, count), np.zeros(count * (self.master.W + 1))
+
+    def _restore_basis(self) -> None:
+        """Give HiGHS the last basis on the rebuilt master, its count of basic variables made right.
+
+        Dropped columns were nonbasic, but a dropped block can leave one basic variable too many or too few:
+        extra basic pool columns become nonbasic, missing ones are made up by basic row slacks. HiGHS repairs a
+        singular basis itself; a basis it refuses only means a cold start (slower, not wrong).
+        """
+        memory = self._memory
+        cols = np.concatenate([memory["fixed"], memory["pool"], memory["block_cols"].ravel()]).astype(np.int32)
+        rows = np.concatenate([memory["global_rows"], memory["block_rows"].ravel()]).astype(np.int32)
+        if cols.size != self._n_cols or rows.size != self._n_rows:
+            return
+        excess = int(np.count_nonzero(cols == self._basic) + np.count_nonzero(rows == self._basic)) - self._n_rows
+        if excess > 0:
+            demote = (self.master.n_fixed + np.flatnonzero(memory["pool"] == self._basic))[:excess]
+            if demote.size < excess:
+                return
+            cols[demote] = self._at_lower
+        elif excess < 0:
+            rows[np.flatnonzero(rows != self._basic)[:-excess]] = self._basic
+        self._access.set_basis(cols, rows)
+
+    def _remember(self) -> None:
+        """Keep the basis by part (for the next check and rebuild), and when each column or block was last used."""
+        found = self._access.basis()
+        if found is None:
+            self._memory = None
+            return
+        cols, rows = found
+        width = self.master.W + 1
+        self._memory = {
+            "fixed": cols[: self.master.n_fixed],
+            "pool": cols[self._pool_index],
+            "block_cols": cols[self._block_index[:, None] + np.arange(width)[None, :]],
+            "global_rows": rows[: self.master.n_global],
+            "block_rows": rows[self._block_row[:, None] + np.arange(width)[None, :]],
+        }
+        self._pool_seen[self._memory["pool"] == self._basic] = self._solves
+        if self._block_pair.size:
+            self._block_seen[self._solution[0][self._block_index] > 0] = self._solves
+
+    def _push_g_bounds(self, with_constraints: bool) -> None:
+        upper = self._global_row_bounds(with_constraints)[1][self.master.g_rows]
+        if upper.size and not np.array_equal(upper, self._g_upper_pushed):
+            inf = self._highspy.kHighsInf
+            self.highs.changeRowsBounds(upper.size, self.master.g_rows.astype(np.int32), np.full(upper.size, -inf),
+                                        _finite(upper, inf))
+            self._g_upper_pushed = upper
+
+    def _run(self) -> tuple[str, int, float]:
+        """One master solve; ``self._solution`` holds its column values and row duals afterwards."""
+        highs = self.highs
+        before = highs.getRunTime()
+        left = self.time_left()
+        if left is not None:  # HiGHS's time_limit is on its run clock, which runs on over every solve
+            highs.setOptionValue("time_limit", before + max(left, 0.0))
+        highs.run()
+        self._solution = self._access.solution()
+        return highs.getModelStatus().name, int(highs.getInfo().simplex_iteration_count), highs.getRunTime() - before
+
+    def _set_phase(self, phase: int) -> None:
+        """Phase 1: maximise minus the artificials' sum, every other cost 0; phase 2: the program's objective,
+        the artificials held at 0."""
+        highs, inf, n_art = self.highs, self._highspy.kHighsInf, self.master.n_art
+        art = np.arange(n_art, dtype=np.int32)
+        if phase == 1:
+            cost = np.zeros(self._n_cols)
+            cost[:n_art] = -1.0
+        else:
+            cost = self._phase2_cost
+        highs.changeColsCost(self._n_cols, np.arange(self._n_cols, dtype=np.int32), cost)
+        highs.changeColsBounds(n_art, art, np.zeros(n_art), np.full(n_art, inf if phase == 1 else 0.0))
+
+    def _generate(self, phase: int, rounds: int, priced: np.ndarray) -> tuple[str, int, int, float]:
+        """Column generation in one phase: (HiGHS status name, "round limit" or "time limit"; rounds used,
+        iterations, HiGHS time). ``priced`` counts, per pair, the rounds of this attempt in which it priced positive."""
+        iterations, solver_time = 0, 0.0
+        while True:
+            left = self.time_left()
+            if left is not None and left <= 0:
+                return "time limit", rounds, iterations, solver_time
+            name, its, run_time = self._run()
+            rounds, iterations, solver_time = rounds + 1, iterations + its, solver_time + run_time
+            if name != "kOptimal":
+                return name, rounds, iterations, solver_time
+            reduced, orders, vertices = self.master.price(self._solution[1][: self.master.n_global], phase)
+            reduced[self._block_pair] = -np.inf                 # a block holds its pair's whole box
+            self.last_gap = max(0.0, float(reduced.max())) if reduced.size else 0.0
+            pairs = np.flatnonzero(reduced > self.backend.pricing_tolerance)
+            if pairs.size == 0:
+                return name, rounds, iterations, solver_time
+            if rounds >= self.backend.max_rounds:
+                return "round limit", rounds, iterations, solver_time
+            priced[pairs] += 1
+            stalled = self._stalled(pairs, priced)
+            self._add_vertices(pairs[~stalled], orders[pairs[~stalled]], vertices[pairs[~stalled]], phase)
+            self._add_blocks(pairs[stalled], phase)
+
+    def _stalled(self, pairs: np.ndarray, priced: np.ndarray) -> np.ndarray:
+        """Which of the positively priced ``pairs`` get a block this round (at most BLOCKS_PER_ROUND, those that
+        carry the most mass first): a pair that carries mass and keeps pricing positive spreads it over successors
+        whose duals tie, and its new vertices enter the basis at 0, one degenerate pivot per round."""
+        carried = np.bincount(self._pool_pair, weights=self._solution[0][self._pool_index], minlength=self.master.n_pairs)
+        stalled = (priced[pairs] >= self.BLOCK_AFTER) & ((carried[pairs] > 0) | (priced[pairs] >= self.BLOCK_AFTER_IDLE))
+        if np.count_nonzero(stalled) > self.BLOCKS_PER_ROUND:
+            ranked = np.flatnonzero(stalled)[np.argsort(-carried[pairs[stalled]], kind="stable")]
+            stalled[ranked[self.BLOCKS_PER_ROUND:]] = False
+        return stalled
+
+    def _add_vertices(self, pairs: np.ndarray, orders: np.ndarray, vertices: np.ndarray, phase: int) -> None:
+        """Append vertex columns to the pool and to HiGHS (they enter nonbasic at 0: the basis stays)."""
+        if pairs.size == 0:
+            return
+        self._pool_pair = np.concatenate([self._pool_pair, pairs])
+        self._pool_order = np.concatenate([self._pool_order, orders])
+        self._pool_vertex = np.concatenate([self._pool_vertex, vertices])
+        self._pool_seen = np.concatenate([self._pool_seen, np.full(pairs.size, self._solves)])
+        self._pool_index = np.concatenate([self._pool_index, self._n_cols + np.arange(pairs.size)])
+        self._append_columns(self.master.columns(pairs, vertices), self.master.cost[pairs], phase)
+
+    def _add_blocks(self, pairs: np.ndarray, phase: int) -> None:
+        """Append a block (its own rows, then its columns) for each of ``pairs``."""
+        if pairs.size == 0:
+            return
+        master, width = self.master, self.master.W + 1
+        lower, upper = self._block_row_bounds(pairs.size)
+        inf = self._highspy.kHighsInf
+        self.highs.addRows(lower.size, _finite(lower, inf), upper, 0, np.zeros(0, dtype=np.int32),
+                           np.zeros(0, dtype=np.int32), np.zeros(0))
+        columns, cost = master.blocks(pairs)
+        columns = columns.tocoo()
+        own = columns.row >= master.n_global                    # own rows move to where HiGHS appended them
+        row = np.where(own, columns.row + (self._n_rows - master.n_global), columns.row)
+        self._block_pair = np.concatenate([self._block_pair, pairs])
+        self._block_seen = np.concatenate([self._block_seen, np.full(pairs.size, self._solves)])
+        self._block_index = np.concatenate([self._block_index, self._n_cols + width * np.arange(pairs.size)])
+        self._block_row = np.concatenate([self._block_row, self._n_rows + width * np.arange(pairs.size)])
+        self._n_rows += lower.size
+        self._append_columns(sp.csc_matrix((columns.data, (row, columns.col)), shape=(self._n_rows, columns.shape[1])),
+                             cost, phase)
+
+    def _append_columns(self, columns: sp.csc_matrix, phase2_cost: np.ndarray, phase: int) -> None:
+        columns.sort_indices()
+        count = columns.shape[1]
+        self.highs.addCols(count, phase2_cost if phase == 2 else np.zeros(count), np.zeros(count),
+                           np.full(count, self._highspy.kHighsInf), columns.nnz, columns.indptr[:-1].astype(np.int32),
+                           columns.indices.astype(np.int32), columns.data)
+        self._phase2_cost = np.concatenate([self._phase2_cost, phase2_cost])
+        self._n_cols += count
+
+
+def _finite(values: np.ndarray, inf: float) -> np.ndarray:
+    """``values`` with numpy's infinities as HiGHS's."""
+    return np.where(np.isposinf(values), inf, np.where(np.isneginf(values), -inf, values))

@@ -1,0 +1,247 @@
+"""The column-generation master of UCRL-CMDP's box program, as arrays (no solver here).
+
+The box program (docs/math.md §9) states ``p(s,a,·) = ρ(s,a)·q`` with ``q`` in the pair's box
+``Q(s,a)`` (:mod:`.box_vertices`). Over points ``v`` of the boxes it is the LP, in weights ``x(s,a,v) >= 0``
+with ``ρ(s,a) = Σ_v x(s,a,v)``, whose rows are the *global* rows:
+
+* row 0, the total mass ``Σ x = 1``;
+* rows ``1 .. S-1``, the flow of states ``0 .. S-2``: ``Σ_a ρ(s',a) - Σ_{s,a,v} x(s,a,v) v(s') = 0`` (the last
+  state's row is implied by the others and the mass, and left out as in the program);
+* then the rows :class:`~curlopt.programs.lp.LPForm` adds on ρ: the objective's epigraph rows and the g rows.
+
+Its columns: the *fixed* ones (artificials for phase 1: ``+1`` and ``-1`` on the mass and flow rows, ``-1`` on
+each g row; then the epigraph variable ``t`` when the objective has several pieces), the *vertex columns*
+``(pair, v)``, and *pair blocks*: a block states a pair's whole ``ρ·Q(s,a)`` as ``p = ρ l + d`` with
+``0 <= d <= ρ (u - l)`` (one *cap* row per slot) and ``Σ d = ρ (1 - Σ l)`` (the *balance* row), in ``W + 1``
+columns and rows.
+
+A column's reduced cost under row duals ``y`` is ``c(s,a) - y·a``; over the vertices of a pair it is a
+constant plus ``h·v``, with ``h(s') = y(1 + s')`` for ``s' < S - 1`` and ``h(S-1) = 0``, so pricing is the closed
+form of :mod:`.box_vertices` for every pair at once.
+
+Columns are built as ``(row, column, value)`` triplets and assembled by
+:class:`~curlopt.backends.highs.basis.ColumnMatrix` (numpy only).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...programs.lp import LPForm
+from ...programs.optimistic import BoxOptimisticProgram
+from .basis import ColumnMatrix, LinearProgram
+from .box_vertices import box_usable, box_vertices
+
+__all__ = ["BoxMaster"]
+
+
+class BoxMaster:
+    """The master's structure (fixed for a compiled program) and the current epoch's boxes.
+
+    Per-pair arrays hold ``W`` *slots* (:mod:`.box_vertices`): on the dense support ``W = S`` and slot j is
+    state j; on a sparse support ``W`` is the most successors a pair has, and a pair's slots past its own count
+    are invalid (``l = u = 0``).
+
+    Attributes
+    ----------
+    n_global : int
+        Global rows: ``S`` (mass and flow) plus LPForm's epigraph and g rows.
+    n_art, n_fixed : int
+        Artificial columns, and fixed columns (the artificials, then ``t`` if the objective has an epigraph).
+    lower, upper, centre : ndarray, shape (S·A, W)
+        ``l = max(0, P^ - b)``, ``u = P^ + b`` and ``P^``, read from the program by :meth:`read`.
+    usable : ndarray of bool, shape (S·A,)
+        Pairs whose box is not empty (the others can carry no mass).
+    """
+
+    def __init__(self, program: BoxOptimisticProgram, form: LPForm):
+        self.program, self.form = program, form
+        model = program.model
+        S, A = model.n_states, model.n_actions
+        self.S, self.n_pairs = S, S * A
+        self._slots(program)
+        lin = program.linear
+        rho = program.blocks["occupancy"].indices().ravel()
+        extra = form.fixed[lin.n_rows:]
+        self.n_extra = extra.shape[0]
+        self.n_global = S + self.n_extra
+        self.epigraph = form.n_cols > program.n_vars
+        self.extra_of_pair = np.asarray(extra[:, rho].toarray().T)         # (pairs, extra rows)
+        self.cost = np.asarray(form.cost[rho], dtype=float)
+        self.own_row = np.where(self.own_state < S - 1, 1 + self.own_state, -1)
+        self.g_rows = S + np.arange(form.constraint_rows.start, form.constraint_rows.stop) - lin.n_rows
+        self._fixed_columns(extra[:, program.n_vars].tocoo() if self.epigraph else None)
+        groups = lin.param_groups
+        self._upper_group, self._lower_group = groups["box_upper"], groups["box_lower"]
+        self.lower = self.upper = self.centre = np.zeros((self.n_pairs, self.W))
+        self.usable = np.zeros(self.n_pairs, dtype=bool)
+
+    def _slots(self, program: BoxOptimisticProgram) -> None:
+        """Slots of each pair: their successors (-1 where invalid) and flow rows (-1 for the last state)."""
+        support = program.support
+        S = self.S
+        self.own_state = np.repeat(np.arange(S), program.model.n_actions)
+        if support.is_dense:
+            self.W = S
+            self.valid = np.ones((self.n_pairs, S), dtype=bool)
+            self.successor = np.broadcast_to(np.arange(S), (self.n_pairs, S))
+        else:
+            sizes = support.row_counts
+            self.W = int(sizes.max())
+            self.valid = np.arange(self.W)[None, :] < sizes[:, None]
+            successor = np.full((self.n_pairs, self.W), -1, dtype=np.int64)
+            successor[self.valid] = support.successors                   # CSR order: pair by pair
+            self.successor = successor
+        self.all_valid = bool(self.valid.all())
+        self.flow_row = np.where(self.valid & (self.successor < S - 1), 1 + self.successor, -1)
+        self.shared_ranking = support.is_dense                           # every pair's slots are the same states
+
+    def _fixed_columns(self, t_column) -> None:
+        """The artificials (+1/-1 on the mass and flow rows, -1 on each g row), then ``t``, as triplets."""
+        S, n_g = self.S, self.g_rows.size
+        self.n_art = 2 * S + n_g
+        rows = [np.arange(S), np.arange(S), self.g_rows]
+        values = [np.ones(S), -np.ones(S), -np.ones(n_g)]
+        cols = [np.arange(self.n_art)]
+        cost = [np.zeros(self.n_art)]
+        if t_column is not None:
+            rows.append(S + t_column.row)
+            values.append(t_column.data)
+            cols.append(np.full(t_column.nnz, self.n_art))
+            cost.append([1.0])
+        self._fixed = (np.concatenate(rows).astype(np.int64), np.concatenate(cols), np.concatenate(values))
+        self.fixed_cost = np.concatenate(cost)
+        self.n_fixed = self.fixed_cost.size
+
+    # -- the epoch's data -----------------------------------------------------------------------------------------
+
+    def read(self) -> None:
+        """The boxes of the program's current parameter values: exactly the coefficients of its box rows."""
+        values = self.program.linear.param_values
+        upper = -values[self._upper_group]                    # box_upper holds -(P^ + b)
+        lower = np.maximum(values[self._lower_group], 0.0)    # box_lower holds P^ - b; p >= 0 anyway
+        centre = self.program.empirical_entries()
+        self.lower, self.upper, self.centre = (self._to_slots(a) for a in (lower, upper, centre))
+        self.usable = box_usable(self.lower, self.upper)
+
+    def _to_slots(self, entries: np.ndarray) -> np.ndarray:
+        if self.all_valid:
+            return entries.reshape(self.n_pairs, self.W)
+        out = np.zeros((self.n_pairs, self.W))
+        out[self.valid] = entries
+        return out
+
+    def to_entries(self, slots: np.ndarray) -> np.ndarray:
+        """Per-slot values (pairs, W) as the program's per-entry layout (the support's entries in order)."""
+        return slots.ravel() if self.all_valid else slots[self.valid]
+
+    def vertices(self, pairs: np.ndarray, orders: np.ndarray) -> np.ndarray:
+        """The box vertex of each pair for its slot order (a row of -1: the pair's P^)."""
+        out = self.centre[pairs]
+        ranked = orders[:, 0] >= 0
+        if np.any(ranked):
+            out[ranked] = box_vertices(orders[ranked], self.lower[pairs[ranked]], self.upper[pairs[ranked]])
+        return out
+
+    # -- columns --------------------------------------------------------------------------------------------------
+
+    def column_entries(self, pairs: np.ndarray, vertices: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Triplets of the vertex columns ``(pair, v)`` over the global rows, columns numbered 0 .. k-1 (a
+        vertex's own state appears twice, +1 and -v(s): :class:`ColumnMatrix` sums them)."""
+        k = pairs.size
+        flow = self.flow_row[pairs]
+        column, slot = np.nonzero((flow >= 0) & (vertices != 0.0))
+        own = self.own_row[pairs]
+        inside = np.flatnonzero(own >= 0)
+        extra = self.extra_of_pair[pairs]
+        extra_column, extra_row = np.nonzero(extra)
+        rows = np.concatenate([np.zeros(k, dtype=np.int64), flow[column, slot], own[inside], self.S + extra_row])
+        cols = np.concatenate([np.arange(k), column, inside, extra_column])
+        values = np.concatenate([np.ones(k), -vertices[column, slot], np.ones(inside.size), extra[extra_column, extra_row]])
+        return rows, cols, values
+
+    def columns(self, pairs: np.ndarray, vertices: np.ndarray) -> ColumnMatrix:
+        """The vertex columns ``(pair, v)`` over the global rows."""
+        return ColumnMatrix(*self.column_entries(pairs, vertices), (self.n_global, pairs.size))
+
+    def block_entries(self, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Triplets of each pair's block, ``n (W + 1)`` columns over the global rows and the blocks' own rows.
+
+        Block b has the columns ``ρ, d_1 .. d_W`` (from column ``b (W + 1)``) and, below the global rows, its
+        own rows ``balance, cap_1 .. cap_W`` (from row ``n_global + b (W + 1)``):
+        ``Σ d - (1 - Σ l) ρ = 0`` and ``d_j - (u_j - l_j) ρ <= 0``; globally ρ is the vertex column of ``l`` and
+        ``d_j`` adds ``-1`` to the flow row of slot j's successor.
+        """
+        n, W, width = pairs.size, self.W, self.W + 1
+        first = width * np.arange(n)                            # each block's ρ column; its balance row below
+        own = self.n_global + first
+        rho_rows, rho_cols, rho_values = self.column_entries(pairs, self.lower[pairs])
+        block, slot = np.divmod(np.arange(n * W), W)
+        d = first[block] + 1 + slot
+        flow = self.flow_row[pairs][block, slot]
+        on_flow = flow >= 0
+        cap = own[block] + 1 + slot
+        parts = [
+            (rho_rows, first[rho_cols], rho_values),                              # ρ: global rows
+            (own, first, -(1.0 - self.lower[pairs].sum(axis=1))),                 # ρ: balance
+            (cap, first[block], -(self.upper[pairs] - self.lower[pairs]).ravel()),  # ρ: caps
+            (flow[on_flow], d[on_flow], -np.ones(int(on_flow.sum()))),           # d: flow rows
+            (own[block], d, np.ones(d.size)),                                     # d: balance
+            (cap, d, np.ones(d.size)),                                            # d: its cap
+        ]
+        return tuple(np.concatenate([part[i] for part in parts]) for i in range(3))  # type: ignore[return-value]
+
+    def block_cost(self, pairs: np.ndarray) -> np.ndarray:
+        cost = np.zeros((pairs.size, self.W + 1))
+        cost[:, 0] = self.cost[pairs]
+        return cost.ravel()
+
+    # -- pricing --------------------------------------------------------------------------------------------------
+
+    def price(self, duals: np.ndarray, phase: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every pair's best vertex under the global rows' duals ``y``.
+
+        Returns ``(reduced, orders, vertices)``: the best reduced cost ``c - y·a`` of each pair (``-inf`` for an
+        unusable pair; phase 1 prices with cost 0), its slots by decreasing ``h`` and the vertex.
+        """
+        h = np.zeros(self.S)
+        h[: self.S - 1] = duals[1: self.S]
+        constant = -(duals[0] + np.where(self.own_row >= 0, duals[np.maximum(self.own_row, 0)], 0.0)
+                     + self.extra_of_pair @ duals[self.S:])
+        if phase == 2:
+            constant = constant + self.cost
+        if self.shared_ranking:
+            slot_h = np.broadcast_to(h, (self.n_pairs, self.S))
+            orders = np.broadcast_to(np.argsort(-h, kind="stable").astype(np.int32), (self.n_pairs, self.S))
+        else:
+            slot_h = np.where(self.valid, h[np.maximum(self.successor, 0)], 0.0)
+            orders = np.argsort(np.where(self.valid, -slot_h, np.inf), axis=1, kind="stable").astype(np.int32)
+        vertices = box_vertices(orders, self.lower, self.upper)
+        reduced = constant + (vertices * slot_h).sum(axis=1)
+        reduced[~self.usable] = -np.inf
+        return reduced, orders, vertices
+
+    # -- the whole master -----------------------------------------------------------------------------------------
+
+    def linear_program(self, pool_pairs: np.ndarray, pool_vertices: np.ndarray, block_pairs: np.ndarray,
+                       row_lower: np.ndarray, row_upper: np.ndarray) -> LinearProgram:
+        """The master with the fixed columns, the vertex columns ``(pool_pairs, pool_vertices)`` and a block for
+        each of ``block_pairs``, in phase 2 (artificials held at 0); ``row_lower, row_upper``: the global rows'."""
+        k, n_blocks, width = pool_pairs.size, block_pairs.size, self.W + 1
+        pool = self.column_entries(pool_pairs, pool_vertices)
+        blocks = self.block_entries(block_pairs)
+        offsets = (0, self.n_fixed, self.n_fixed + k)
+        parts = (self._fixed, pool, blocks)
+        rows = np.concatenate([part[0] for part in parts])
+        cols = np.concatenate([part[1] + offset for part, offset in zip(parts, offsets)])
+        values = np.concatenate([part[2] for part in parts])
+        n_rows, n_cols = self.n_global + n_blocks * width, self.n_fixed + k + n_blocks * width
+        col_lower, col_upper = np.zeros(n_cols), np.full(n_cols, np.inf)
+        col_upper[: self.n_art] = 0.0
+        if self.epigraph:
+            col_lower[self.n_art] = -np.inf
+        block_lower = np.tile(np.concatenate([[0.0], np.full(self.W, -np.inf)]), n_blocks)
+        return LinearProgram(ColumnMatrix(rows, cols, values, (n_rows, n_cols)),
+                             np.concatenate([self.fixed_cost, self.cost[pool_pairs], self.block_cost(block_pairs)]),
+                             col_lower, col_upper, np.concatenate([row_lower, block_lower]),
+                             np.concatenate([row_upper, np.zeros(n_blocks * width)]))

@@ -1,0 +1,311 @@
+"""The ``mdp-columns`` backend: occupancy programs by column generation with an MDP solver inside.
+
+A generic LP or conic solver pays for the kernel's ``S²·A`` coefficients in every factorisation of the occupancy
+program. This backend never factorises that matrix: it mixes occupancies of deterministic policies (the vertices of
+the occupancy polytope) in a small master problem, and finds each new vertex by relative value iteration, which
+only multiplies the kernel by vectors (:mod:`.search` states the method and its certificate). What it returns:
+
+* **accuracy**: the objective is certified within ``tolerance · max(1, |f|)`` of the program's optimum (the gap of
+  the master's Lagrangian bound, see :mod:`.masters`); the occupancy is an exact mixture of stationary
+  occupancies (mass and flow rows to rounding, ~1e-12); the constraint rows hold to the master solver's
+  feasibility tolerance (1e-9), relaxed by at most ``feasibility_tolerance`` when phase 1 ends within it;
+* **programs**: the occupancy program (the optimum, PS-CURL's epochs), safe mode's program and its least-violation
+  program. Every other program (UC-CURL's optimistic program, UCRL-CMDP's box program, subclasses) is handed to
+  the ``highs`` backend (LP-representable utilities) or the ``cvxpy`` backend (others), compiled with this
+  backend's options; results name this backend, and their ``solver`` says who solved them;
+* **utilities**: LP-representable ones (the master is an LP on HiGHS, whose duals price the next column), and,
+  when CVXPY is installed, DCP ones (the master is a small conic program; the bound uses their gradients);
+* **warm starts**: the pool's policies and the value iteration's values are kept between solves; after
+  ``program.update(kernel=...)`` the kept policies are re-evaluated on the new kernel and start the new search;
+* **where it stops**: slowly mixing chains (a queue with a long buffer) need many value-iteration sweeps per
+  column; the search then ends at ``max_rounds`` or ``time_limit`` with status ``iteration_limit`` or
+  ``time_limit`` and the gap it had reached — a sparse LP (``highs``) is the better tool there. Multichain models
+  are solved exactly (one column per recurrent class of a policy) and the result's message says the model is
+  multichain.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import time
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ...programs.blocks import Program
+from ...utilities.library import CustomUtility, Utility
+from ..base import Backend, CompiledProgram, RawSolution
+from ..cvxpy import CVXPY_FORMS
+from ..highs.backend import HIGHS_OPTIONS
+from ..options import INTEGER, NONE, NUMBER, Option, positive_integer, string_keys
+from ..results import Status
+from .chains import KernelMatrix, policy_classes
+from .masters import LinearMaster
+from .pool import ColumnPool
+from .problem import TAKEN_PROGRAMS, OccupancyProblem, program_kernel
+from .search import ENDINGS, UNUSED_WEIGHT, ColumnSearch, Outcome, SearchSettings
+
+__all__ = ["MdpColumnsBackend", "CompiledMdpColumns", "STATUS_MAP"]
+
+#: the search's own endings -> statuses (a failed master reports its solver's status)
+STATUS_MAP: dict[str, Status] = dict(ENDINGS)
+
+MULTICHAIN_NOTE = ("the model is multichain: the policy extracted from this occupancy has {count} recurrent classes,"
+                   " so it reaches this occupancy only from some start states (the program's optimum itself is exact:"
+                   " each recurrent class of a policy is its own column)")
+
+
+def _tolerance(value: Any) -> str | None:
+    return None if math.isfinite(float(value)) and 0 < float(value) <= 1e-3 else "it is outside (0, 1e-3]"
+
+
+def _solver_names(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return None
+    return None if all(isinstance(v, str) for v in value) else "every solver must be named by a string"
+
+
+class MdpColumnsBackend(Backend):
+    """Column generation over deterministic policies with a relative-value-iteration oracle (module doc).
+
+    Parameters
+    ----------
+    tolerance : float, default 1e-8
+        Stop when the certified optimality gap is at most ``tolerance · max(1, |objective|)``.
+    feasibility_tolerance : float, default 1e-9
+        Phase 1 accepts a mixture whose largest ``g_m + ε`` is at most this, and proves infeasibility when its bound
+        on the smallest violation exceeds it.
+    max_rounds : int, default 1000
+        The most pricing rounds (master solves) per solve attempt; reaching it gives ``iteration_limit``.
+    max_sweeps : int, default 20000
+        The most value-iteration sweeps per pricing round.
+    max_columns : int, default 200
+        The pool's size above which unused columns are dropped during a search.
+    options : dict, optional
+        HiGHS options of the master LP (and of the ``highs`` backend the other programs go to).
+    solvers, solver_options : optional
+        CVXPY solvers and settings of the conic master (and of the ``cvxpy`` backend), as the cvxpy backend takes
+        them.
+    time_limit, verbose
+        As for every backend (:class:`~curlopt.backends.base.Backend`): the rounds stop once the limit is used up
+        (status ``time_limit``, with the gap reached); ``verbose`` lets the master's solver print.
+    """
+
+    name: ClassVar[str] = "mdp-columns"
+    requires: ClassVar[tuple[str, ...]] = ("highspy",)
+    extra: ClassVar[str] = ""  # highspy is a core dependency; cvxpy (extra "cvxpy") adds the DCP utilities
+    takes: ClassVar[str] = ("LP-representable utilities, and DCP utilities with a gradient when cvxpy is installed"
+                            " (pip install 'curlopt[cvxpy]')")
+    #: ``auto`` never chooses this backend (the module doc says where it pays and where it stops)
+    auto_choice: ClassVar[bool] = False
+    STATUS_MAP: ClassVar[dict[str, Status]] = STATUS_MAP
+    #: the accuracy the backend declares, as :class:`curlopt.testing.Tolerances` fields: the objective is certified
+    #: to ``tolerance`` (1e-8, relative) and the rows hold to the master's 1e-9 (tests/test_mdp_columns.py runs the
+    #: conformance suite with these)
+    ACCURACY: ClassVar[dict[str, float]] = {"objective_rel": 1e-7, "objective_abs": 1e-8, "feasibility": 1e-8}
+    #: LP-representable forms go to the LP master as affine pieces, and every form goes to the conic master as the
+    #: cvxpy backend compiles it (:func:`~curlopt.backends.cvxpy.cvxpy_expression`): its table says what that takes
+    FORMS = CVXPY_FORMS
+    OPTIONS = (
+        Option("tolerance", NUMBER, 1e-8,
+               "Stop when the certified optimality gap is at most tolerance · max(1, |objective|).",
+               "a number in (0, 1e-3]", _tolerance, float),
+        Option("feasibility_tolerance", NUMBER, 1e-9,
+               "Phase 1 accepts a mixture whose rows hold to this, and proves infeasibility beyond it.",
+               "a number in (0, 1e-3]", _tolerance, float),
+        Option("max_rounds", INTEGER, 1000,
+               "The most pricing rounds (master solves) per solve attempt; reaching it gives status iteration_limit.",
+               "an integer >= 1", positive_integer, int),
+        Option("max_sweeps", INTEGER, 20000, "The most value-iteration sweeps per pricing round.",
+               "an integer >= 1", positive_integer, int),
+        Option("max_columns", INTEGER, 200, "The pool's size above which unused columns are dropped during a search.",
+               "an integer >= 1", positive_integer, int),
+        HIGHS_OPTIONS,
+        Option("solvers", (str, list, tuple) + NONE, None,
+               "CVXPY solvers of the conic master, tried in order (default: the cvxpy backend's).",
+               "a CVXPY solver name or a list of them, or None", _solver_names),
+        Option("solver_options", (dict,) + NONE, None,
+               "Per-solver CVXPY settings of the conic master, merged over the cvxpy backend's defaults.",
+               "a dict from CVXPY solver name to a dict of its settings, or None", string_keys),
+    )
+
+    tolerance: float
+    feasibility_tolerance: float
+    max_rounds: int
+    max_sweeps: int
+    max_columns: int
+    options: dict[str, Any]
+    solvers: Any
+    solver_options: Any
+
+    def _configure(self) -> None:
+        from ..highs.backend import highs_options
+
+        self.given_highs_options = dict(self.options or {})  # as given: the delegated highs backend checks them again
+        self.options = highs_options(self, "the mdp-columns backend")
+        self._conic = None
+        if self.solvers is not None or self.solver_options is not None:
+            self._conic = self._conic_backend()  # checks them now, not at the first solve
+        self.settings = SearchSettings(self.tolerance, self.feasibility_tolerance, self.max_rounds, self.max_sweeps,
+                                       self.max_columns)
+
+    def _conic_backend(self):
+        from ..cvxpy import CvxpyBackend
+
+        return CvxpyBackend(solvers=self.solvers, solver_options=self.solver_options)
+
+    @property
+    def conic(self):
+        """The cvxpy backend whose solvers and settings the conic master uses (built on first use)."""
+        if self._conic is None:
+            self._conic = self._conic_backend()
+        return self._conic
+
+    @classmethod
+    def accepts(cls, utility: Utility) -> bool:
+        if utility.is_lp_representable:
+            return True
+        if importlib.util.find_spec("cvxpy") is None:
+            return False
+        from ..cvxpy import can_express
+
+        # the conic master's bound needs a gradient: a custom utility without one cannot give it
+        no_gradient = isinstance(utility, CustomUtility) and getattr(utility, "_gradient", None) is None
+        return can_express(utility) and not no_gradient
+
+    def _compile(self, program: Program) -> CompiledProgram:
+        if type(program) in TAKEN_PROGRAMS:
+            return CompiledMdpColumns(self, program)
+        return DelegatedProgram(self, program)
+
+
+class DelegatedProgram(CompiledProgram):
+    """A program this backend does not solve itself, compiled by the ``highs`` or the ``cvxpy`` backend.
+
+    Results carry this backend's name (the base class fills them); ``solver`` names the backend that solved it.
+    """
+
+    def __init__(self, backend: MdpColumnsBackend, program: Program):
+        super().__init__(backend, program)
+        utilities = [program.objective, *program.constraints]
+        if all(u.is_lp_representable for u in utilities):
+            from ..highs.backend import HighsBackend
+
+            self.delegate = HighsBackend(options=backend.given_highs_options, time_limit=backend.time_limit,
+                                         verbose=backend.verbose)
+        else:
+            self.delegate = backend.conic
+        self.inner = self.delegate.compile(program)
+
+    def _solve(self, with_constraints: bool) -> RawSolution:
+        self.inner._deadline = self._deadline  # the delegate's solver gets what is left of this solve's time limit
+        raw = self.inner._solve(with_constraints)
+        raw.solver = f"{raw.solver} (the {type(self.program).__name__} is delegated to the {self.delegate.name} backend)"
+        return raw
+
+
+class CompiledMdpColumns(CompiledProgram):
+    """One program solved by column generation; the pool of policies and the value-iteration warm starts persist.
+
+    Attributes (diagnostics of the last solve attempt)
+    ---------------------------------------------------
+    last_rounds, last_sweeps, last_columns : int
+        Pricing rounds, value-iteration sweeps, and columns in the pool at the end.
+    last_gap : float
+        The certified optimality gap (NaN when the search ended without one).
+    last_master_time, last_oracle_time, last_evaluation_time : float
+        Seconds in the master, in value iteration, and re-evaluating kept policies on a new kernel.
+    """
+
+    def __init__(self, backend: MdpColumnsBackend, program: Program):
+        super().__init__(backend, program)
+        problem = OccupancyProblem.read(program)
+        self.n_states, self.n_actions = program.model.n_states, program.model.n_actions
+        if all(u.is_lp_representable for _, u in problem.utilities()):
+            self.master: Any = LinearMaster(problem, backend.options)
+        else:
+            from .conic import ConicMaster
+
+            conic = backend.conic
+            self.master = ConicMaster(problem, conic.solver_order, conic.solver_options)
+        self.pool = ColumnPool(self.n_states, self.n_actions)
+        self.kernel: KernelMatrix | None = None
+        self.problem = problem
+        self._kernel_source: Any = None
+        self._version: int | None = None
+        self._values: dict[str, np.ndarray] = {}
+        self.last_rounds = self.last_sweeps = self.last_columns = 0
+        self.last_gap = math.nan
+        self.last_master_time = self.last_oracle_time = self.last_evaluation_time = 0.0
+
+    def _refresh(self) -> None:
+        """Read the program's data when it changed: a new kernel re-evaluates the kept policies on it."""
+        program = self.program
+        if program.version == self._version:
+            return
+        started = time.perf_counter()
+        source = program_kernel(program)
+        if source is not self._kernel_source:
+            self.kernel = KernelMatrix(source, self.n_states, self.n_actions)
+            self._kernel_source = source
+            if len(self.pool):
+                self.pool.reevaluate(self.kernel)
+        self.problem = OccupancyProblem.read(program)
+        self.master.problem = self.problem
+        self.pool.set_signals(self.problem.reward_signals, self.problem.cost_signals)
+        self._version = program.version
+        self.last_evaluation_time = time.perf_counter() - started
+
+    def _solve(self, with_constraints: bool) -> RawSolution:
+        self._refresh()
+        backend: MdpColumnsBackend = self.backend  # type: ignore[assignment]
+        search = ColumnSearch(self.kernel, self.problem, self.pool, self.master, backend.settings,  # type: ignore[arg-type]
+                              float(self.program.epsilon), self.time_left, self._values)
+        if not len(self.pool):
+            search.seed()
+        outcome, notes = self._search(search, with_constraints)
+        x = None
+        if outcome.status.has_solution and outcome.weights is not None:
+            rho = self.pool.occupancy(outcome.weights)
+            x = self.problem.solution_vector(self.program, rho)
+            count = policy_classes(self.kernel, rho)  # type: ignore[arg-type]
+            if count > 1:
+                notes.append(MULTICHAIN_NOTE.format(count=count))
+        self._remember(search, outcome)
+        message = "; ".join(filter(None, [outcome.message, *notes]))
+        solver = f"column generation ({self.master.solver} master, relative value iteration)"
+        return RawSolution(outcome.status, x, search.rounds, solver, message, search.master_time + search.oracle_time)
+
+    def _search(self, search: ColumnSearch, with_constraints: bool) -> tuple[Outcome, list[str]]:
+        """Phase 1 when the pool cannot satisfy the rows, then the objective's search."""
+        problem = self.problem
+        if problem.least_violation:
+            return search.run("violation"), []
+        if not (with_constraints and problem.constraints):
+            return search.run("unconstrained"), []
+        outcome = search.run("objective")
+        if outcome.status is not Status.INFEASIBLE:
+            return outcome, []
+        phase1 = search.run("violation", feasibility=True)
+        if not phase1.status.has_solution:
+            return phase1, []
+        notes = []
+        violation = -search.value(phase1.weights, "violation")  # type: ignore[arg-type]
+        if violation > 0:  # within the feasibility tolerance: the rows are relaxed by that much
+            search.epsilon -= violation
+            notes.append(f"the constraint rows hold to {violation:.2g} (feasibility tolerance"
+                         f" {search.settings.feasibility_tolerance:g})")
+        outcome = search.run("objective")
+        if outcome.status is Status.INFEASIBLE:
+            outcome = Outcome(Status.NUMERICAL_ERROR, gap=outcome.gap, message="the master found no feasible"
+                              f" mixture although phase 1 did ({outcome.message})")
+        return outcome, notes
+
+    def _remember(self, search: ColumnSearch, outcome: Outcome) -> None:
+        """Keep the solution's columns for the next solve (all of them when the search ended without one)."""
+        if outcome.weights is not None and np.any(outcome.weights > UNUSED_WEIGHT):
+            self.pool.keep(outcome.weights > UNUSED_WEIGHT)
+        self.last_rounds, self.last_sweeps, self.last_columns = search.rounds, search.sweeps, len(self.pool)
+        self.last_gap = outcome.gap
+        self.last_master_time, self.last_oracle_time = search.master_time, search.oracle_time
