@@ -159,7 +159,7 @@ def _auxiliary_backend(utility: Utility, model: CMDP) -> str:
 
 
 def _kernel_nonzeros(model: CMDP) -> int:
-    return model.nnz if model.sparse else int(np.count_nonzero(model.kernel))
+    return model.nnz if model.sparse else int(np.count_nonzero(np.asarray(model.kernel)))
 
 
 def slater_margin(model: CMDP, backend: Any = None) -> SlaterMargin:
@@ -229,7 +229,7 @@ def slater_margin(model: CMDP, backend: Any = None) -> SlaterMargin:
 def _require_kernel(model: Any) -> None:
     if not isinstance(model, CMDP):
         raise ModelError(f"model must be a curlopt CMDP, got {type(model).__name__}.")
-    if not model.sparse and model.kernel is None:
+    if not model.has_kernel:
         raise ModelError(f"model {model.name!r} has no kernel; the diagnostics need the transition kernel.")
 
 

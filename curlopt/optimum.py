@@ -6,10 +6,10 @@ from typing import Any
 
 from .backends.base import Backend
 from .backends.registry import resolve_backend
+from .backends.results import SolveResult
 from .errors import ProgramError
 from .models.cmdp import CMDP
 from .programs.occupancy import OccupancyProgram
-from .backends.results import SolveResult
 
 __all__ = ["solve_optimum"]
 
@@ -36,7 +36,7 @@ def solve_optimum(model: CMDP, backend: str | Backend = "auto", epsilon: float =
     """
     if not isinstance(model, CMDP):
         raise ProgramError(f"solve_optimum needs a curlopt CMDP, got {type(model).__name__}.")
-    if not model.sparse and model.kernel is None:  # a sparse model's dense view is never built here
+    if not model.has_kernel:
         raise ProgramError(f"model {model.name!r} has no kernel; the optimum needs the true transition kernel.")
     program = OccupancyProgram(model, epsilon=epsilon)
     utilities = (model.objective, *model.constraints)

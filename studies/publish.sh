@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ALL=(queue-radius-tightness scheduler-unreached primal-dual-scale primal-dual-scale-short linear-trigger-rules safe-mode-queue safe-mode-ablation safe-mode-random safe-mode-scheduler reproduce-queue reproduce-scheduler)
+ALL=(queue-radius-tightness scheduler-unreached primal-dual-scale primal-dual-scale-short linear-trigger-rules safe-mode-queue safe-mode-ablation safe-mode-random safe-mode-scheduler reproduce-queue reproduce-queue-reduced reproduce-scheduler)
 NAMES=("${@:-${ALL[@]}}")
 
 publish() {  # publish NAME RESULTS_DIR
@@ -29,6 +29,10 @@ for name in "${NAMES[@]}"; do
         reproduce-queue)
             curlopt reproduce queue --full --seeds 10 --out results/queue
             publish "$name" results/queue ;;
+        reproduce-queue-reduced)
+            # the README's main job as a newcomer runs it: the reduced scale, safe mode beside the paper's agents
+            curlopt reproduce queue --out results/queue-reduced
+            publish "$name" results/queue-reduced ;;
         reproduce-scheduler)
             # UC-CURL with linear epochs is left out here: ~500 conic solves per 5·10^4 steps at 0.3-0.7 s each.
             curlopt reproduce scheduler --steps 200000 --seeds 5 \

@@ -171,8 +171,12 @@ def test_a_garbage_file_is_reported_and_rerun(tmp_path):
 def test_the_full_profile_is_the_papers_experiments():
     # the paper's simulations: the queue at T = 5·10^5 over 50 seeds, the scheduler at T = 5·10^5 over 10 seeds
     queue, scheduler = EXPERIMENTS["queue"], EXPERIMENTS["scheduler"]
-    assert [a.key for a in queue.algorithms] == ["uc-curl-doubling", "uc-curl-linear", "ps-curl-doubling",
-                                                 "ps-curl-linear", "ucrl-cmdp", "primal-dual"]
+    paper_keys = ["uc-curl-doubling", "uc-curl-linear", "ps-curl-doubling", "ps-curl-linear", "ucrl-cmdp", "primal-dual"]
+    assert [a.key for a in queue.algorithms if not a.extra] == paper_keys
+    # safe mode runs beside them, the one extra, labelled as the toolkit's own
+    assert [(a.key, a.agent) for a in queue.algorithms if a.extra] == [("safe-curl", "safe-curl")]
+    assert [a.key for a in scheduler.algorithms if a.extra] == ["safe-curl"]
+    assert all("not in the paper" in a.label for a in queue.algorithms + scheduler.algorithms if a.extra)
     assert (queue.full.steps, queue.full.seeds, scheduler.full.steps, scheduler.full.seeds) == (500_000, 50, 500_000, 10)
     assert queue.backend == "highs" and scheduler.backend == "cvxpy"
     assert [s.build().n_constraints for s in scheduler.settings] == [1, 0]
@@ -239,6 +243,12 @@ def test_the_profiles_set_the_options_the_paper_states_and_the_analysis_uses():
     assert options["primal-dual"] == {"scale": True}
     assert paper.profile["name"] == "paper" and paper.default_out == Path("results/queue")
     assert any("silent" in note and "unreached=uniform" in note for note in paper.profile["notes"])
+    # the extra runs at its own defaults: the profile's (the paper's) options are not given to it
+    assert options["safe-curl"] == {"backend": "highs", "trigger": "linear", "tightness_constant": 1}
+    assert any(note.startswith("Safe mode (ours") for note in paper.profile["notes"])
+    # the reduced scale says what it does not show; the published scale does not need to
+    assert any("T = 500,000" in note and "--full" in note for note in paper.profile["notes"])
+    assert not any("--full" in note for note in experiment_study("queue", full=True)[0].profile["notes"])
 
     analysis, _ = experiment_study("queue", profile="analysis")
     assert _options(analysis)["uc-curl-linear"]["radius"] == "analysis"

@@ -165,6 +165,7 @@ def test_warnings_of_pool_workers_print_once_as_one_warning_line(capfd):
     _check_one_warning_line(*_run_in_workers(executor, capfd))
 
 
+@pytest.mark.slow  # a local Ray starts and stops: most of this test's time
 def test_warnings_of_ray_workers_print_once_as_one_warning_line(capfd):
     pytest.importorskip("ray")
     from curlopt.experiments.executors import RayExecutor

@@ -25,6 +25,7 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..backends import Backend, resolve_backend
 from ..errors import AgentError, BackendOptionError, CurloptError
@@ -33,6 +34,8 @@ from ..programs.tightness import EPSILON_MAX, TIGHTNESS_CONSTANT_MAX, tightness
 from ..programs.blocks import Program
 from ..backends.results import SolveResult
 from ..programs.policy import check_unreached, extract_policy
+from ..programs.support import Support
+from .estimates import agent_support, program_support, row_sums
 from .triggers import EpochTrigger, make_trigger, trigger_rule
 
 __all__ = ["Agent", "EpochPlan", "PlanSource", "ProgramAgent"]
@@ -90,16 +93,34 @@ class Agent(ABC):
     seed : int or numpy.random.SeedSequence, optional
         Seed of the agent's own randomness (posterior samples); the learning loop
         reseeds it from the run's seed.
+    support : {"model", "full"}, default "model"
+        The successors the agent considers possible, on which it keeps its counts and estimates
+        (:mod:`curlopt.agents.estimates`): the model's declared ones (the stored transitions of a model
+        stored sparse; every successor for a model stored dense) or every successor (refused for a
+        sparse-stored model above :data:`~curlopt.agents.estimates.FULL_SUPPORT_LIMIT` entries S·A·S).
+
+    Attributes
+    ----------
+    support : Support
+        The support the counts live on (:class:`curlopt.programs.support.Support`).
+    counts
+        ``n(s,a,s')``: an (S, A, S) array on the dense support, else a CSR (S·A, S) matrix (:attr:`entry_counts`
+        holds the numbers).
     """
 
     name: ClassVar[str] = "agent"
     #: baselines that must know the horizon T up front set this
     needs_horizon: ClassVar[bool] = False
 
-    def __init__(self, model: CMDP, trigger: str | EpochTrigger = "doubling", seed: Any = None):
+    def __init__(self, model: CMDP, trigger: str | EpochTrigger = "doubling", seed: Any = None,
+                 support: str = "model"):
         if not isinstance(model, CMDP):
             raise CurloptError(f"an agent needs a curlopt CMDP model, got {type(model).__name__}.")
         self.model = model
+        self.support_choice = support
+        self.support: Support = agent_support(model, support, self.name)
+        # The support's entries as sorted keys pair·S + successor, to place an epoch's transitions.
+        self._entry_keys = None if self.support.is_dense else self.support.pairs * model.n_states + self.support.successors
         self.trigger = make_trigger(trigger)
         self._seed = seed
         self.reset(seed)
@@ -111,7 +132,7 @@ class Agent(ABC):
     def reset(self, seed: Any = None) -> None:
         """Forget all data and reseed (the loop calls this at the start of a run)."""
         S, A = self.model.n_states, self.model.n_actions
-        self.counts = np.zeros((S, A, S))
+        self._counts = np.zeros((S, A, S)) if self.support.is_dense else np.zeros(self.support.nnz)
         self.previous_epoch_visits = np.zeros((S, A))
         self.policy: np.ndarray | None = None
         self.epoch = 0
@@ -129,9 +150,34 @@ class Agent(ABC):
             reset_trigger()
 
     @property
+    def counts(self) -> Any:
+        """``n(s,a,s')`` before the current epoch: the (S, A, S) array itself on the dense support, else a CSR
+        (S·A, S) matrix built from :attr:`entry_counts` (zeros dropped)."""
+        if self.support.is_dense:
+            return self._counts
+        matrix = self.support.matrix(self._counts)
+        matrix.eliminate_zeros()
+        return matrix
+
+    @counts.setter
+    def counts(self, value: Any) -> None:
+        self._counts = self._on_support(value, "counts")
+
+    @property
+    def entry_counts(self) -> np.ndarray:
+        """``n(s,a,s')`` at each support entry, shape (nnz,) in the support's CSR order (a flat view of the
+        (S, A, S) array on the dense support)."""
+        return self._counts.reshape(-1)
+
+    @property
     def visits(self) -> np.ndarray:
         """``N(s,a)``: visits before the current epoch."""
-        return self.counts.sum(axis=2)
+        return row_sums(self.support, self._counts)
+
+    @property
+    def program_support(self) -> Any:
+        """The ``support=`` argument for the agent's programs (:func:`curlopt.agents.estimates.program_support`)."""
+        return program_support(self.model, self.support)
 
     def begin_epoch(self, time: int) -> EpochPlan:
         """Plan the epoch starting at step ``time`` (``t_e``, counted from 1)."""
@@ -143,19 +189,85 @@ class Agent(ABC):
         """The trigger's per-pair thresholds and maximum length for the epoch starting at ``time``."""
         return self.trigger.limits(self.visits, self.previous_epoch_visits, time)
 
-    def end_epoch(self, transitions: np.ndarray, reward_sum: np.ndarray, cost_sum: np.ndarray, steps: int) -> None:
-        """Learn from the epoch: its transition counts (S, A, S) and summed signals."""
-        self.counts += transitions
-        self.previous_epoch_visits = transitions.sum(axis=2)
+    def transition_counts(self, pairs: np.ndarray, next_states: np.ndarray) -> Any:
+        """An epoch's transitions, the visited pairs ``s·A + a`` and their next states, counted in the form
+        :meth:`end_epoch` takes best: an (S, A, S) float array on the dense support, else a CSR (S·A, S)
+        matrix of the transitions seen (the learning loop hands each epoch over this way)."""
+        S, A = self.model.n_states, self.model.n_actions
+        pairs, next_states = np.asarray(pairs, dtype=np.int64), np.asarray(next_states, dtype=np.int64)
+        if self.support.is_dense:
+            return np.bincount(pairs * S + next_states, minlength=S * A * S).reshape(S, A, S).astype(float)
+        # duplicates are summed when the matrix is built: counts of integers, exact
+        return sp.csr_array((np.ones(pairs.size), (pairs, next_states)), shape=(S * A, S))
+
+    def end_epoch(self, transitions: Any, reward_sum: np.ndarray, cost_sum: np.ndarray, steps: int) -> None:
+        """Learn from the epoch: its transition counts and summed signals.
+
+        ``transitions`` is an (S, A, S) array or a scipy sparse (S·A, S) matrix (row ``s·A + a``), e.g. from
+        :meth:`transition_counts`; on a sparse support it must be zero outside the support.
+
+        Raises
+        ------
+        AgentError
+            For a transition outside the agent's support (naming the pair and the successor).
+        """
+        if self.support.is_dense and not sp.issparse(transitions):
+            self._counts += transitions
+            self.previous_epoch_visits = transitions.sum(axis=2)
+        else:
+            epoch = self._on_support(transitions, "an epoch's transitions")
+            self._counts += epoch
+            self.previous_epoch_visits = row_sums(self.support, epoch)
         self.epoch += 1
+
+    def _on_support(self, data: Any, name: str) -> np.ndarray:
+        """``data`` (an (S, A, S) array or a sparse (S·A, S) matrix) in the agent's form: an (S, A, S) float array
+        on the dense support, else its values at the support's entries, shape (nnz,)."""
+        S, A = self.model.n_states, self.model.n_actions
+        if self.support.is_dense:
+            dense = data.toarray() if sp.issparse(data) else np.array(data, dtype=float)
+            if dense.size != S * A * S:
+                raise AgentError(f"{self.name}: {name} must have shape (S, A, S) = ({S}, {A}, {S}) or, sparse,"
+                                 f" (S·A, S) = ({S * A}, {S}), got {np.shape(data)}.")
+            return dense.reshape(S, A, S).astype(float)
+        if sp.issparse(data):
+            matrix = sp.csr_array(data, dtype=float)
+            if matrix.shape != (S * A, S):
+                raise AgentError(f"{self.name}: {name} must be a sparse (S·A, S) = ({S * A}, {S}) matrix, got"
+                                 f" {matrix.shape}.")
+            matrix.sum_duplicates()
+            rows = np.repeat(np.arange(S * A, dtype=np.int64), np.diff(matrix.indptr))
+            columns, values = matrix.indices.astype(np.int64), matrix.data
+        else:
+            dense = np.asarray(data, dtype=float).reshape(S * A, S)
+            rows, columns = np.nonzero(dense)
+            values = dense[rows, columns]
+        keys = rows * S + columns
+        at = np.minimum(np.searchsorted(self._entry_keys, keys), self.support.nnz - 1)
+        outside = (self._entry_keys[at] != keys) & (values != 0)
+        if np.any(outside):
+            first = int(np.argmax(outside))
+            s, a = divmod(int(rows[first]), A)
+            raise AgentError(
+                f"{self.name}: {name} has the transition (s, a) = ({s}, {a}) -> {int(columns[first])}, outside the"
+                f" agent's support ({self.support_choice!r}: the transitions model {self.model.name!r} declares);"
+                " the environment does not follow the model the agent was given, or its support is too narrow:"
+                " use support='full'."
+            )
+        entries = np.zeros(self.support.nnz)
+        np.add.at(entries, at, values)
+        return entries
 
     @abstractmethod
     def _plan(self, time: int) -> EpochPlan:
         """Compute the epoch's policy."""
 
     def describe(self) -> dict[str, Any]:
-        """Options that identify the agent in a trace."""
-        return {"agent": self.name, "trigger": self.trigger_name, "trigger_rule": trigger_rule(self.trigger)}
+        """Options that identify the agent in a trace (``support`` for a model stored sparse, where it matters)."""
+        out = {"agent": self.name, "trigger": self.trigger_name, "trigger_rule": trigger_rule(self.trigger)}
+        if self.model.sparse:
+            out["support"] = self.support_choice
+        return out
 
 
 class ProgramAgent(Agent):
@@ -167,8 +279,9 @@ class ProgramAgent(Agent):
 
     Writing an agent on it takes two methods:
 
-    * ``_build_program(self) -> Program``: the program, built from ``self.model``
-      (called once, after the base class has set ``self.counts`` and ``self.rng``);
+    * ``_build_program(self) -> Program``: the program, built from ``self.model`` on the
+      agent's support (``support=self.program_support``; called once, after the base class
+      has set ``self.support``, ``self.counts`` and ``self.rng``);
     * ``_update_program(self, time, epsilon)``: push the data of the epoch starting at
       step ``time`` into ``self.program`` with ``self.program.update(...)`` (e.g. a
       kernel estimated from ``self.counts``, and the tightness ``epsilon``).
@@ -201,6 +314,9 @@ class ProgramAgent(Agent):
         The agent's own seed.
     unreached : {"uniform", "safe"}, default "uniform"
         The policy in states the plan's occupancy does not reach.
+    support : {"model", "full"}, default "model"
+        The successors the agent's counts, estimates and programs allow (see :class:`Agent`); build the
+        program on :attr:`program_support`.
     **backend_options
         Passed to the backend when ``backend`` is a name.
 
@@ -222,6 +338,7 @@ class ProgramAgent(Agent):
         horizon_lower_bound: float | None = None,
         seed: Any = None,
         unreached: str = "uniform",
+        support: str = "model",
         **backend_options: Any,
     ):
         self.unreached = check_unreached(unreached, AgentError)
@@ -239,7 +356,7 @@ class ProgramAgent(Agent):
             raise CurloptError(f"horizon_lower_bound (T_l) must be a number >= 1 or None, got {horizon_lower_bound!r}.")
         self.tightness_constant = float(tightness_constant)
         self.horizon_lower_bound = horizon_lower_bound
-        super().__init__(model, trigger, seed)
+        super().__init__(model, trigger, seed, support)
         if backend_options and isinstance(backend, Backend):
             raise AgentError(
                 f"{self.name} does not take option(s) {sorted(backend_options)} (extra options are passed to the"

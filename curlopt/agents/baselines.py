@@ -23,6 +23,7 @@ from ..models.cmdp import CMDP
 from ..programs.optimistic import BoxOptimisticProgram
 from ..programs.blocks import Program
 from .base import Agent, EpochPlan, PlanSource, ProgramAgent
+from .estimates import FULL_SUPPORT_LIMIT
 from .triggers import FixedLengthTrigger
 
 __all__ = ["UcrlCmdp", "PrimalDual", "UnsupportedModelError", "fixed_epoch_length", "relative_values"]
@@ -147,6 +148,11 @@ class UcrlCmdp(ProgramAgent):
     unreached : {"uniform", "safe"}, default "uniform"
         The policy in states the plan's occupancy does not reach, as for
         :class:`~curlopt.agents.UcCurl` (:func:`curlopt.programs.policy.extract_policy`).
+    support : {"model", "full"}, default "model"
+        The successors the boxes allow (:mod:`curlopt.agents.estimates`): those the model declares (the
+        stored transitions of a model stored sparse; every successor of a model stored dense), or every
+        successor (refused above :data:`~curlopt.agents.estimates.FULL_SUPPORT_LIMIT` entries S·A·S for a
+        sparse-stored model).
     **backend_options
         Passed to the backend when ``backend`` is a name.
 
@@ -163,7 +169,7 @@ class UcrlCmdp(ProgramAgent):
 
     def __init__(self, model: CMDP, horizon: float | None = None, backend: str | Backend = "highs",
                  epoch_exponent: float = 1 / 3, seed: Any = None, unreached: str = "uniform",
-                 **backend_options: Any):
+                 support: str = "model", **backend_options: Any):
         _refuse_options(self.name, backend_options, {
             **_NO_RADIUS, "radius": "its confidence sets are per-entry boxes, not an L1 ball (radius is an option of"
                                     " uc-curl)"})
@@ -174,10 +180,10 @@ class UcrlCmdp(ProgramAgent):
             raise AgentError(f"{self.name}: epoch_exponent must lie in [0, 1], got {epoch_exponent!r}.")
         self.epoch_length = fixed_epoch_length(self.horizon, self.epoch_exponent)
         super().__init__(model, backend, FixedLengthTrigger(self.epoch_length), 0.0, None, seed, unreached,
-                         **backend_options)
+                         support=support, **backend_options)
 
     def _build_program(self) -> Program:
-        return BoxOptimisticProgram(self.model, self.horizon)
+        return BoxOptimisticProgram(self.model, self.horizon, support=self.program_support)
 
     def _update_program(self, time: int, epsilon: float) -> None:
         self.program.update(counts=self.counts, time=time, epsilon=epsilon)
@@ -264,6 +270,9 @@ class PrimalDual(Agent):
       path or through an unvisited pair);
     * the bias is normalised by ``h(0) = 0`` (irrelevant to the update, see
       :func:`relative_values`);
+    * ``P^`` is over every successor (the full support of :mod:`curlopt.agents.estimates`), dense
+      (S, A, S), and the Poisson equation is solved dense: a model stored sparse is taken up to
+      :data:`~curlopt.agents.estimates.FULL_SUPPORT_LIMIT` entries S·A·S and refused above;
     * constraints: the method is stated for one constraint ``ζ <= τ_c`` on one cost. A
       linear constraint ``g_m(ζ) = w_m·ζ - b_m`` is used as the cost
       ``c_m = (w_m/|w_m|_1)·c`` with threshold ``τ_m = b_m/|w_m|_1``; for one cost
@@ -323,7 +332,8 @@ class PrimalDual(Agent):
     Raises
     ------
     UnsupportedModelError
-        For a non-linear objective or constraint, or a constraint that ignores every cost.
+        For a non-linear objective or constraint, a constraint that ignores every cost, or a model stored
+        sparse above :data:`~curlopt.agents.estimates.FULL_SUPPORT_LIMIT` entries S·A·S.
     AgentError
         For an invalid option, or an option of the program-solving agents.
     """
@@ -348,6 +358,7 @@ class PrimalDual(Agent):
             raise AgentError(f"{agent}: scale must be True or False, got {scale!r}.")
         self.scale = bool(scale)
         reward_weights, constraints = _linear_pieces(model, agent)
+        _dense_estimates(model, agent)
         self.horizon = _horizon(horizon, agent)
         self.theta = _number(theta, "theta (θ)", agent, minimum=0.0, strict=True)
         self.eta = _number(eta, "eta (η)", agent, minimum=0.0, strict=True)
@@ -393,7 +404,7 @@ class PrimalDual(Agent):
         self.costs = np.einsum("mi,isa->msa", self.cost_weights, cost_signals).reshape(M, S, A)
         #: thresholds ``τ_m = b_m/|w_m|_1`` in the agent's units, shape (M,)
         self.thresholds = np.array(thresholds, dtype=float)
-        super().__init__(model, FixedLengthTrigger(self.episode_length), seed)
+        super().__init__(model, FixedLengthTrigger(self.episode_length), seed, support="full")
 
     def reset(self, seed: Any = None) -> None:
         super().reset(seed)
@@ -459,6 +470,17 @@ class PrimalDual(Agent):
         return {**super().describe(), "horizon": self.horizon, "theta": self.theta, "eta": self.eta,
                 "slack": self.slack, "dual_cap": self.dual_cap, "bonus": self.bonus,
                 "episode_length": self.episode_length, "scale": self.scale}
+
+
+def _dense_estimates(model: CMDP, agent: str) -> None:
+    """Refuse a sparse-stored model too large for dense (S, A, S) estimates (the full support)."""
+    S, A = model.n_states, model.n_actions
+    if model.sparse and S * A * S > FULL_SUPPORT_LIMIT:
+        raise UnsupportedModelError(
+            f"{agent} estimates a dense kernel (S, A, S) and solves dense Poisson equations, {S * A * S:,} entries"
+            f" for model {model.name!r} (S={S}, A={A}), more than the limit of {FULL_SUPPORT_LIMIT:,}; use"
+            " uc-curl, ps-curl or safe-curl, which keep their estimates on the model's declared transitions."
+        )
 
 
 def _fmt(vector: np.ndarray) -> str:

@@ -13,6 +13,7 @@ from ..programs.optimistic import OptimisticProgram, check_radius
 from ..programs.blocks import Program
 from ..programs.safe import SafeProgram
 from .base import ProgramAgent
+from .estimates import posterior_kernel, sample_posterior_kernel
 from .safe_sizing import constraint_scales, lipschitz_bounds
 from .triggers import EpochTrigger
 
@@ -23,25 +24,6 @@ MARGINS = ("absolute", "range")
 
 #: the largest Dirichlet prior α0 PS-CURL takes
 MAX_PRIOR = 1e6
-
-
-def sample_posterior_kernel(rng: np.random.Generator, concentration: np.ndarray) -> np.ndarray:
-    """One draw ``P~(·|s,a) ~ Dirichlet(concentration[s,a,·])`` for every pair (normalised Gamma draws).
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-    concentration : ndarray, shape (S, A, S)
-        The posterior's parameters, ``prior + n(s,a,s')`` (all > 0).
-    """
-    draws = rng.standard_gamma(concentration)
-    totals = draws.sum(axis=2, keepdims=True)
-    # A row of all-zero Gamma draws has probability ~0 for prior >= 1e-3; guard anyway.
-    empty = totals[..., 0] <= 0
-    if np.any(empty):
-        draws[empty] = 1.0
-        totals = draws.sum(axis=2, keepdims=True)
-    return draws / totals
 
 
 class UcCurl(ProgramAgent):
@@ -77,13 +59,19 @@ class UcCurl(ProgramAgent):
         (:func:`curlopt.programs.policy.extract_policy`): uniform over actions, or uniform
         over the actions that least increase the constraints, linearised at the
         plan (uniform for a model without constraints).
+    support : {"model", "full"}, default "model"
+        The successors the optimistic kernels may use (:mod:`curlopt.agents.estimates`). ``model``:
+        those the model declares (the stored transitions of a model stored sparse; every successor of
+        a model stored dense), so the L1 ball holds only kernels on them. ``full``: every successor, the
+        paper's ball (on a sparse-stored model the agent then plays as on its dense copy; refused above
+        :data:`~curlopt.agents.estimates.FULL_SUPPORT_LIMIT` entries S·A·S).
     **backend_options
         Passed to the backend when ``backend`` is a name.
 
     Raises
     ------
     AgentError
-        For an unknown ``radius`` or ``unreached``, or a ``radius_scale`` that is
+        For an unknown ``radius``, ``unreached`` or ``support``, or a ``radius_scale`` that is
         not a finite number >= 0 (the message names the option and what it takes).
     """
 
@@ -92,14 +80,15 @@ class UcCurl(ProgramAgent):
     def __init__(self, model, backend: str | Backend = "auto", trigger: str | EpochTrigger = "doubling",
                  tightness_constant: float = 1.0, horizon_lower_bound: float | None = None, seed: Any = None,
                  radius: str = "analysis", radius_scale: float = 1.0, unreached: str = "uniform",
-                 **backend_options: Any):
+                 support: str = "model", **backend_options: Any):
         # Checked before the base class builds the program, which reads them.
         self.radius, self.radius_scale = check_radius(radius, radius_scale, AgentError)
         super().__init__(model, backend, trigger, tightness_constant, horizon_lower_bound, seed, unreached,
-                         **backend_options)
+                         support=support, **backend_options)
 
     def _build_program(self) -> Program:
-        return OptimisticProgram(self.model, radius=self.radius, radius_scale=self.radius_scale)
+        return OptimisticProgram(self.model, radius=self.radius, radius_scale=self.radius_scale,
+                                 support=self.program_support)
 
     def _update_program(self, time, epsilon):
         self.program.update(counts=self.counts, time=time, epsilon=epsilon)
@@ -129,6 +118,12 @@ class PsCurl(ProgramAgent):
         unit (:func:`curlopt.agents.safe_sizing.constraint_scales`; for a linear ``g_m = w·ζ - b``,
         ``Σ_i |w_i| range(c_i)``), which makes the agent invariant to the costs' units. It needs a
         slope bound of every ``g_m`` (affine pieces, norms, convex quadratics).
+    support : {"model", "full"}, default "model"
+        The successors a posterior draw spreads over (:mod:`curlopt.agents.estimates`). ``model``: those
+        the model declares (the stored transitions of a model stored sparse; every successor of a model
+        stored dense), so the prior α0 goes to each declared successor and none to the others. ``full``:
+        every successor, the paper's draw (on a sparse-stored model the agent then plays as on its dense
+        copy; refused above :data:`~curlopt.agents.estimates.FULL_SUPPORT_LIMIT` entries S·A·S).
 
     PS-CURL has no confidence radius: ``radius`` and ``radius_scale`` are refused
     with an :class:`~curlopt.errors.AgentError`.
@@ -138,7 +133,7 @@ class PsCurl(ProgramAgent):
 
     def __init__(self, model, backend="auto", trigger="doubling", tightness_constant=1.0,
                  horizon_lower_bound=None, seed=None, prior: float = 1.0, unreached: str = "uniform",
-                 margin: str = "absolute", **backend_options):
+                 margin: str = "absolute", support: str = "model", **backend_options):
         for key in ("radius", "radius_scale"):
             if key in backend_options:
                 raise AgentError(
@@ -152,19 +147,22 @@ class PsCurl(ProgramAgent):
         #: ``s_m`` of each constraint with ``margin="range"`` (None with the absolute margin)
         self.margin_scales = _margin_scales(model, margin)
         super().__init__(model, backend, trigger, tightness_constant, horizon_lower_bound, seed, unreached,
-                         **backend_options)
+                         support=support, **backend_options)
 
-    def sample_kernel(self) -> np.ndarray:
-        """One posterior draw of the whole kernel (see :func:`sample_posterior_kernel`)."""
-        return sample_posterior_kernel(self.rng, self.prior + self.counts)
+    def sample_kernel(self) -> Any:
+        """One posterior draw of the whole kernel on the agent's support: an (S, A, S) array on the dense
+        support, else a CSR (S·A, S) matrix (see :func:`curlopt.agents.estimates.posterior_kernel`)."""
+        return posterior_kernel(self.rng, self.support, self.entry_counts.reshape(self.support.shape), self.prior)
 
     def _build_program(self) -> Program:
         S, A = self.model.n_states, self.model.n_actions
+        # uniform rows until the first draw (over each pair's allowed successors on a sparse support)
+        uniform = np.full((S, A, S), 1.0 / S) if self.support.is_dense else self.support.uniform()
         if self.margin_scales is not None:
             # One margin per constraint: safe mode's program with no bonus and constant penalty weights ε s_m,
             # which add exactly ε s_m to row m (Σ ρ = 1); the program's own scalar ε stays 0.
-            return SafeProgram(self.model, kernel=np.full((S, A, S), 1.0 / S))
-        return OccupancyProgram(self.model, kernel=np.full((S, A, S), 1.0 / S))
+            return SafeProgram(self.model, kernel=uniform, support=self.program_support)
+        return OccupancyProgram(self.model, kernel=uniform, support=self.program_support)
 
     def _update_program(self, time, epsilon):
         kernel = self.sample_kernel()

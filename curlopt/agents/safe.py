@@ -34,10 +34,10 @@ from ..programs.blocks import Program
 from ..programs.optimistic import check_radius
 from ..backends.results import Status
 from ..programs.safe import LeastViolationProgram, SafeProgram
-from .safe_sizing import (bias_spans, constraint_scales, lipschitz_bounds, mixing_factor, plug_in_kernel,
-    posterior_uncertainty, radius_uncertainty)
+from .safe_sizing import bias_spans, constraint_scales, lipschitz_bounds, mixing_factor
 from .base import EpochPlan, PlanSource, ProgramAgent
-from .curl import MAX_PRIOR, sample_posterior_kernel
+from .curl import MAX_PRIOR
+from .estimates import plug_in_estimate, posterior_kernel, posterior_width, radius_width
 from .triggers import EpochTrigger
 
 __all__ = ["SafeCurl", "KERNELS", "FALLBACKS", "SIZINGS", "MARGINS", "DEFAULT_PENALTY", "DEFAULT_BONUS"]
@@ -54,8 +54,9 @@ MARGINS = ("range", "absolute")
 #: units, a penalty cost regret on every family of docs/safe-mode.md and no family needed it to keep C(T) = 0.
 #: The plug-in kernel keeps its multiplier, not measured again since the margin and the sizing changed.
 DEFAULT_PENALTY = {"plug-in": 0.03, "posterior": 0.0}
-#: the bonus multiplier: chosen on the design families of docs/safe-mode.md (0.1, 0.25 and 0.5 tried)
-DEFAULT_BONUS = 0.25
+#: the bonus multiplier: of 0.1, 0.25 and 0.5 (each with and without a penalty, with both sizings) the one candidate
+#: that kept C(T) = 0 and stayed within 1.2 times the best safe alternative on every design family of docs/safe-mode.md
+DEFAULT_BONUS = 0.1
 #: the largest bonus or penalty multiplier taken (far beyond any useful value; keeps coefficients finite)
 MAX_MULTIPLIER = 1e6
 
@@ -93,7 +94,7 @@ class SafeCurl(ProgramAgent):
         The L1 radius for ``kernel="plug-in"``; ``radius_scale`` multiplies it. ``u`` is capped at 2.
     prior : float, default 1
         The Dirichlet prior for ``kernel="posterior"``.
-    bonus : float, default 0.25
+    bonus : float, default 0.1
         Multiplier of the exploration bonus (0 switches it off; :data:`DEFAULT_BONUS`).
     penalty : float, optional
         Multiplier of the constraint penalty (0 switches it off; then the margin ``ε s_m`` alone
@@ -124,6 +125,14 @@ class SafeCurl(ProgramAgent):
         agent plays the same policies whatever the units of the costs and, for a linear f, of the
         rewards), or as the number ε itself (``absolute``, as the paper's agents; what safe mode did
         before this option existed).
+    support : {"model", "full"}, default "model"
+        The successors the estimated kernel and ``u`` range over (:mod:`curlopt.agents.estimates`):
+        those the model declares (the stored transitions of a model stored sparse; every successor of a
+        model stored dense), or every successor (refused above
+        :data:`~curlopt.agents.estimates.FULL_SUPPORT_LIMIT` entries S·A·S for a sparse-stored model). On
+        a sparse support the posterior draw and its width are over each pair's declared successors, the
+        plug-in kernel's unvisited rows are uniform over them, and the plug-in radius counts them in
+        place of S (:func:`curlopt.agents.estimates.support_radius`).
 
     Raises
     ------
@@ -138,7 +147,7 @@ class SafeCurl(ProgramAgent):
                  kernel: str = "posterior", radius: str = "experiment", radius_scale: float = 1.0,
                  prior: float = 1.0, bonus: float = DEFAULT_BONUS, penalty: float | None = None, sizing: str = "range",
                  cost_lipschitz: Any = None, fallback: str = "least-violation", unreached: str = "safe",
-                 margin: str = "range", **backend_options: Any):
+                 margin: str = "range", support: str = "model", **backend_options: Any):
         self.kernel_source = _choice(kernel, "kernel", KERNELS)
         self.radius, self.radius_scale = check_radius(radius, radius_scale, AgentError)
         if isinstance(prior, bool) or not isinstance(prior, (int, float)) or not 0 < prior <= MAX_PRIOR:
@@ -156,26 +165,30 @@ class SafeCurl(ProgramAgent):
         self.constraint_scales = constraint_scales(self.lipschitz, model.costs)
         self._model_constants(model)
         super().__init__(model, backend, trigger, tightness_constant, horizon_lower_bound, seed, unreached,
-                         **backend_options)
-        self.least_violation = LeastViolationProgram(model) if model.constraints else None
+                         support=support, **backend_options)
+        self.least_violation = (LeastViolationProgram(model, support=self.program_support) if model.constraints
+                                else None)
         self.compiled_least_violation = (None if self.least_violation is None
                                          else self.backend.compile(self.least_violation))
 
     # -- the program ------------------------------------------------------------
     def _build_program(self) -> Program:
-        return SafeProgram(self.model)
+        return SafeProgram(self.model, support=self.program_support)
 
-    def estimated_kernel(self) -> np.ndarray:
-        """The epoch's kernel: the plug-in estimate or a posterior draw."""
+    def estimated_kernel(self) -> Any:
+        """The epoch's kernel on the agent's support: the plug-in estimate or a posterior draw (an (S, A, S)
+        array on the dense support, else a CSR (S·A, S) matrix)."""
+        counts = self.entry_counts.reshape(self.support.shape)
         if self.kernel_source == "plug-in":
-            return plug_in_kernel(self.counts)
-        return sample_posterior_kernel(self.rng, self.prior + self.counts)
+            return plug_in_estimate(self.support, counts)
+        return posterior_kernel(self.rng, self.support, counts, self.prior)
 
     def uncertainty(self, time: int) -> np.ndarray:
         """``u(s,a)``: the L1 radius (plug-in) or the posterior width (posterior), capped at 2."""
+        counts = self.entry_counts.reshape(self.support.shape)
         if self.kernel_source == "plug-in":
-            return radius_uncertainty(self.counts, time, self.radius, self.radius_scale)
-        return posterior_uncertainty(self.counts, self.prior)
+            return radius_width(self.support, counts, time, self.radius, self.radius_scale)
+        return posterior_width(self.support, counts, self.prior)
 
     def sensitivities(self, kernel: np.ndarray) -> tuple[float, np.ndarray]:
         """``(S_f, S_m)``: how much f and each g_m can move per unit of ``Σ ρ u``.

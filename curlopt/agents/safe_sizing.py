@@ -18,8 +18,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..errors import AgentError
+from ..models.cmdp import policy_kernel
 from ..programs.optimistic import l1_radius
 from ..utilities.library import ConvexQuadratic, Norm, Utility
 
@@ -79,7 +81,8 @@ def bias_spans(kernel: np.ndarray, policy: np.ndarray, signals: np.ndarray, hori
 
     Parameters
     ----------
-    kernel : ndarray, shape (S, A, S)
+    kernel : ndarray, shape (S, A, S), or scipy sparse matrix, shape (S·A, S)
+        A sparse kernel is solved by a sparse LU of ``I - γ P_π`` (memory linear in its nonzeros).
     policy : ndarray, shape (S, A)
     signals : ndarray, shape (n, S, A)
     horizon : float, default SPAN_HORIZON
@@ -88,11 +91,27 @@ def bias_spans(kernel: np.ndarray, policy: np.ndarray, signals: np.ndarray, hori
     -------
     ndarray, shape (n,)
     """
-    S = kernel.shape[0]
     gamma = 1.0 - 1.0 / horizon
-    chain = np.einsum("sa,sat->st", policy, kernel)
-    values = np.linalg.solve(np.eye(S) - gamma * chain, np.einsum("sa,nsa->sn", policy, signals))  # (S, n)
+    rhs = np.einsum("sa,nsa->sn", policy, signals)
+    if sp.issparse(kernel):
+        values = _discounted_solver(kernel, policy, gamma).solve(rhs)
+    else:
+        S = kernel.shape[0]
+        chain = np.einsum("sa,sat->st", policy, kernel)
+        values = np.linalg.solve(np.eye(S) - gamma * chain, rhs)  # (S, n)
     return values.max(axis=0) - values.min(axis=0)
+
+
+def _discounted_solver(kernel: Any, policy: np.ndarray, gamma: float) -> Any:
+    """The sparse LU of ``I - γ P_π`` for a sparse (S·A, S) kernel (non-singular for γ < 1)."""
+    import scipy.sparse.linalg as spla  # imported here: only sparse kernels need it
+
+    chain = policy_kernel(kernel, policy)
+    return spla.splu(sp.csc_array(sp.eye_array(chain.shape[0]) - gamma * chain))
+
+
+#: how many indicator signals :func:`mixing_factor` solves at once on a sparse kernel (bounds its memory)
+_INDICATOR_BLOCK = 256
 
 
 def mixing_factor(kernel: np.ndarray, horizon: float = SPAN_HORIZON) -> float:
@@ -108,6 +127,20 @@ def mixing_factor(kernel: np.ndarray, horizon: float = SPAN_HORIZON) -> float:
     ``τ`` does not swing with the last plan's choices (a plan that plays one action
     everywhere makes an action-dependent cost look constant).
     """
+    if sp.issparse(kernel):
+        # The indicator of state s has r_π = e_s, so its values are the columns of (I - γ P_π)^-1: solved a
+        # block of columns at a time, never the (S, S, A) indicator signals.
+        S = kernel.shape[1]
+        A = kernel.shape[0] // S
+        solver = _discounted_solver(kernel, np.full((S, A), 1.0 / A), 1.0 - 1.0 / horizon)
+        largest = 0.0
+        for start in range(0, S, _INDICATOR_BLOCK):
+            columns = np.arange(start, min(S, start + _INDICATOR_BLOCK))
+            rhs = np.zeros((S, columns.size))
+            rhs[columns, np.arange(columns.size)] = 1.0
+            values = solver.solve(rhs)
+            largest = max(largest, float((values.max(axis=0) - values.min(axis=0)).max()))
+        return largest
     S, A = kernel.shape[0], kernel.shape[1]
     indicators = np.repeat(np.eye(S)[:, :, None], A, axis=2)
     return float(bias_spans(kernel, np.full((S, A), 1.0 / A), indicators, horizon).max())

@@ -22,19 +22,26 @@ import os
 import sys
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Iterator
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import (BackendError, BackendNotInstalledError, BackendOptionError, CurloptError, UnsupportedUtilityError,
-    UtilityCodeError)
+from ..errors import (
+    BackendError,
+    BackendNotInstalledError,
+    BackendOptionError,
+    CurloptError,
+    UnsupportedUtilityError,
+    UtilityCodeError,
+)
 from ..programs.blocks import Program
+from ..programs.policy import policy_from_occupancy
+from ..utilities.library import CustomUtility, Utility
 from .form_table import FormTable
 from .options import COMMON_OPTIONS, Option, check_options, declared
 from .results import ALMOST_OPTIMAL_TOLERANCE, ProgramVariant, SolveResult, Status
-from ..programs.policy import policy_from_occupancy
-from ..utilities.library import CustomUtility, Utility
 
 __all__ = [
     "Backend", "CompiledProgram", "RawSolution", "call_utility", "is_user_utility", "expression_error",
@@ -204,7 +211,7 @@ class RawSolution:
     solver_time: float | None = None  # the solver's own reported run time, when it gives one
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def package_version(module: str) -> str:
     """``"<distribution> <version>"`` of the installed package that provides the import name ``module``
     (read from its metadata, without importing it), or ``"<module> (not installed)"``."""
@@ -217,8 +224,8 @@ def package_version(module: str) -> str:
     return f"{module} (not installed)"
 
 
-@functools.lru_cache(maxsize=None)
-def _version_of(backend_class: type["Backend"]) -> str:
+@functools.cache
+def _version_of(backend_class: type[Backend]) -> str:
     """``backend_class.version()``, asked once per class (a result carries it at every solve)."""
     return backend_class.version()
 
@@ -297,7 +304,7 @@ class Backend(ABC):
             raise BackendOptionError(
                 f"the {owner} backend takes at most {len(self.OPTIONS)} option(s) by position"
                 f" ({', '.join(o.name for o in self.OPTIONS) or 'none'}), got {len(args)}; name them.")
-        for option, value in zip(self.OPTIONS, args):
+        for option, value in zip(self.OPTIONS, args, strict=False):  # the leading options, one per positional
             if option.name in options:
                 raise BackendOptionError(f"the {owner} backend was given {option.name} twice: by position and by name.")
             options[option.name] = value
@@ -310,7 +317,7 @@ class Backend(ABC):
         """Every keyword the backend takes: its own ``OPTIONS``, then ``time_limit`` and ``verbose``."""
         return declared(cls.__name__, cls.OPTIONS)
 
-    def _configure(self) -> None:
+    def _configure(self) -> None:  # noqa: B027 - an optional hook with nothing to do by default, so not abstract
         """Checks that involve several options or the solver (settings tried on a throwaway solver), and
         derived attributes; called once the declared options are set. Raise ``BackendOptionError``."""
 
@@ -366,7 +373,7 @@ class Backend(ABC):
         reason = None if form is None else self.FORMS.refusal(form)
         return f"; {reason}" if reason else ""
 
-    def compile(self, program: Program) -> "CompiledProgram":
+    def compile(self, program: Program) -> CompiledProgram:
         """Build the solver model for ``program`` once; re-solve it with :meth:`CompiledProgram.solve`.
 
         Raises
@@ -393,7 +400,7 @@ class Backend(ABC):
             ) from exc
 
     @abstractmethod
-    def _compile(self, program: Program) -> "CompiledProgram":
+    def _compile(self, program: Program) -> CompiledProgram:
         """Backend-specific compilation."""
 
     def solve(self, program: Program) -> SolveResult:

@@ -26,19 +26,22 @@ from __future__ import annotations
 import importlib.util
 import time
 import warnings
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..utilities import forms
 from ..errors import BackendError, BackendOptionError, CurloptError, UnsupportedUtilityError
 from ..programs.blocks import Program
-from .results import Status
+from ..utilities import forms
 from ..utilities.library import Utility
 from .base import Backend, CompiledProgram, RawSolution, expression_error, package_version
 from .form_table import FormCompiler, FormTable, Rule
 from .options import NONE, Option, refuse_both
+from .results import Status
+
+if TYPE_CHECKING:  # imported where a problem is built, so that importing the backend stays cheap
+    import cvxpy
 
 __all__ = ["CvxpyBackend", "DEFAULT_SOLVERS", "DEFAULT_SOLVER_OPTIONS", "cvxpy_expression", "can_express", "STATUS_MAP",
            "CVXPY_FORMS"]
@@ -202,7 +205,8 @@ def _quadratic(form: forms.Quadratic, y: Any, compile: FormCompiler) -> Any:
 def _norm(form: forms.Norm, y: Any, compile: FormCompiler) -> Any:
     import cvxpy as cp
 
-    return cp.norm(y - form.center, form.ord) - form.radius
+    # cvxpy annotates p as int | str, but documents and takes np.inf (and 2.0) as well
+    return cp.norm(y - form.center, form.ord) - form.radius  # type: ignore[arg-type]
 
 
 def _of(form: forms.Of, y: Any, compile: FormCompiler) -> Any:
@@ -382,7 +386,7 @@ class CvxpyBackend(Backend):
         installed = set(cp.installed_solvers())
         return [(name, {"solvers": [name]}) for name in cls.COMPARABLE_SOLVERS if name in installed]
 
-    def _compile(self, program: Program) -> "CompiledCvxpy":
+    def _compile(self, program: Program) -> CompiledCvxpy:
         return CompiledCvxpy(self, program)
 
 
@@ -395,14 +399,14 @@ def _status(name: str) -> Status:
     return Status.TIME_LIMIT if name == TIME_LIMIT_NAME else STATUS_MAP.get(name, Status.UNKNOWN)
 
 
-def _stopped_by_time(problem, name: str, time_given: float | None, elapsed: float) -> bool:
+def _stopped_by_time(problem: cvxpy.Problem, name: str, time_given: float | None, elapsed: float) -> bool:
     """Whether the solve ``Problem.solve`` just made (CVXPY status ``name``) stopped at a time limit: Clarabel's
     own status ``MaxTime``, SCS's "reached time_limit_secs", and for another solver a ``user_limit`` after at
     least the time the backend gave it."""
     stats = problem.solver_stats
     native = getattr(stats, "extra_stats", None) if stats is not None else None
-    if hasattr(native, "status"):  # Clarabel's result
-        return str(getattr(native, "status")) == "MaxTime"
+    if native is not None and hasattr(native, "status"):  # Clarabel's result
+        return str(native.status) == "MaxTime"
     if isinstance(native, dict) and isinstance(native.get("info"), dict):  # SCS's solution
         return "time_limit" in str(native["info"].get("status", ""))
     return name == "user_limit" and time_given is not None and elapsed >= time_given
@@ -425,7 +429,8 @@ class ClarabelPath:
     against CVXPY's own at construction, so the solutions are those ``Problem.solve`` would give.
     """
 
-    def __init__(self, problem, x, options: dict[str, Any], verbose: bool = False):
+    def __init__(self, problem: cvxpy.Problem, x: cvxpy.Variable, options: dict[str, Any],
+                 verbose: bool = False) -> None:
         from cvxpy import settings
         from cvxpy.reductions.solvers.conic_solvers.clarabel_conif import CLARABEL, dims_to_solver_cones
         from cvxpy.reductions.solvers.conic_solvers.conic_solver import ConicSolver
@@ -456,7 +461,8 @@ class ClarabelPath:
             raise BackendError("the Clarabel path's data differ from CVXPY's")
 
     @classmethod
-    def create(cls, problem, x, options: dict[str, Any], verbose: bool = False) -> "ClarabelPath | None":
+    def create(cls, problem: cvxpy.Problem, x: cvxpy.Variable, options: dict[str, Any],
+               verbose: bool = False) -> ClarabelPath | None:
         """The path for ``problem``, or None where it cannot be had (not DPP, quadratic objective, bounds, ...)."""
         try:
             if not problem.is_dpp():
@@ -519,7 +525,9 @@ class ClarabelPath:
 class CompiledCvxpy(CompiledProgram):
     """Two DPP CVXPY problems (ε-tight and fallback) over shared variables and parameters."""
 
-    def __init__(self, backend: CvxpyBackend, program: Program):
+    backend: CvxpyBackend
+
+    def __init__(self, backend: CvxpyBackend, program: Program) -> None:
         super().__init__(backend, program)
         import cvxpy as cp
 
@@ -534,7 +542,7 @@ class CompiledCvxpy(CompiledProgram):
         scatter = sp.csr_matrix((np.ones(J), (lin.param_rows, np.arange(J))), shape=(lin.n_rows, J))
         scaled = cp.diag(self.theta) @ (select @ x)  # not cp.multiply: see the module doc (memory)
 
-        def rows(mask: np.ndarray):
+        def rows(mask: np.ndarray) -> tuple[Any, np.ndarray]:
             index = np.flatnonzero(mask)
             return lin.fixed[index] @ x + scatter[index] @ scaled, index
 
@@ -575,7 +583,7 @@ class CompiledCvxpy(CompiledProgram):
         self._objective = cp.Maximize(objective)
         self._base = base
         self.tight = cp.Problem(self._objective, base + g_rows)
-        self._fallback = None
+        self._fallback: cvxpy.Problem | None = None
         self._paths: dict[int, ClarabelPath | None] = {}
         self._last_solver: dict[int, str] = {}  # by id(problem): the solver of its last attempt
         #: False if CVXPY could not keep the problem DPP (then every solve recompiles)
@@ -589,7 +597,7 @@ class CompiledCvxpy(CompiledProgram):
         return cvxpy_expression(utility, aggregate, role)
 
     @property
-    def fallback(self):
+    def fallback(self) -> cvxpy.Problem:
         if self._fallback is None:
             self._fallback = self._cp.Problem(self._objective, self._base)
         return self._fallback
@@ -619,7 +627,7 @@ class CompiledCvxpy(CompiledProgram):
             return "its linear rows themselves cannot hold"
         return f"the rows alone ended with {rows_only.status}"
 
-    def _path(self, problem) -> ClarabelPath | None:
+    def _path(self, problem: cvxpy.Problem) -> ClarabelPath | None:
         """The Clarabel path of ``problem`` (made at its first use), or None where ``Problem.solve`` must serve."""
         key = id(problem)
         if key not in self._paths:
@@ -644,7 +652,7 @@ class CompiledCvxpy(CompiledProgram):
         self.theta.value = self.program.linear.param_values.copy()
         self.epsilon.value = self.program.epsilon
 
-    def _attempt(self, problem, solver: str) -> tuple[str, np.ndarray | None, int, float]:
+    def _attempt(self, problem: cvxpy.Problem, solver: str) -> tuple[str, np.ndarray | None, int, float]:
         """One solver on ``problem``: CVXPY's status name (:data:`TIME_LIMIT_NAME` when the solver stopped at the
         time it was given), ``x`` (None unless optimal), iterations, solver time.
 

@@ -15,8 +15,9 @@ returns is the backend's: a CVXPY expression, a Pyomo expression, or (the LP bac
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from ..utilities import forms
 
@@ -44,7 +45,7 @@ class Rule:
 class FormCompiler:
     """Compiles forms through one table for one utility's ``role``; handed to compile functions."""
 
-    def __init__(self, table: "FormTable", role: str):
+    def __init__(self, table: FormTable, role: str):
         self.table = table
         self.role = role
 

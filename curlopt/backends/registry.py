@@ -5,7 +5,8 @@ from __future__ import annotations
 import importlib
 import inspect
 import warnings
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..errors import BackendError, BackendOptionError
 from ..utilities.library import Utility

@@ -19,7 +19,7 @@ __all__ = ['Status', 'ProgramVariant', 'SolveResult', 'ALMOST_OPTIMAL_TOLERANCE'
 ALMOST_OPTIMAL_TOLERANCE = 1e-6
 
 
-class Status(str, Enum):
+class Status(str, Enum):  # noqa: UP042 - StrEnum would turn str(member) and f"{member}" into the bare value
     """How a solve ended (after Pyomo's ``contrib.solver`` termination conditions and MOI's statuses).
 
     ``OPTIMAL`` and ``ALMOST_OPTIMAL`` carry a solution; every other status does not.
@@ -54,7 +54,7 @@ class Status(str, Enum):
         return self is Status.OPTIMAL or self is Status.ALMOST_OPTIMAL
 
 
-class ProgramVariant(str, Enum):
+class ProgramVariant(str, Enum):  # noqa: UP042 - StrEnum would turn str(member) and f"{member}" into the bare value
     """Which program produced a result: the ε-tight one, or the fallback without g rows (docs/math.md §4)."""
 
     TIGHT = "tight"
@@ -146,7 +146,7 @@ class SolveResult:
     def to_dict(self, arrays: bool = True) -> dict[str, Any]:
         """A JSON-ready dictionary (arrays as nested lists when ``arrays``)."""
 
-        def plain(value):
+        def plain(value: Any) -> Any:
             if isinstance(value, np.ndarray):
                 return value.tolist() if arrays else None
             if isinstance(value, float) and not math.isfinite(value):

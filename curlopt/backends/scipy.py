@@ -12,19 +12,20 @@ preferred one for linear programs; ``auto`` never picks this backend.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ..errors import BackendOptionError
-from ..programs.lp import LPForm
 from ..programs.blocks import Program
-from .results import Status
+from ..programs.lp import LPForm
 from ..utilities.library import Utility
 from .base import Backend, CompiledProgram, RawSolution
 from .form_table import affine_pieces_table
 from .options import NONE, Option, refuse_both, string_keys
+from .results import Status
 
 __all__ = ["ScipyBackend", "CompiledScipy", "STATUS_MAP"]
 
@@ -88,7 +89,7 @@ class ScipyBackend(Backend):
     def accepts(cls, utility: Utility) -> bool:
         return utility.is_lp_representable
 
-    def _compile(self, program: Program) -> "CompiledScipy":
+    def _compile(self, program: Program) -> CompiledScipy:
         return CompiledScipy(self, program)
 
 
@@ -133,15 +134,18 @@ def _status(code: int, message: str) -> Status:
 class CompiledScipy(CompiledProgram):
     """An LP form of one program; each solve reads the current parameters and ε and calls ``linprog``."""
 
-    def __init__(self, backend: ScipyBackend, program: Program):
+    backend: ScipyBackend
+
+    def __init__(self, backend: ScipyBackend, program: Program) -> None:
         super().__init__(backend, program)
         self.form = form = LPForm(program)
         # linprog minimises ``c·x`` over ``A_ub x <= b_ub``, ``A_eq x = b_eq``: split our two-sided rows once.
         self._equal = np.flatnonzero(form.row_lower == form.row_upper)
         self._upper = np.flatnonzero((form.row_lower != form.row_upper) & np.isfinite(form.row_upper))
         self._lower = np.flatnonzero((form.row_lower != form.row_upper) & np.isfinite(form.row_lower))
-        self._bounds = list(zip(np.where(np.isfinite(form.col_lower), form.col_lower, None),
-                                np.where(np.isfinite(form.col_upper), form.col_upper, None)))
+        # linprog reads None as "no bound"
+        self._bounds = [(lo if math.isfinite(lo) else None, hi if math.isfinite(hi) else None)
+                        for lo, hi in zip(form.col_lower.tolist(), form.col_upper.tolist(), strict=True)]
 
     def parameter_values(self) -> np.ndarray:
         """The program's current parameter entries (the kernel, ``P^``, the radius), read at every solve."""

@@ -20,7 +20,11 @@ def diagnose_command(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
-    """Report whether the model is ergodic, its hitting and relaxation times, and its Slater margin."""
+    """Report whether the model is ergodic, its hitting and relaxation times, and its Slater margin.
+
+    A large model (e.g. ``queue -p buffer=10000``, stored sparse) is checked on its nonzeros; what is not computed
+    at its size is printed as a note saying why.
+    """
     from ..diagnostics import diagnose
 
     model = load_model(env, param)

@@ -97,11 +97,11 @@ class TabularCMDPEnv(gymnasium.Env):
         self.observation_space = spaces.Discrete(model.n_states)
         self.action_space = spaces.Discrete(model.n_actions)
         self.cumulative_kernel: np.ndarray | None = None
-        self.cumulative_transitions = None
+        self.cumulative_transitions: Any = None
         if model.sparse:
             self.cumulative_transitions = cumulative_transitions(model.transitions)
         else:
-            self.cumulative_kernel = np.cumsum(model.kernel, axis=2)
+            self.cumulative_kernel = np.cumsum(np.asarray(model.kernel), axis=2)
             self.cumulative_kernel.setflags(write=False)
         self.cumulative_initial = np.cumsum(model.initial)
         self.cumulative_initial.setflags(write=False)
@@ -118,7 +118,7 @@ class TabularCMDPEnv(gymnasium.Env):
         table = self.cumulative_transitions
         start, end = int(table.indptr[row]), int(table.indptr[row + 1])
         u = self.np_random.random()
-        position = min(int(np.searchsorted(table.data[start:end], u, side="right")), end - start - 1)
+        position = min(int(np.searchsorted(np.asarray(table.data[start:end]), u, side="right")), end - start - 1)
         return int(table.indices[start + position])
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):

@@ -223,7 +223,7 @@ def _simulate_counts(model: CMDP, steps: int, snapshots: int, rng: np.random.Gen
     """
     S, A = model.n_states, model.n_actions
     policy = rng.dirichlet(np.ones(A), size=S)
-    simulator = ChainSimulator(model.kernel, *rng.spawn(2))
+    simulator = ChainSimulator(model.transitions if model.sparse else model.kernel, *rng.spawn(2))
     start = max(10, S * A)  # about one visit per pair
     times = np.unique(np.geomspace(start, max(steps, 10 * start), snapshots).astype(int))
     counts = np.zeros(S * A * S)
@@ -241,7 +241,7 @@ def program_instances(model: CMDP, program: str, epochs: int, seed: int = 0) -> 
     """The program class and the list of ``update`` keyword sets defining each instance."""
     if program not in PROGRAMS:
         raise CurloptError(f"program must be one of {', '.join(PROGRAMS)}, got {program!r}.")
-    if model.kernel is None:
+    if not model.has_kernel:
         raise CurloptError(f"model {model.name!r} has no kernel to simulate from.")
     if isinstance(epochs, bool) or not isinstance(epochs, int) or not 1 <= epochs <= MAX_INSTANCES:
         raise CurloptError(f"the number of instances must be an integer between 1 and {MAX_INSTANCES:,}, got"

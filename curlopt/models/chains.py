@@ -98,24 +98,6 @@ def _strongly_connected(adjacency: np.ndarray) -> bool:
     return bool(_reached(adjacency, 0).all() and _reached(adjacency.T, 0).all())
 
 
-def chain_classes(adjacency: np.ndarray) -> tuple[list[list[int]], list[int]]:
-    """Recurrent classes and transient states of a chain given by its (S, S) support (dense or scipy sparse).
-
-    A strongly connected component is a recurrent class iff no edge leaves it.
-    """
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import connected_components  # imported here: a non-ergodic model is rare
-
-    count, labels = connected_components(csr_matrix(adjacency), directed=True, connection="strong")
-    sources, targets = sp.coo_array(adjacency).coords if sp.issparse(adjacency) else np.nonzero(adjacency)
-    leaving = np.zeros(count, dtype=bool)
-    leaving[labels[sources][labels[sources] != labels[targets]]] = True
-    recurrent = [np.flatnonzero(labels == c).tolist() for c in range(count) if not leaving[c]]
-    recurrent.sort()
-    transient = np.flatnonzero(leaving[labels]).tolist()
-    return recurrent, transient
-
-
 def _kernel(kernel: Any, name: str = "kernel") -> np.ndarray:
     """A dense (S, A, S) kernel; a sparse (S·A, S) one is densified up to :data:`DENSE_VIEW_LIMIT` entries."""
     if sp.issparse(kernel):
@@ -157,10 +139,13 @@ def check_ergodicity(kernel: Any) -> ErgodicityCheck:
         With a counterexample policy when the answer is no.
     """
     if sp.issparse(kernel):
-        from .sparse_chains import check_sparse_ergodicity  # scipy.sparse.csgraph only for sparse models
+        from .sparse_chains import sparse_ergodicity  # scipy.sparse.csgraph only for sparse models
 
         n_states, n_actions = _sparse_sizes(kernel)
-        return check_sparse_ergodicity(kernel, n_states, n_actions, MAX_EXACT_ROUNDS)
+        found = sparse_ergodicity(kernel, n_states, n_actions, MAX_EXACT_ROUNDS)
+        method = {"sufficient": SUFFICIENT_CHECK, "exact": EXACT_CHECK, "undecided": UNDECIDED_CHECK}[found.method]
+        return ErgodicityCheck(found.ergodic, found.communicating, method, found.policy, found.recurrent_classes,
+                               found.transient_states)
     support = _kernel(kernel) > 0
     n_states, n_actions = support.shape[:2]
     communicating = _strongly_connected(support.any(axis=1))
@@ -179,6 +164,8 @@ def check_ergodicity(kernel: Any) -> ErgodicityCheck:
         if inside.any():
             # Inside the closed set, play an action that stays inside; elsewhere, action 0.
             policy = np.where(inside, np.argmax(stays, axis=1), 0)
+            from .sparse_chains import chain_classes  # imported here: a non-ergodic model is rare
+
             chain = support[np.arange(n_states), policy]
             recurrent, transient = chain_classes(chain)
             return ErgodicityCheck(False, communicating, EXACT_CHECK, tuple(int(a) for a in policy), recurrent, transient)

@@ -337,6 +337,11 @@ class CMDP:
         return self._sparse
 
     @property
+    def has_kernel(self) -> bool:
+        """True when the kernel is known (checked without building a dense view or a CSR copy)."""
+        return self._kernel is not None or self._transitions is not None
+
+    @property
     def kernel(self) -> np.ndarray | None:
         """``P(s'|s,a)`` as a dense read-only array (S, A, S), or None when unknown.
 

@@ -194,8 +194,8 @@ def _holds_a_number(value: Any) -> bool:
 
 def _kernel_to_json(model: CMDP) -> Any:
     """The kernel as nested lists (S, A, S), as the CSR arrays of a sparse one, or None when unknown."""
-    if model.sparse:
-        matrix = model.transitions
+    matrix = model.transitions if model.sparse else None
+    if matrix is not None:
         return {"format": "csr", "shape": list(matrix.shape), "indptr": matrix.indptr.tolist(),
                 "indices": matrix.indices.tolist(), "data": matrix.data.tolist()}
     return None if model.kernel is None else model.kernel.tolist()

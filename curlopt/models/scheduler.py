@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from functools import reduce
 from itertools import product
 from typing import Any
 
@@ -87,7 +86,9 @@ def scheduler_model(sla: float | str | None = "default", clients: int = 2, stora
                      n_states * n_actions * n_states if stored == "sparse" else None)
     move = (1 - STAY_PROBABILITY) / (CLIENT_STATES - 1)
     client = np.full((CLIENT_STATES, CLIENT_STATES), move) + np.eye(CLIENT_STATES) * (STAY_PROBABILITY - move)
-    chain = reduce(np.kron, [client] * n)  # (S, S): independent clients, client 1 the most significant
+    chain: np.ndarray = client
+    for _ in range(n - 1):
+        chain = np.kron(chain, client)  # (S, S): independent clients, client 1 the most significant
     kernel = np.repeat(chain[:, None, :], n_actions, axis=1)
     del chain
     digits = _client_states(n)  # (N, S): i_k of each joint state

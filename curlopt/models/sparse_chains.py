@@ -1,7 +1,7 @@
-"""Ergodicity of a sparse kernel (S·A, S), decided on its nonzeros.
+"""Graph searches on chains with scipy.sparse.csgraph: recurrent classes, and the ergodicity of a sparse kernel.
 
-Imported by :mod:`curlopt.models.chains` for sparse kernels only (``scipy.sparse.csgraph`` costs about 0.3 s to
-import, which every run on a small dense model would otherwise pay).
+Imported by :mod:`curlopt.models.chains` only when needed — a sparse kernel or a non-ergodic model
+(``scipy.sparse.csgraph`` costs about 0.3 s to import, which every run on a small dense model would otherwise pay).
 
 Ergodicity follows the same two steps as the dense check (:mod:`curlopt.diagnostics` explains them), on sparse
 graphs. The exact search needs fewer targets here: a set C closed under some policy is closed under the edges
@@ -14,13 +14,41 @@ round touching only the rows that lead into the states deleted in the round befo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from .chains import EXACT_CHECK, SUFFICIENT_CHECK, UNDECIDED_CHECK, ErgodicityCheck, chain_classes
+__all__ = ["SparseErgodicity", "chain_classes", "sparse_ergodicity"]
 
-__all__ = ["check_sparse_ergodicity"]
+
+@dataclass
+class SparseErgodicity:
+    """What :func:`sparse_ergodicity` found (:class:`curlopt.models.chains.ErgodicityCheck` describes the fields);
+    ``method`` is ``"sufficient"``, ``"exact"`` or ``"undecided"``."""
+
+    ergodic: bool | None
+    communicating: bool
+    method: str
+    policy: tuple[int, ...] | None = None
+    recurrent_classes: list[list[int]] | None = None
+    transient_states: list[int] | None = None
+
+
+def chain_classes(adjacency) -> tuple[list[list[int]], list[int]]:
+    """Recurrent classes and transient states of a chain given by its (S, S) support (dense or scipy sparse).
+
+    A strongly connected component is a recurrent class iff no edge leaves it.
+    """
+    count, labels = connected_components(sp.csr_array(adjacency), directed=True, connection="strong")
+    sources, targets = sp.coo_array(adjacency).coords if sp.issparse(adjacency) else np.nonzero(adjacency)
+    leaving = np.zeros(count, dtype=bool)
+    leaving[labels[sources][labels[sources] != labels[targets]]] = True
+    recurrent = [np.flatnonzero(labels == c).tolist() for c in range(count) if not leaving[c]]
+    recurrent.sort()
+    transient = np.flatnonzero(leaving[labels]).tolist()
+    return recurrent, transient
 
 
 def _strongly_connected(graph: sp.csr_array) -> bool:
@@ -28,7 +56,7 @@ def _strongly_connected(graph: sp.csr_array) -> bool:
     return count == 1
 
 
-def check_sparse_ergodicity(kernel: sp.sparray, n_states: int, n_actions: int, max_rounds: int) -> ErgodicityCheck:
+def sparse_ergodicity(kernel: sp.sparray, n_states: int, n_actions: int, max_rounds: int) -> SparseErgodicity:
     """:func:`curlopt.models.chains.check_ergodicity` for a sparse kernel (S·A, S), at most ``max_rounds`` rounds."""
     matrix = sp.csr_array(kernel)
     # 1 for each transition (> 0), in fresh arrays: the model's own are read-only
@@ -42,22 +70,22 @@ def check_sparse_ergodicity(kernel: sp.sparray, n_states: int, n_actions: int, m
     communicating = _strongly_connected(actions_per_edge)
     every = sp.csr_array(actions_per_edge == n_actions)
     if _strongly_connected(every):
-        return ErgodicityCheck(True, communicating, SUFFICIENT_CHECK)
+        return SparseErgodicity(True, communicating, "sufficient")
     predecessors = sp.csc_array(support)  # column s' lists the rows (s, a) that may move to s'
     rounds = 0
     for target in _source_representatives(every):
         inside, stays, used = _closed_set_avoiding(support, predecessors, target, n_states, n_actions,
                                                    max_rounds - rounds)
         if inside is None:
-            return ErgodicityCheck(None, communicating, UNDECIDED_CHECK)
+            return SparseErgodicity(None, communicating, "undecided")
         rounds += used
         if inside.any():
             policy = np.where(inside, np.argmax(stays, axis=1), 0)
             chain = support[np.arange(n_states) * n_actions + policy]
             recurrent, transient = chain_classes(sp.csr_array(chain))
-            return ErgodicityCheck(False, communicating, EXACT_CHECK, tuple(int(a) for a in policy), recurrent,
-                                   transient)
-    return ErgodicityCheck(True, communicating, EXACT_CHECK)
+            return SparseErgodicity(False, communicating, "exact", tuple(int(a) for a in policy), recurrent,
+                                    transient)
+    return SparseErgodicity(True, communicating, "exact")
 
 
 def _source_representatives(graph: sp.csr_array) -> list[int]:

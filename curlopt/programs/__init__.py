@@ -7,14 +7,14 @@ Nothing here imports a solver, a backend, an agent or an experiment.
 
 from __future__ import annotations
 
-from .blocks import VariableBlock, LinearRows, Program, MAX_PROGRAM_BYTES, check_program_size
-from .support import Support, check_kernel, check_counts
-from .tightness import tightness, EPSILON_MAX, TIGHTNESS_CONSTANT_MAX
-from .occupancy import OccupancyProgram
-from .optimistic import JointProgram, OptimisticProgram, l1_radius, RADII, BoxOptimisticProgram, box_radius
-from .safe import SafeProgram, LeastViolationProgram
+from .blocks import MAX_PROGRAM_BYTES, LinearRows, Program, VariableBlock, check_program_size
 from .lp import LPForm, piece_rows
-from .policy import policy_from_occupancy, extract_policy, unreached_states, UNREACHED_FILLS, VISIT_TOLERANCE
+from .occupancy import OccupancyProgram
+from .optimistic import RADII, BoxOptimisticProgram, JointProgram, OptimisticProgram, box_radius, l1_radius
+from .policy import UNREACHED_FILLS, VISIT_TOLERANCE, extract_policy, policy_from_occupancy, unreached_states
+from .safe import LeastViolationProgram, SafeProgram
+from .support import Support, check_counts, check_kernel
+from .tightness import EPSILON_MAX, TIGHTNESS_CONSTANT_MAX, tightness
 
 __all__ = [
     "VariableBlock",

@@ -30,6 +30,7 @@ import scipy.sparse as sp
 
 from ..errors import ProgramError
 from ..models.cmdp import CMDP
+from ..utilities.library import Utility
 from .support import Support, check_kernel
 from .tightness import EPSILON_MAX, finite_at_least
 
@@ -246,11 +247,11 @@ class Program:
 
     # -- facts ----------------------------------------------------------------
     @property
-    def objective(self):
+    def objective(self) -> Utility:
         return self.model.objective
 
     @property
-    def constraints(self):
+    def constraints(self) -> tuple[Utility, ...]:
         return self.model.constraints
 
     def column_bounds(self) -> tuple[np.ndarray, np.ndarray]:

@@ -18,8 +18,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import UnsupportedUtilityError
-from .blocks import Program
 from ..utilities.library import Utility
+from .blocks import Program
 
 __all__ = ["LPForm", "piece_rows"]
 

@@ -239,7 +239,7 @@ class OptimisticProgram(JointProgram):
     def _confidence_nonzeros(nnz: int, n_pairs: int) -> int:
         return 2 * 3 * nnz + nnz + n_pairs        # two deviation rows per entry (p, α, ρ), the radius rows
 
-    def _add_confidence_rows(self, rho, p):
+    def _add_confidence_rows(self, rho: np.ndarray, p: np.ndarray) -> None:
         alpha = self.blocks["deviation"].indices()
         n_pairs, n_triples = rho.size, p.size
         triple = np.arange(n_triples)
@@ -334,7 +334,7 @@ class BoxOptimisticProgram(JointProgram):
     def _confidence_nonzeros(nnz: int, n_pairs: int) -> int:
         return 2 * 2 * nnz                          # two box rows per entry (p, ρ)
 
-    def _add_confidence_rows(self, rho, p):
+    def _add_confidence_rows(self, rho: np.ndarray, p: np.ndarray) -> None:
         triple = np.arange(p.size)
         rho_of_triple = rho.ravel()[self.support.pairs]
         # box_upper: p - (P^ + b) ρ <= 0;  box_lower: -p + (P^ - b) ρ <= 0

@@ -32,14 +32,14 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..utilities.augmented import AugmentedUtility
 from ..errors import ProgramError
 from ..models.cmdp import CMDP
+from ..utilities.augmented import AugmentedUtility
+from ..utilities.library import Linear, Utility
 from .blocks import Program, check_kernel, check_program_size
 from .flow import KernelFlowRows
 from .occupancy import flow_nonzeros
 from .support import Support
-from ..utilities.library import Linear
 
 __all__ = ["SafeProgram", "LeastViolationProgram"]
 
@@ -62,6 +62,9 @@ class _PenalisedOccupancy(Program):
     """
 
     support: Support
+    # set by each subclass: the wrapped objective and constraints
+    _objective: Utility
+    _constraints: tuple[Utility, ...]
 
     def __init__(self, model: CMDP, weighted: list[str], free: list[str], support: Any = None):
         if not isinstance(model, CMDP):
@@ -88,12 +91,12 @@ class _PenalisedOccupancy(Program):
         self.kernel: Any = None
 
     @property
-    def objective(self):
+    def objective(self) -> Utility:
         """The wrapped objective the backends compile (the model's f plus the subclass's linear term)."""
         return self._objective
 
     @property
-    def constraints(self):
+    def constraints(self) -> tuple[Utility, ...]:
         """The wrapped constraint utilities the backends compile."""
         return self._constraints
 

@@ -57,13 +57,13 @@ class Support:
 
     # -- construction ---------------------------------------------------------
     @classmethod
-    def dense(cls, n_states: int, n_actions: int) -> "Support":
+    def dense(cls, n_states: int, n_actions: int) -> Support:
         """Every successor of every pair (its arrays are built only when asked for)."""
         indptr = np.arange(0, n_states * n_actions * n_states + 1, n_states, dtype=np.int64)
         return cls(n_states, n_actions, indptr, None)
 
     @classmethod
-    def from_pattern(cls, pattern: Any, n_states: int, n_actions: int) -> "Support":
+    def from_pattern(cls, pattern: Any, n_states: int, n_actions: int) -> Support:
         """The support whose allowed successors are the stored entries of ``pattern`` (S·A, S).
 
         Stored zeros count as allowed (the pattern, not the values, is the support).
@@ -94,7 +94,7 @@ class Support:
         return cls(n_states, n_actions, csr.indptr.astype(np.int64), csr.indices.astype(np.int64))
 
     @classmethod
-    def of_model(cls, model: Any, support: Any = None) -> "Support":
+    def of_model(cls, model: Any, support: Any = None) -> Support:
         """``support`` read as a pattern; by default the model's own kernel pattern when the model stores its
         kernel sparse, else the dense support."""
         S, A = model.n_states, model.n_actions

@@ -125,8 +125,8 @@ class Case:
 
     def program(self, kind: str):
         """The curlopt program of ``kind`` (one of :data:`PROGRAM_KINDS`) on this case's data."""
-        from ..programs.optimistic import BoxOptimisticProgram, OptimisticProgram
         from ..programs.occupancy import OccupancyProgram
+        from ..programs.optimistic import BoxOptimisticProgram, OptimisticProgram
 
         model = self.model()
         kernel, counts = self.kernel, self.counts
@@ -175,7 +175,7 @@ class Case:
         """``ε_max - ε``: positive when the ε-tight program is feasible, negative when not (``inf`` if M = 0)."""
         return ref.max_tightness(self.polytope(kind), self.costs, self.constraint_pieces) - self.epsilon
 
-    def with_data(self, **changes) -> "Case":
+    def with_data(self, **changes) -> Case:
         return replace(self, **changes)
 
     def __repr__(self) -> str:  # short, so a failure line (or Hypothesis's falsifying example) stays readable

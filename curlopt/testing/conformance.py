@@ -46,8 +46,10 @@ from __future__ import annotations
 
 import traceback
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -137,7 +139,7 @@ class ConformanceReport:
                          f" examples={self.examples}))")
         return "\n".join(lines)
 
-    def raise_if_failed(self) -> "ConformanceReport":
+    def raise_if_failed(self) -> ConformanceReport:
         """Raise :class:`ConformanceError` unless :attr:`ok`; return the report otherwise."""
         if not self.ok:
             raise ConformanceError(self)
@@ -351,10 +353,10 @@ def _update(backend: Any, settings: _Settings, name: str, kind: str, objective: 
 
 def _closed_form(backend: Any, settings: _Settings, name: str) -> str:
     """The two-state model solved by hand (:func:`curlopt.testing.reference.two_state_problems`): no LP involved."""
-    from ..models.cmdp import CMDP
-    from ..programs.optimistic import BoxOptimisticProgram, OptimisticProgram
-    from ..programs.occupancy import OccupancyProgram
     from ..backends.results import ProgramVariant
+    from ..models.cmdp import CMDP
+    from ..programs.occupancy import OccupancyProgram
+    from ..programs.optimistic import BoxOptimisticProgram, OptimisticProgram
     from ..utilities.library import Linear, LinearBound
 
     problems = ref.two_state_problems()
@@ -362,9 +364,10 @@ def _closed_form(backend: Any, settings: _Settings, name: str) -> str:
         model = CMDP(ref.TWO_STATE_REWARDS[None], ref.TWO_STATE_COSTS[None], Linear([1.0]),
                      [LinearBound([1.0], problem.bound)], kernel=ref.TWO_STATE_KERNEL, name="two-state")
         empty = np.zeros((2, 2, 2))
-        program = {"occupancy": lambda: OccupancyProgram(model, epsilon=problem.epsilon),
-                   "optimistic": lambda: OptimisticProgram(model, counts=empty, time=1, epsilon=problem.epsilon),
-                   "box-optimistic": lambda: BoxOptimisticProgram(model, 10, counts=empty, epsilon=problem.epsilon),
+        # partial binds this problem's model and ε now, so only the chosen kind's program is built
+        program = {"occupancy": partial(OccupancyProgram, model, epsilon=problem.epsilon),
+                   "optimistic": partial(OptimisticProgram, model, counts=empty, time=1, epsilon=problem.epsilon),
+                   "box-optimistic": partial(BoxOptimisticProgram, model, 10, counts=empty, epsilon=problem.epsilon),
                    }[problem.kind]()
         result = backend.compile(program).solve()
         where = f"the two-state {problem.kind} program with B={problem.bound}, ε={problem.epsilon}: "

@@ -427,8 +427,7 @@ def _kelley(poly, R, objective, G, h, gap, max_iterations) -> Reference:
     A_ub_t = _pad(A_ub, 1)
     c = np.zeros(n + 1)
     c[n] = -1.0  # maximise t
-    iterations = 0
-    for iterations in range(1, max_iterations + 1):
+    for _ in range(max_iterations):
         # cut at λ: t - ∇f(λ)·R x <= f(λ) - ∇f(λ)·λ
         grad = objective.gradient(lam)
         cut_rows.append(np.concatenate([-(grad @ R_dense), [1.0]]))
@@ -448,7 +447,8 @@ def _kelley(poly, R, objective, G, h, gap, max_iterations) -> Reference:
             break
     else:
         raise RuntimeError(f"cutting planes did not close the gap ({upper - lower:.3g}) in {max_iterations} iterations")
-    return Reference(True, lower, lower, upper, (poly.occupancy @ x_best).reshape(S, A), x_best, iterations)
+    # one cut per iteration, so len(cut_rows) counts the iterations
+    return Reference(True, lower, lower, upper, (poly.occupancy @ x_best).reshape(S, A), x_best, len(cut_rows))
 
 
 def max_tightness(poly: Polytope, costs: np.ndarray, constraints) -> float:

@@ -8,23 +8,23 @@ The forms are not re-exported here (several share a name with a utility, e.g. ``
 
 from __future__ import annotations
 
+from .augmented import AugmentedUtility
 from .library import (
-    Utility,
     UTILITY_TYPES,
-    register_utility,
-    Linear,
-    SumOfLogs,
     AlphaFairness,
-    MinOfLinear,
+    ConvexQuadratic,
+    CustomUtility,
     Entropy,
+    Linear,
     LinearBound,
     MaxOfLinear,
-    ConvexQuadratic,
+    MinOfLinear,
     Norm,
-    CustomUtility,
+    SumOfLogs,
+    Utility,
     curvature_violation,
+    register_utility,
 )
-from .augmented import AugmentedUtility
 
 __all__ = [
     "Utility",

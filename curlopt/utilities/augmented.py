@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from . import forms
 from ..errors import UtilityError
+from . import forms
 from .library import Utility
 
 __all__ = ["AugmentedUtility"]
@@ -36,7 +36,7 @@ class AugmentedUtility(Utility):
         How the utility shows in messages (default: the inner utility plus ``" + linear term"``).
     """
 
-    def __init__(self, inner: Utility, coefficients: Any, name: str | None = None):
+    def __init__(self, inner: Utility, coefficients: Any, name: str | None = None) -> None:
         if not isinstance(inner, Utility):
             raise UtilityError(f"AugmentedUtility wraps a curlopt Utility, got {type(inner).__name__}.")
         k = np.asarray(coefficients, dtype=float).reshape(-1)
@@ -53,21 +53,21 @@ class AugmentedUtility(Utility):
         array = np.asarray(y, dtype=float).reshape(-1)
         return array[: self.inner.dim], array[self.inner.dim:]
 
-    def value(self, y):
+    def value(self, y: np.ndarray) -> float:
         head, tail = self._split(y)
         return float(self.inner.value(head)) + float(self.coefficients @ tail)
 
-    def gradient(self, y):
+    def gradient(self, y: np.ndarray) -> np.ndarray:
         head, _ = self._split(y)
         return np.concatenate([np.asarray(self.inner.gradient(head), dtype=float).reshape(-1), self.coefficients])
 
-    def hessian(self, y):
+    def hessian(self, y: np.ndarray) -> np.ndarray:
         head, _ = self._split(y)
         out = np.zeros((self.dim, self.dim))
         out[: self.inner.dim, : self.inner.dim] = self.inner.hessian(head)
         return out
 
-    def domain_lower(self):
+    def domain_lower(self) -> np.ndarray:
         return np.concatenate([self.inner.domain_lower(), np.full(self.coefficients.size, -np.inf)])
 
     @property

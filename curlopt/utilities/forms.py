@@ -96,7 +96,7 @@ class Form:
     #: the array field whose last axis has the input length (None: see ``_input_length``)
     _sized_by: str | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name, kind in self._kinds.items():
             object.__setattr__(self, name, _CONVERT[kind](getattr(self, name), f"{type(self).__name__} {name}"))
         object.__setattr__(self, "dim", int(self._input_length()))
@@ -108,7 +108,7 @@ class Form:
     def _check(self) -> None:
         """Raise UtilityError for fields that do not fit together."""
 
-    def children(self) -> tuple["Form", ...]:
+    def children(self) -> tuple[Form, ...]:
         """The forms this one is made of (none for a leaf)."""
         return ()
 
@@ -135,7 +135,7 @@ class AffinePieces(Form):
     _kinds = {"matrix": "matrix", "offset": "vector"}
     _sized_by = "matrix"
 
-    def _check(self):
+    def _check(self) -> None:
         rows = self.matrix.shape[0]
         if self.offset.size != rows:
             raise UtilityError(f"AffinePieces: {rows} rows but {self.offset.size} offsets.")
@@ -165,7 +165,7 @@ class Powers(Form):
     _kinds = {"weights": "vector", "exponent": "number", "shift": "number"}
     _sized_by = "weights"
 
-    def _check(self):
+    def _check(self) -> None:
         if not self.exponent or not math.isfinite(self.exponent):
             raise UtilityError(f"Powers exponent must be finite and non-zero, got {self.exponent!r}.")
 
@@ -189,7 +189,7 @@ class Quadratic(Form):
     _kinds = {"matrix": "matrix", "linear": "vector", "constant": "number"}
     _sized_by = "linear"
 
-    def _check(self):
+    def _check(self) -> None:
         if self.matrix.shape != (self.dim, self.dim):
             raise UtilityError(f"Quadratic matrix must have shape {(self.dim, self.dim)}, got {self.matrix.shape}.")
 
@@ -204,7 +204,7 @@ class Norm(Form):
     _kinds = {"center": "vector", "radius": "number"}
     _sized_by = "center"
 
-    def _check(self):
+    def _check(self) -> None:
         if self.ord not in (1, 2, math.inf):
             raise UtilityError(f"Norm ord must be 1, 2 or inf, got {self.ord!r}.")
 
@@ -215,7 +215,7 @@ class Of(Form):
 
     utility: Any
 
-    def _input_length(self):
+    def _input_length(self) -> int:
         return self.utility.dim
 
 
@@ -229,7 +229,7 @@ class _Terms(Form):
     terms: tuple[Form, ...]
     _kinds = {"terms": "forms"}
 
-    def _input_length(self):
+    def _input_length(self) -> int:
         dims = {term.dim for term in self.terms}
         if not dims:
             raise UtilityError(f"{type(self).__name__} needs at least one term.")
@@ -237,7 +237,7 @@ class _Terms(Form):
             raise UtilityError(f"{type(self).__name__} needs terms of one input length, got {sorted(dims)}.")
         return dims.pop()
 
-    def children(self):
+    def children(self) -> tuple[Form, ...]:
         return self.terms
 
 
@@ -262,10 +262,10 @@ class Negated(Form):
 
     inner: Form
 
-    def _input_length(self):
+    def _input_length(self) -> int:
         return self.inner.dim
 
-    def children(self):
+    def children(self) -> tuple[Form, ...]:
         return (self.inner,)
 
 
@@ -277,10 +277,10 @@ class HeadPlusLinear(Form):
     coefficients: np.ndarray
     _kinds = {"coefficients": "vector"}
 
-    def _input_length(self):
+    def _input_length(self) -> int:
         return self.head.dim + self.coefficients.size
 
-    def children(self):
+    def children(self) -> tuple[Form, ...]:
         return (self.head,)
 
 
@@ -353,18 +353,25 @@ def _norm_pieces(form: Norm) -> tuple[np.ndarray, np.ndarray, str] | None:
     return w, -(w @ form.center) - form.radius, "max"
 
 
+def _all_pieces(terms: tuple[Form, ...]) -> list[tuple[np.ndarray, np.ndarray, str]] | None:
+    """The pieces of every term, or None when some term has none."""
+    parts = [_pieces(term) for term in terms]
+    found = [p for p in parts if p is not None]
+    return found if len(found) == len(parts) else None
+
+
 def _extremum_pieces(form: Minimum | Maximum) -> tuple[np.ndarray, np.ndarray, str] | None:
     combine = "min" if isinstance(form, Minimum) else "max"
-    parts = [_pieces(t) for t in form.terms]
-    if any(p is None or p[2] not in ("affine", combine) for p in parts):
+    parts = _all_pieces(form.terms)
+    if parts is None or any(p[2] not in ("affine", combine) for p in parts):
         return None
     return np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts]), combine
 
 
 def _sum_pieces(form: Sum) -> tuple[np.ndarray, np.ndarray, str] | None:
     """A sum of minima is the minimum over every choice of one piece per term (likewise for maxima)."""
-    parts = [_pieces(t) for t in form.terms]
-    if any(p is None for p in parts):
+    parts = _all_pieces(form.terms)
+    if parts is None:
         return None
     kinds = {p[2] for p in parts} - {"affine"}
     if len(kinds) > 1:

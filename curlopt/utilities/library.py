@@ -36,12 +36,13 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from . import forms
 from ..errors import UtilityError
+from . import forms
 
 __all__ = [
     "Utility",
@@ -124,10 +125,10 @@ def _dimension(dim: Any, weights: Any, name: str) -> tuple[int, np.ndarray]:
 
 
 #: registered utility types, by name: the ``"type"`` of a utility in a model file (see :func:`register_utility`)
-UTILITY_TYPES: dict[str, type["Utility"]] = {}
+UTILITY_TYPES: dict[str, type[Utility]] = {}
 
 
-def register_utility(cls: type["Utility"]) -> type["Utility"]:
+def register_utility(cls: type[Utility]) -> type[Utility]:
     """Register ``cls`` under its class name, so model files can hold it (a class decorator).
 
     The class must implement :meth:`Utility.to_spec` (and :meth:`Utility.from_spec` when its
@@ -156,11 +157,13 @@ class Utility(ABC):
         Length of the input vector (K for an objective, d for a constraint).
     """
 
-    curvature: ClassVar[str] = "concave"
+    # Class defaults, which an instance may set for itself (CustomUtility and AugmentedUtility take them as
+    # arguments), so they are not ClassVars.
+    curvature: str = "concave"
     #: False when the function has kinks (max/min of pieces): Ipopt needs smoothness.
-    smooth: ClassVar[bool] = True
+    smooth: bool = True
 
-    def __init__(self, dim: int):
+    def __init__(self, dim: int) -> None:
         if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool) or dim < 1:
             raise UtilityError(f"{type(self).__name__}: dim must be a positive integer, got {dim!r}.")
         if self.curvature not in CURVATURES:
@@ -226,7 +229,7 @@ class Utility(ABC):
         raise UtilityError(f"{self!r} is not of a registered utility type ({', '.join(sorted(UTILITY_TYPES))}).")
 
     @classmethod
-    def from_spec(cls, spec: dict[str, Any]) -> "Utility":
+    def from_spec(cls, spec: dict[str, Any]) -> Utility:
         """The utility of the JSON object ``spec`` (its ``"type"`` key is ignored): ``cls(**arguments)``."""
         return cls(**{key: value for key, value in spec.items() if key != "type"})
 
@@ -287,17 +290,17 @@ class _PiecewiseAffine(Utility):
         values = self._pieces(y)
         return int(np.argmin(values) if self.curvature == "concave" else np.argmax(values))
 
-    def value(self, y):
+    def value(self, y: np.ndarray) -> float:
         values = self._pieces(y)
         return float(values.min() if self.curvature == "concave" else values.max())
 
-    def gradient(self, y):
+    def gradient(self, y: np.ndarray) -> np.ndarray:
         return self.matrix[self._active(y)].copy()
 
-    def hessian(self, y):
+    def hessian(self, y: np.ndarray) -> np.ndarray:
         return np.zeros((self.dim, self.dim))
 
-    def describe(self):
+    def describe(self) -> forms.Form | None:
         combine = {"affine": "affine", "concave": "min", "convex": "max"}[self.curvature]
         return forms.AffinePieces(self.matrix, self.offset, combine)
 
@@ -327,10 +330,10 @@ class Linear(_PiecewiseAffine):
         super().__init__(w.reshape(1, -1), _vector(offset, "Linear offset", 1))
         self.weights = w
 
-    def to_spec(self):
+    def to_spec(self) -> dict[str, Any]:
         return self._spec(weights=self.weights.tolist(), offset=float(self.offset[0]))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Linear(weights={self.weights.tolist()}, offset={float(self.offset[0])})"
 
 
@@ -359,29 +362,29 @@ class SumOfLogs(Utility):
         super().__init__(dim)
         self.weights, self.shift = w, float(shift)
 
-    def domain_lower(self):
+    def domain_lower(self) -> np.ndarray:
         return np.full(self.dim, -self.shift)
 
-    def value(self, y):
+    def value(self, y: np.ndarray) -> float:
         z = self.check_input(y) + self.shift
         if np.any(z <= 0):
             return -math.inf
         return float(self.weights @ np.log(z))
 
-    def gradient(self, y):
+    def gradient(self, y: np.ndarray) -> np.ndarray:
         return self.weights / (self.check_input(y) + self.shift)
 
-    def hessian(self, y):
+    def hessian(self, y: np.ndarray) -> np.ndarray:
         z = self.check_input(y) + self.shift
         return np.diag(-self.weights / z**2)
 
-    def describe(self):
+    def describe(self) -> forms.Form | None:
         return forms.Logs(self.weights, self.shift)
 
-    def to_spec(self):
+    def to_spec(self) -> dict[str, Any]:
         return self._spec(weights=self.weights.tolist(), shift=self.shift)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"SumOfLogs(weights={self.weights.tolist()}, shift={self.shift})"
 
 
@@ -410,10 +413,10 @@ class AlphaFairness(Utility):
         super().__init__(dim)
         self.alpha, self.weights, self.shift = float(alpha), w, float(shift)
 
-    def domain_lower(self):
+    def domain_lower(self) -> np.ndarray:
         return np.full(self.dim, -self.shift)
 
-    def value(self, y):
+    def value(self, y: np.ndarray) -> float:
         z = self.check_input(y) + self.shift
         if self.alpha == 1.0:
             return -math.inf if np.any(z <= 0) else float(self.weights @ np.log(z))
@@ -421,23 +424,23 @@ class AlphaFairness(Utility):
             return -math.inf
         return float(self.weights @ (z ** (1 - self.alpha)) / (1 - self.alpha))
 
-    def gradient(self, y):
+    def gradient(self, y: np.ndarray) -> np.ndarray:
         z = self.check_input(y) + self.shift
         return self.weights * z ** (-self.alpha)
 
-    def hessian(self, y):
+    def hessian(self, y: np.ndarray) -> np.ndarray:
         z = self.check_input(y) + self.shift
         return np.diag(-self.alpha * self.weights * z ** (-self.alpha - 1))
 
-    def describe(self):
+    def describe(self) -> forms.Form | None:
         if self.alpha == 1.0:
             return forms.Logs(self.weights, self.shift)
         return forms.Powers(self.weights, 1 - self.alpha, self.shift)
 
-    def to_spec(self):
+    def to_spec(self) -> dict[str, Any]:
         return self._spec(alpha=self.alpha, weights=self.weights.tolist(), shift=self.shift)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"AlphaFairness(alpha={self.alpha}, weights={self.weights.tolist()}, shift={self.shift})"
 
 
@@ -463,14 +466,14 @@ class MinOfLinear(_PiecewiseAffine):
         super().__init__(m, c)
 
     @classmethod
-    def max_min(cls, dim: int) -> "MinOfLinear":
+    def max_min(cls, dim: int) -> MinOfLinear:
         """Max-min fairness ``min_k y_k`` over ``dim`` signals."""
         return cls(np.eye(dim))
 
-    def to_spec(self):
+    def to_spec(self) -> dict[str, Any]:
         return self._spec(matrix=self.matrix.tolist(), offset=self.offset.tolist())
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"MinOfLinear(terms={self.matrix.shape[0]}, dim={self.dim})"
 
 
@@ -494,10 +497,10 @@ class Entropy(Utility):
         super().__init__(dim)
         self.shift = float(shift)
 
-    def domain_lower(self):
+    def domain_lower(self) -> np.ndarray:
         return np.zeros(self.dim)
 
-    def value(self, y):
+    def value(self, y: np.ndarray) -> float:
         y = self.check_input(y)
         if np.any(y < 0):
             return -math.inf
@@ -505,24 +508,24 @@ class Entropy(Utility):
             terms = np.where(y > 0, y * np.log(y + self.shift), 0.0)
         return float(-terms.sum())
 
-    def gradient(self, y):
+    def gradient(self, y: np.ndarray) -> np.ndarray:
         y = self.check_input(y)
         z = y + self.shift
         with np.errstate(divide="ignore", invalid="ignore"):
             return -np.log(z) - np.where(z > 0, y / z, 0.0)
 
-    def hessian(self, y):
+    def hessian(self, y: np.ndarray) -> np.ndarray:
         z = self.check_input(y) + self.shift
         with np.errstate(divide="ignore"):
             return np.diag(-1.0 / z - self.shift / z**2)
 
-    def describe(self):
+    def describe(self) -> forms.Form | None:
         return forms.Entropy(self.dim, self.shift)
 
-    def to_spec(self):
+    def to_spec(self) -> dict[str, Any]:
         return self._spec(dim=self.dim, shift=self.shift)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Entropy(dim={self.dim}, shift={self.shift})"
 
 
@@ -552,10 +555,10 @@ class LinearBound(_PiecewiseAffine):
         super().__init__(w.reshape(1, -1), -b)
         self.weights, self.bound = w, float(b[0])
 
-    def to_spec(self):
+    def to_spec(self) -> dict[str, Any]:
         return self._spec(weights=self.weights.tolist(), bound=self.bound)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"LinearBound(weights={self.weights.tolist()}, bound={self.bound})"
 
 
@@ -577,10 +580,10 @@ class MaxOfLinear(_PiecewiseAffine):
         b = np.zeros(m.shape[0]) if bounds is None else _vector(bounds, "MaxOfLinear bounds", m.shape[0])
         super().__init__(m, -b)
 
-    def to_spec(self):
+    def to_spec(self) -> dict[str, Any]:
         return self._spec(matrix=self.matrix.tolist(), bounds=(-self.offset).tolist())
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"MaxOfLinear(terms={self.matrix.shape[0]}, dim={self.dim})"
 
 
@@ -618,23 +621,23 @@ class ConvexQuadratic(Utility):
         self.linear = np.zeros(n) if linear is None else _vector(linear, "ConvexQuadratic linear", n)
         self.constant = float(_vector(constant, "ConvexQuadratic constant", 1)[0])
 
-    def value(self, y):
+    def value(self, y: np.ndarray) -> float:
         y = self.check_input(y)
         return float(y @ self.matrix @ y + self.linear @ y + self.constant)
 
-    def gradient(self, y):
+    def gradient(self, y: np.ndarray) -> np.ndarray:
         return 2 * self.matrix @ self.check_input(y) + self.linear
 
-    def hessian(self, y):
+    def hessian(self, y: np.ndarray) -> np.ndarray:
         return 2 * self.matrix.copy()
 
-    def describe(self):
+    def describe(self) -> forms.Form | None:
         return forms.Quadratic(self.matrix, self.linear, self.constant)
 
-    def to_spec(self):
+    def to_spec(self) -> dict[str, Any]:
         return self._spec(matrix=self.matrix.tolist(), linear=self.linear.tolist(), constant=self.constant)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"ConvexQuadratic(dim={self.dim})"
 
 
@@ -671,10 +674,10 @@ class Norm(Utility):
     def smooth(self) -> bool:  # type: ignore[override]
         return self.ord == 2
 
-    def value(self, y):
+    def value(self, y: np.ndarray) -> float:
         return float(np.linalg.norm(self.check_input(y) - self.center, self.ord) - self.radius)
 
-    def gradient(self, y):
+    def gradient(self, y: np.ndarray) -> np.ndarray:
         u = self.check_input(y) - self.center
         if self.ord == 2:
             n = np.linalg.norm(u)
@@ -686,7 +689,7 @@ class Norm(Utility):
         g[i] = np.sign(u[i])
         return g
 
-    def hessian(self, y):
+    def hessian(self, y: np.ndarray) -> np.ndarray:
         u = self.check_input(y) - self.center
         if self.ord != 2:
             return np.zeros((self.dim, self.dim))
@@ -695,21 +698,21 @@ class Norm(Utility):
             return np.zeros((self.dim, self.dim))
         return (np.eye(self.dim) - np.outer(u, u) / n**2) / n
 
-    def describe(self):
+    def describe(self) -> forms.Form | None:
         return forms.Norm(self.center, self.radius, self.ord)
 
-    def to_spec(self):
+    def to_spec(self) -> dict[str, Any]:
         return self._spec(center=self.center.tolist(), radius=self.radius,
                           ord="inf" if self.ord == math.inf else self.ord)
 
     @classmethod
-    def from_spec(cls, spec):
+    def from_spec(cls, spec: dict[str, Any]) -> Utility:
         arguments = {key: value for key, value in spec.items() if key != "type"}
         if arguments.get("ord") == "inf":  # JSON has no infinity
             arguments["ord"] = math.inf
         return cls(**arguments)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Norm(center={self.center.tolist()}, radius={self.radius}, ord={self.ord})"
 
 
@@ -742,8 +745,21 @@ class CustomUtility(Utility):
         Lower end of the domain (e.g. ``-shift`` for a logarithm).
     """
 
-    def __init__(self, dim, curvature, value, gradient=None, hessian=None, cvxpy=None, pyomo=None,
-                 pieces=None, smooth=True, name="CustomUtility", lower=None, form=None):
+    def __init__(
+        self,
+        dim: int,
+        curvature: str,
+        value: Callable[[np.ndarray], float],
+        gradient: Callable[[np.ndarray], Any] | None = None,
+        hessian: Callable[[np.ndarray], Any] | None = None,
+        cvxpy: Callable[[Any], Any] | None = None,
+        pyomo: Callable[[Sequence[Any]], Any] | None = None,
+        pieces: Sequence[Any] | None = None,
+        smooth: bool = True,
+        name: str = "CustomUtility",
+        lower: Any = None,
+        form: forms.Form | None = None,
+    ) -> None:
         if curvature not in CURVATURES:
             raise UtilityError(f"curvature must be one of {CURVATURES}, got {curvature!r}.")
         if not callable(value):
@@ -756,7 +772,7 @@ class CustomUtility(Utility):
         super().__init__(dim)
         self._value, self._gradient, self._hessian = value, gradient, hessian
         self._cvxpy, self._pyomo, self._name = cvxpy, pyomo, name
-        self._pieces = None
+        self._pieces: tuple[np.ndarray, np.ndarray] | None = None
         if pieces is not None:
             if isinstance(pieces, (str, bytes)) or not isinstance(pieces, (tuple, list)) or len(pieces) != 2:
                 raise UtilityError(f"{name} pieces must be a pair (W, c) of a matrix and a vector, got {pieces!r}.")
@@ -768,49 +784,49 @@ class CustomUtility(Utility):
                                f" got {form!r}.")
         self._form = form
 
-    def value(self, y):
+    def value(self, y: np.ndarray) -> float:
         return float(self._value(self.check_input(y)))
 
-    def gradient(self, y):
+    def gradient(self, y: np.ndarray) -> np.ndarray:
         if self._gradient is None:
             raise NotImplementedError(f"{self._name} has no gradient; pass gradient=... to CustomUtility.")
         return np.asarray(self._gradient(self.check_input(y)), dtype=float).reshape(self.dim)
 
-    def hessian(self, y):
+    def hessian(self, y: np.ndarray) -> np.ndarray:
         if self._hessian is None:
             raise NotImplementedError(f"{self._name} has no hessian; pass hessian=... to CustomUtility.")
         return np.asarray(self._hessian(self.check_input(y)), dtype=float).reshape(self.dim, self.dim)
 
-    def domain_lower(self):
+    def domain_lower(self) -> np.ndarray:
         return self._lower.copy()
 
-    def describe(self):
+    def describe(self) -> forms.Form | None:
         return self._form
 
-    def affine_pieces(self):
+    def affine_pieces(self) -> tuple[np.ndarray, np.ndarray] | None:
         if self._pieces is None:
             return forms.affine_pieces(self._form)
         return self._pieces[0].copy(), self._pieces[1].copy()
 
-    def cvxpy_expr(self, y):
+    def cvxpy_expr(self, y: Any) -> Any:
         if self._cvxpy is None:
             raise NotImplementedError
         return self._cvxpy(y)
 
-    def pyomo_expr(self, y):
+    def pyomo_expr(self, y: Sequence[Any]) -> Any:
         if self._pyomo is None:
             raise NotImplementedError
         return self._pyomo(y)
 
     @property
-    def has_cvxpy(self):
+    def has_cvxpy(self) -> bool:
         return self._cvxpy is not None
 
     @property
-    def has_pyomo(self):
+    def has_pyomo(self) -> bool:
         return self._pyomo is not None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{self._name}(dim={self.dim}, {self.curvature})"
 
 

@@ -12,21 +12,24 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
 from ...errors import BackendError, BackendOptionError
+from ...programs.blocks import Program
 from ...programs.lp import LPForm
 from ...programs.tightness import EPSILON_MAX
-from ...programs.blocks import Program
-from ..results import Status
 from ...utilities.library import Utility
 from ..base import Backend, CompiledProgram, RawSolution
 from ..form_table import affine_pieces_table
 from ..options import NONE, Option, refuse_both, string_keys
+from ..results import Status
 from .solution import SolutionReader
+
+if TYPE_CHECKING:  # imported where a solver is made, so that importing the backend stays cheap
+    import highspy
 
 __all__ = ['HighsBackend', 'STATUS_MAP']
 
@@ -128,14 +131,14 @@ class HighsBackend(Backend):
         """HiGHS's dual simplex (the default, hot-started) and its interior-point method."""
         return [("simplex", {}), ("ipm", {"options": {"solver": "ipm"}})]
 
-    def _compile(self, program: Program) -> "CompiledHighs":
+    def _compile(self, program: Program) -> CompiledHighs:
         return CompiledHighs(self, program)
 
 
 _BANNER_SILENCED = False
 
 
-def new_highs():
+def new_highs() -> highspy.Highs:
     """A ``highspy.Highs()``, without the banner HiGHS (>= 1.16) prints on stdout at the first construction.
 
     The banner is written from C on file descriptor 1 once per process, before any option (``output_flag``)
@@ -207,9 +210,11 @@ def check_representable(form: LPForm) -> None:
     g_rows[form.constraint_rows] = True
     # a g row's upper bound moves with ε in [0, EPSILON_MAX]
     reach = np.where(g_rows, EPSILON_MAX, 0.0)
-    checks = [("a column bound", np.concatenate([form.col_lower, form.col_upper]), 0.0),
-              ("a row bound", np.concatenate([form.row_lower, form.row_upper]), np.concatenate([reach, reach])),
-              ("an objective coefficient", np.append(form.cost, form.offset), 0.0)]
+    checks: list[tuple[str, np.ndarray, float | np.ndarray]] = [
+        ("a column bound", np.concatenate([form.col_lower, form.col_upper]), 0.0),
+        ("a row bound", np.concatenate([form.row_lower, form.row_upper]), np.concatenate([reach, reach])),
+        ("an objective coefficient", np.append(form.cost, form.offset), 0.0),
+    ]
     for what, values, margin in checks:
         finite = np.isfinite(values)
         if np.any(np.abs(values[finite]) + np.broadcast_to(margin, values.shape)[finite] >= HIGHS_INFINITY):
@@ -240,7 +245,9 @@ class CompiledHighs(CompiledProgram):
     BULK_RATIO = 150
     BULK_MINIMUM = 25
 
-    def __init__(self, backend: HighsBackend, program: Program):
+    backend: HighsBackend
+
+    def __init__(self, backend: HighsBackend, program: Program) -> None:
         super().__init__(backend, program)
         import highspy
 
@@ -294,7 +301,7 @@ class CompiledHighs(CompiledProgram):
         self._block_columns = pattern.indices.astype(np.int32)
         return order, marks
 
-    def _initial_lp(self, form: LPForm, order: np.ndarray, marks: sp.csr_matrix):
+    def _initial_lp(self, form: LPForm, order: np.ndarray, marks: sp.csr_matrix) -> highspy.HighsLp:
         """The ``HighsLp`` of the program at its current data, rows in ``order`` (the parameter block last)."""
         highspy, inf = self._highspy, self._highspy.kHighsInf
         n_fixed = form.n_rows - self._block_index.size
@@ -346,7 +353,8 @@ class CompiledHighs(CompiledProgram):
             self._version = program.version
         upper = self.form.constraint_upper(program.epsilon, with_constraints)
         if upper.size and not np.array_equal(upper, self._pushed_g_upper):
-            self.highs.changeRowsBounds(upper.size, self._g_index, self._g_lower,
+            # highspy's stubs omit changeRowsBounds, which its extension defines
+            self.highs.changeRowsBounds(upper.size, self._g_index, self._g_lower,  # type: ignore[attr-defined]
                                         np.where(np.isfinite(upper), upper, self._highspy.kHighsInf))
             self._pushed_g_upper = upper
 
@@ -373,7 +381,7 @@ class CompiledHighs(CompiledProgram):
         change = self.highs.changeCoeff
         new = values[changed]
         for row, col, value in zip(self._param_row_index[changed].tolist(), self._param_col_index[changed].tolist(),
-                                   new.tolist()):
+                                   new.tolist(), strict=True):
             change(row, col, value)
         self._pushed_params[changed] = new
         self.last_update = "coefficients"

@@ -43,7 +43,6 @@ import time
 from typing import ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 
 from ...programs.blocks import Program
 from ...programs.lp import LPForm
@@ -52,7 +51,7 @@ from ..base import CompiledProgram, RawSolution
 from ..form_table import affine_pieces_table
 from ..results import Status
 from .backend import check_representable, highs_options, new_highs
-from .basis import LinearProgram, StatusCodes, optimal_point
+from .basis import ColumnMatrix, LinearProgram, StatusCodes, optimal_point
 from .box_master import BoxMaster
 from .columns import STATUS_MAP, ColumnsBackend, _SolverAccess
 
@@ -93,15 +92,20 @@ class BoxColumnsBackend(ColumnsBackend):
 
 class CompiledBoxColumns(CompiledProgram):
     """The box program as a column-generation master on one HiGHS object (module doc; rows in
-    :class:`~.box_master.BoxMaster`). HiGHS's columns: the fixed ones, the pool's vertex columns, then the
-    blocks' columns; its rows: the global rows, then the blocks' own rows.
+    :class:`~.box_master.BoxMaster`).
+
+    HiGHS's columns: the fixed ones, then vertex columns (the *pool*) and blocks' columns in the order they were
+    added; its rows: the global rows, then the blocks' own rows. The HiGHS model persists across solves: a new
+    epoch rewrites the coefficients of the columns whose pair's box moved (``changeCoeff``; HiGHS keeps its
+    basis) and deletes pool columns that have been nonbasic for ``keep_solves`` solves; only a change of the
+    blocks rebuilds it (``passModel``, with the last basis).
 
     Attributes
     ----------
     last_route : str
         ``"basis"`` when the last attempt was certified by the basis check, ``"master"`` when HiGHS solved it.
     basis_checks, basis_hits : int
-        Attempts whose last basis was checked, and those it sufficed for (no HiGHS call).
+        Attempts whose last basis was checked in numpy, and those it sufficed for (no HiGHS call).
     last_rounds, last_columns, last_blocks, last_phase1, last_gap, last_solver_time
         As for :class:`~curlopt.backends.highs.columns.CompiledColumns`.
     """
@@ -116,7 +120,7 @@ class CompiledBoxColumns(CompiledProgram):
     BLOCKS_PER_ROUND = 4
     #: a block stays while its pair carried mass in one of this many last solves
     BLOCK_KEEP_SOLVES = 25
-    #: the basis check runs on masters with at most this many global rows (its dense solve grows as rows³)
+    #: the basis check runs on masters with at most this many rows (its dense solve grows as rows³); 0: never
     BASIS_CHECK_ROWS = 400
 
     def __init__(self, backend: BoxColumnsBackend, program: BoxOptimisticProgram):
@@ -151,8 +155,9 @@ class CompiledBoxColumns(CompiledProgram):
         self._block_index = np.zeros(0, dtype=np.int64)
         self._block_row = np.zeros(0, dtype=np.int64)
         self._memory: dict[str, np.ndarray] | None = None       # the last basis, by part
-        self._solves, self._data_version, self._built_version = 0, -1, -1
+        self._solves, self._data_version = 0, -1
         self.highs = None
+        self._synced = False                                    # whether HiGHS holds the current pool and blocks
         self._n_cols = self._n_rows = 0
         self._phase2_cost = np.zeros(0)
         self._g_upper_pushed = np.zeros(0)
@@ -163,28 +168,48 @@ class CompiledBoxColumns(CompiledProgram):
     # -- the epoch's data -----------------------------------------------------------------------------------------
 
     def _read_data(self) -> None:
-        """The boxes of the current counts; the pool and blocks to keep (recomputed on them) and the seeds."""
+        """The boxes of the current counts; the pool and blocks to keep, recomputed where their pair's box moved
+        (and rewritten in HiGHS); before the first basis, the empirical kernel ``P^`` of each visited pair as a
+        seed column."""
         master = self.master
-        master.read()
-        usable, visited = master.usable, master.centre.sum(axis=1) > 0
+        moved = master.read()
+        usable = master.usable
         keep_block = usable[self._block_pair] & ((self._solves - self._block_seen) <= self.BLOCK_KEEP_SOLVES)
         covered = np.zeros(master.n_pairs, dtype=bool)
         covered[self._block_pair[keep_block]] = True
         pairs = self._pool_pair
-        keep = usable[pairs] & ~covered[pairs] & ((self._pool_order[:, 0] >= 0) | visited[pairs])
-        keep &= (self._solves - self._pool_seen) <= self.backend.keep_solves
-        covered[pairs[keep]] = True
-        seed = np.flatnonzero(visited & ~covered)                # P^ of a visited pair with nothing else
-        if self._memory is not None:
-            memory = self._memory
-            self._memory = {**memory, "pool": np.concatenate([memory["pool"][keep], np.full(seed.size, self._at_lower)]),
-                            "block_cols": memory["block_cols"][keep_block],
+        keep = usable[pairs] & ~covered[pairs] & ((self._solves - self._pool_seen) <= self.backend.keep_solves)
+        seed = np.zeros(0, dtype=np.int64)
+        if self._memory is None:
+            covered[pairs[keep]] = True
+            seed = np.flatnonzero(master.visited() & ~covered)
+        if seed.size or not (keep.all() and keep_block.all()):
+            self._rearrange(keep, keep_block, seed)
+        again = np.flatnonzero(moved[self._pool_pair])
+        if again.size:
+            self._pool_vertex[again] = master.vertices(self._pool_pair[again], self._pool_order[again])
+        if self._synced:
+            self._push_moved(again, np.flatnonzero(moved[self._block_pair]))
+
+    def _rearrange(self, keep: np.ndarray, keep_block: np.ndarray, seed: np.ndarray) -> None:
+        """Keep the pool columns ``keep`` and the blocks ``keep_block``, and add the seeds (P^ columns of ``seed``):
+        in HiGHS too when only nonbasic pool columns go, else by a rebuild at the next master solve."""
+        memory, master = self._memory, self.master
+        if memory is not None:
+            # a basic column is dropped only with a rebuild, which repairs the basis
+            self._synced &= bool(keep_block.all()) and not np.any(memory["pool"][~keep] == self._basic)
+            self._memory = {**memory, "pool": memory["pool"][keep], "block_cols": memory["block_cols"][keep_block],
                             "block_rows": memory["block_rows"][keep_block]}
-        self._pool_pair = np.concatenate([pairs[keep], seed])
+        self._synced &= seed.size == 0
+        if self._synced and not keep.all():
+            self._delete_columns(self._pool_index[~keep])
+        self._pool_pair = np.concatenate([self._pool_pair[keep], seed])
         self._pool_order = np.concatenate([self._pool_order[keep], np.full((seed.size, master.W), -1, np.int32)])
         self._pool_seen = np.concatenate([self._pool_seen[keep], np.full(seed.size, self._solves)])
-        self._pool_vertex = master.vertices(self._pool_pair, self._pool_order)
+        self._pool_vertex = np.concatenate([self._pool_vertex[keep], master.centre(seed)])
+        self._pool_index = self._pool_index[keep]
         self._block_pair, self._block_seen = self._block_pair[keep_block], self._block_seen[keep_block]
+        self._block_index, self._block_row = self._block_index[keep_block], self._block_row[keep_block]
 
     def _global_row_bounds(self, with_constraints: bool) -> tuple[np.ndarray, np.ndarray]:
         """Bounds of the global rows (numpy infinities), the g rows at ``-c - ε`` or ``+inf`` for the fallback."""
@@ -203,12 +228,15 @@ class CompiledBoxColumns(CompiledProgram):
         self._solves += 1
         self.last_phase1, self.last_gap, self.last_rounds = False, math.nan, 0
         started = time.perf_counter()
-        lp = self._linear_program(with_constraints)
-        checked = self._check_basis(lp)
-        if checked is not None:
-            self.last_route = "basis"
-            return self._finish(RawSolution(Status.OPTIMAL, checked, 0, BASIS_SOLVER, "",
-                                            time.perf_counter() - started))
+        lp = None
+        if self._memory is not None and self.master.n_global + self._block_pair.size * (self.master.W + 1) \
+                <= self.BASIS_CHECK_ROWS:
+            lp = self._linear_program(with_constraints)
+            checked = self._check_basis(lp)
+            if checked is not None:
+                self.last_route = "basis"
+                return self._finish(RawSolution(Status.OPTIMAL, checked, 0, BASIS_SOLVER, "",
+                                                time.perf_counter() - started))
         self.last_route = "master"
         return self._finish(self._solve_master(with_constraints, lp))
 
@@ -220,15 +248,14 @@ class CompiledBoxColumns(CompiledProgram):
     # -- the basis check ------------------------------------------------------------------------------------------
 
     def _linear_program(self, with_constraints: bool) -> LinearProgram:
-        """The whole master as it stands (pool and blocks on the current data), in phase 2."""
+        """The whole master as it stands (pool and blocks on the current data), in phase 2, in :class:`BoxMaster`'s
+        column order (fixed, pool, blocks)."""
         lower, upper = self._global_row_bounds(with_constraints)
         return self.master.linear_program(self._pool_pair, self._pool_vertex, self._block_pair, lower, upper)
 
     def _check_basis(self, lp: LinearProgram) -> np.ndarray | None:
         """The program's solution when the last basis is still optimal for ``lp`` (module doc), else None."""
         memory, master = self._memory, self.master
-        if memory is None or lp.matrix.shape[0] > self.BASIS_CHECK_ROWS:
-            return None
         self.basis_checks += 1
         cols = np.concatenate([memory["fixed"], memory["pool"], memory["block_cols"].ravel()])
         rows = np.concatenate([memory["global_rows"], memory["block_rows"].ravel()])
@@ -236,7 +263,7 @@ class CompiledBoxColumns(CompiledProgram):
         if found is None:
             return None
         x, duals = found
-        reduced, _, _ = master.price(duals[: master.n_global], 2)
+        reduced, _ = master.price(duals[: master.n_global], 2)
         reduced[self._block_pair] = -np.inf                     # a block holds its pair's whole box
         if reduced.size and float(reduced.max()) > self.backend.pricing_tolerance:
             return None
@@ -250,9 +277,9 @@ class CompiledBoxColumns(CompiledProgram):
 
     # -- the master on HiGHS --------------------------------------------------------------------------------------
 
-    def _solve_master(self, with_constraints: bool, lp: LinearProgram) -> RawSolution:
-        if self.highs is None or self._built_version != self._data_version:
-            self._build(lp)
+    def _solve_master(self, with_constraints: bool, lp: LinearProgram | None) -> RawSolution:
+        if not self._synced:
+            self._build(lp if lp is not None else self._linear_program(with_constraints))
         else:
             self._push_g_bounds(with_constraints)
         priced = np.zeros(self.master.n_pairs, dtype=np.int64)
@@ -300,17 +327,19 @@ class CompiledBoxColumns(CompiledProgram):
     def _program_solution(self, pool_values: np.ndarray, block_values: np.ndarray) -> np.ndarray:
         """ρ and p (on the support) from the weights of the vertex columns and the blocks' ``ρ, d``."""
         master = self.master
-        weights = np.clip(pool_values, 0.0, None)
-        mix = sp.csr_matrix((weights, (self._pool_pair, np.arange(weights.size))),
-                            shape=(master.n_pairs, weights.size))
-        rho = np.asarray(mix.sum(axis=1)).ravel()
-        p = np.asarray(mix @ self._pool_vertex)
+        used = np.flatnonzero(pool_values > 0.0)                 # the basic columns, at most one per row
+        pairs, weights = self._pool_pair[used], pool_values[used]
+        rho = np.bincount(pairs, weights=weights, minlength=master.n_pairs)
+        slots = (pairs[:, None] * master.W + np.arange(master.W)).ravel()
+        p = np.bincount(slots, weights=(weights[:, None] * self._pool_vertex[used]).ravel(),
+                        minlength=master.n_pairs * master.W).reshape(master.n_pairs, master.W)
         if self._block_pair.size:
             rho_b = block_values[:, 0]
             rho[self._block_pair] += rho_b
             p[self._block_pair] += rho_b[:, None] * master.lower[self._block_pair] + block_values[:, 1:]
-        p = np.clip(p, 0.0, None)
-        return np.concatenate([rho, p[master.valid] if not master.valid.all() else p.ravel()])
+        return np.concatenate([rho, master.to_entries(np.clip(p, 0.0, None))])
+
+    # -- HiGHS's model ----------------------------------------------------------------------------------------------
 
     def _build(self, lp: LinearProgram) -> None:
         """Pass the master ``lp`` (fixed columns, pool, blocks) to HiGHS, with the last basis where it still fits."""
@@ -334,19 +363,45 @@ class CompiledBoxColumns(CompiledProgram):
         self.highs.passModel(
             n_cols, n_rows, matrix.nnz, int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMaximize),
             self.form.offset, lp.cost, _finite(lp.col_lower, inf), _finite(lp.col_upper, inf),
-            _finite(lp.row_lower, inf), _finite(lp.row_upper, inf),
-            matrix.indptr[:-1].astype(np.int32), matrix.indices.astype(np.int32), matrix.data,
+            _finite(lp.row_lower, inf), _finite(lp.row_upper, inf), matrix.indptr[:-1], matrix.indices, matrix.data,
             np.zeros(n_cols, dtype=np.int32))
         self._n_cols, self._n_rows = n_cols, n_rows
         self._g_upper_pushed = lp.row_upper[master.g_rows].copy()
-        self._built_version = self._data_version
+        self._synced = True
         if self._memory is not None:
             self._restore_basis()
 
-    def _block_row_bounds(self, count: int) -> tuple[np.ndarray, np.ndarray]:
-        """Bounds of ``count`` blocks' own rows: balance ``= 0``, caps ``<= 0``."""
-        lower = np.concatenate([[0.0], np.full(self.master.W, -np.inf)])
-        return np.tile(lower, count), np.zeros(count * (self.master.W + 1))
+    def _delete_columns(self, columns: np.ndarray) -> None:
+        """Delete nonbasic HiGHS columns (HiGHS keeps the basis of the others) and renumber ours."""
+        columns = np.sort(columns)
+        self.highs.deleteCols(columns.size, columns.astype(np.int32))
+        kept = np.ones(self._n_cols, dtype=bool)
+        kept[columns] = False
+        self._phase2_cost = self._phase2_cost[kept]
+        self._n_cols -= columns.size
+        shift = lambda index: index - np.searchsorted(columns, index)  # noqa: E731 - columns before each index
+        self._pool_index, self._block_index = shift(self._pool_index), shift(self._block_index)
+
+    def _push_moved(self, pool: np.ndarray, blocks: np.ndarray) -> None:
+        """Rewrite in HiGHS the flow coefficients of the pool columns ``pool`` (positions in the pool) on their new
+        vertices, and the ρ columns of the blocks ``blocks`` (positions among the blocks) on their new boxes."""
+        master = self.master
+        rows, values = master.flow_coefficients(self._pool_pair[pool], self._pool_vertex[pool])
+        cols = np.repeat(self._pool_index[pool], rows.shape[1])
+        parts = [(rows.ravel(), cols, values.ravel())]
+        if blocks.size:
+            pairs = self._block_pair[blocks]
+            rows, values = master.flow_coefficients(pairs, master.lower[pairs])
+            parts.append((rows.ravel(), np.repeat(self._block_index[blocks], rows.shape[1]), values.ravel()))
+            own = master.block_rho_coefficients(pairs)
+            first = self._block_row[blocks][:, None]
+            parts.append(((first + np.arange(own.shape[1])).ravel(), np.repeat(self._block_index[blocks], own.shape[1]),
+                          own.ravel()))
+        rows, cols, values = (np.concatenate([part[i] for part in parts]) for i in range(3))
+        used = rows >= 0
+        change = self.highs.changeCoeff
+        for row, col, value in zip(rows[used].tolist(), cols[used].tolist(), values[used].tolist()):
+            change(row, col, value)
 
     def _restore_basis(self) -> None:
         """Give HiGHS the last basis on the rebuilt master, its count of basic variables made right.
@@ -406,7 +461,8 @@ class CompiledBoxColumns(CompiledProgram):
             highs.setOptionValue("time_limit", before + max(left, 0.0))
         highs.run()
         self._solution = self._access.solution()
-        return highs.getModelStatus().name, int(highs.getInfo().simplex_iteration_count), highs.getRunTime() - before
+        iterations = highs.getInfoValue("simplex_iteration_count")[1]
+        return highs.getModelStatus().name, int(iterations), highs.getRunTime() - before
 
     def _set_phase(self, phase: int) -> None:
         """Phase 1: maximise minus the artificials' sum, every other cost 0; phase 2: the program's objective,
@@ -421,6 +477,8 @@ class CompiledBoxColumns(CompiledProgram):
         highs.changeColsCost(self._n_cols, np.arange(self._n_cols, dtype=np.int32), cost)
         highs.changeColsBounds(n_art, art, np.zeros(n_art), np.full(n_art, inf if phase == 1 else 0.0))
 
+    # -- column generation ------------------------------------------------------------------------------------------
+
     def _generate(self, phase: int, rounds: int, priced: np.ndarray) -> tuple[str, int, int, float]:
         """Column generation in one phase: (HiGHS status name, "round limit" or "time limit"; rounds used,
         iterations, HiGHS time). ``priced`` counts, per pair, the rounds of this attempt in which it priced positive."""
@@ -433,7 +491,7 @@ class CompiledBoxColumns(CompiledProgram):
             rounds, iterations, solver_time = rounds + 1, iterations + its, solver_time + run_time
             if name != "kOptimal":
                 return name, rounds, iterations, solver_time
-            reduced, orders, vertices = self.master.price(self._solution[1][: self.master.n_global], phase)
+            reduced, order = self.master.price(self._solution[1][: self.master.n_global], phase)
             reduced[self._block_pair] = -np.inf                 # a block holds its pair's whole box
             self.last_gap = max(0.0, float(reduced.max())) if reduced.size else 0.0
             pairs = np.flatnonzero(reduced > self.backend.pricing_tolerance)
@@ -443,7 +501,7 @@ class CompiledBoxColumns(CompiledProgram):
                 return "round limit", rounds, iterations, solver_time
             priced[pairs] += 1
             stalled = self._stalled(pairs, priced)
-            self._add_vertices(pairs[~stalled], orders[pairs[~stalled]], vertices[pairs[~stalled]], phase)
+            self._add_vertices(pairs[~stalled], *self.master.best_vertices(pairs[~stalled], order), phase)
             self._add_blocks(pairs[stalled], phase)
 
     def _stalled(self, pairs: np.ndarray, priced: np.ndarray) -> np.ndarray:
@@ -477,24 +535,26 @@ class CompiledBoxColumns(CompiledProgram):
         inf = self._highspy.kHighsInf
         self.highs.addRows(lower.size, _finite(lower, inf), upper, 0, np.zeros(0, dtype=np.int32),
                            np.zeros(0, dtype=np.int32), np.zeros(0))
-        columns, cost = master.blocks(pairs)
-        columns = columns.tocoo()
-        own = columns.row >= master.n_global                    # own rows move to where HiGHS appended them
-        row = np.where(own, columns.row + (self._n_rows - master.n_global), columns.row)
+        rows, cols, values = master.block_entries(pairs)
+        rows = np.where(rows >= master.n_global, rows + (self._n_rows - master.n_global), rows)  # where HiGHS put them
         self._block_pair = np.concatenate([self._block_pair, pairs])
         self._block_seen = np.concatenate([self._block_seen, np.full(pairs.size, self._solves)])
         self._block_index = np.concatenate([self._block_index, self._n_cols + width * np.arange(pairs.size)])
         self._block_row = np.concatenate([self._block_row, self._n_rows + width * np.arange(pairs.size)])
         self._n_rows += lower.size
-        self._append_columns(sp.csc_matrix((columns.data, (row, columns.col)), shape=(self._n_rows, columns.shape[1])),
-                             cost, phase)
+        self._append_columns(ColumnMatrix(rows, cols, values, (self._n_rows, pairs.size * width)),
+                             master.block_cost(pairs), phase)
 
-    def _append_columns(self, columns: sp.csc_matrix, phase2_cost: np.ndarray, phase: int) -> None:
-        columns.sort_indices()
+    def _block_row_bounds(self, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds of ``count`` blocks' own rows: balance ``= 0``, caps ``<= 0``."""
+        lower = np.concatenate([[0.0], np.full(self.master.W, -np.inf)])
+        return np.tile(lower, count), np.zeros(count * (self.master.W + 1))
+
+    def _append_columns(self, columns: ColumnMatrix, phase2_cost: np.ndarray, phase: int) -> None:
         count = columns.shape[1]
         self.highs.addCols(count, phase2_cost if phase == 2 else np.zeros(count), np.zeros(count),
-                           np.full(count, self._highspy.kHighsInf), columns.nnz, columns.indptr[:-1].astype(np.int32),
-                           columns.indices.astype(np.int32), columns.data)
+                           np.full(count, self._highspy.kHighsInf), columns.nnz, columns.indptr[:-1], columns.indices,
+                           columns.data)
         self._phase2_cost = np.concatenate([self._phase2_cost, phase2_cost])
         self._n_cols += count
 

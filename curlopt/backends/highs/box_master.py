@@ -48,8 +48,8 @@ class BoxMaster:
         Global rows: ``S`` (mass and flow) plus LPForm's epigraph and g rows.
     n_art, n_fixed : int
         Artificial columns, and fixed columns (the artificials, then ``t`` if the objective has an epigraph).
-    lower, upper, centre : ndarray, shape (S·A, W)
-        ``l = max(0, P^ - b)``, ``u = P^ + b`` and ``P^``, read from the program by :meth:`read`.
+    lower, upper : ndarray, shape (S·A, W)
+        ``l = max(0, P^ - b)`` and ``u = P^ + b``, read from the program by :meth:`read`.
     usable : ndarray of bool, shape (S·A,)
         Pairs whose box is not empty (the others can carry no mass).
     """
@@ -73,7 +73,8 @@ class BoxMaster:
         self._fixed_columns(extra[:, program.n_vars].tocoo() if self.epigraph else None)
         groups = lin.param_groups
         self._upper_group, self._lower_group = groups["box_upper"], groups["box_lower"]
-        self.lower = self.upper = self.centre = np.zeros((self.n_pairs, self.W))
+        self.lower = self.upper = np.zeros((self.n_pairs, self.W))
+        self.lower_sum = np.zeros(self.n_pairs)
         self.usable = np.zeros(self.n_pairs, dtype=bool)
 
     def _slots(self, program: BoxOptimisticProgram) -> None:
@@ -115,18 +116,31 @@ class BoxMaster:
 
     # -- the epoch's data -----------------------------------------------------------------------------------------
 
-    def read(self) -> None:
-        """The boxes of the program's current parameter values: exactly the coefficients of its box rows."""
+    def read(self) -> np.ndarray:
+        """The boxes of the program's current parameter values (exactly the coefficients of its box rows);
+        returns which pairs' boxes moved since the last read."""
         values = self.program.linear.param_values
-        upper = -values[self._upper_group]                    # box_upper holds -(P^ + b)
-        lower = np.maximum(values[self._lower_group], 0.0)    # box_lower holds P^ - b; p >= 0 anyway
-        centre = self.program.empirical_entries()
-        self.lower, self.upper, self.centre = (self._to_slots(a) for a in (lower, upper, centre))
-        self.usable = box_usable(self.lower, self.upper)
+        upper = self._to_slots(-values[self._upper_group])                       # box_upper holds -(P^ + b)
+        lower = self._to_slots(np.maximum(values[self._lower_group], 0.0))      # box_lower: P^ - b; p >= 0 anyway
+        moved = ((upper != self.upper) | (lower != self.lower)).any(axis=1)
+        self.lower, self.upper = lower, upper
+        self.lower_sum = lower.sum(axis=1)
+        self.usable = box_usable(lower, upper)
+        return moved
+
+    def centre(self, pairs: np.ndarray) -> np.ndarray:
+        """The empirical kernels ``P^`` of ``pairs`` over their slots (a visited pair's ``P^`` lies in its box)."""
+        counts = self._to_slots(self.program.entry_counts)[pairs] if not self.all_valid \
+            else self.program.entry_counts.reshape(self.n_pairs, self.W)[pairs]
+        return counts / np.maximum(1.0, counts.sum(axis=1))[:, None]
+
+    def visited(self) -> np.ndarray:
+        """Pairs with at least one observed transition."""
+        return self.program.visits.ravel() > 0
 
     def _to_slots(self, entries: np.ndarray) -> np.ndarray:
         if self.all_valid:
-            return entries.reshape(self.n_pairs, self.W)
+            return entries.reshape(self.n_pairs, self.W).copy()
         out = np.zeros((self.n_pairs, self.W))
         out[self.valid] = entries
         return out
@@ -137,8 +151,10 @@ class BoxMaster:
 
     def vertices(self, pairs: np.ndarray, orders: np.ndarray) -> np.ndarray:
         """The box vertex of each pair for its slot order (a row of -1: the pair's P^)."""
-        out = self.centre[pairs]
         ranked = orders[:, 0] >= 0
+        if ranked.all():
+            return box_vertices(orders, self.lower[pairs], self.upper[pairs])
+        out = self.centre(pairs)
         if np.any(ranked):
             out[ranked] = box_vertices(orders[ranked], self.lower[pairs[ranked]], self.upper[pairs[ranked]])
         return out
@@ -163,6 +179,18 @@ class BoxMaster:
     def columns(self, pairs: np.ndarray, vertices: np.ndarray) -> ColumnMatrix:
         """The vertex columns ``(pair, v)`` over the global rows."""
         return ColumnMatrix(*self.column_entries(pairs, vertices), (self.n_global, pairs.size))
+
+    def flow_coefficients(self, pairs: np.ndarray, vertices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The flow rows of vertex columns ``(pair, v)`` and their coefficients, shape (k, W) each: ``-v(s')``, plus
+        1 in the row of the pair's own state; row -1 where a slot has no flow row (an invalid slot, the last state).
+        These are the only coefficients of a vertex column that depend on the data."""
+        rows = self.flow_row[pairs]
+        return rows, (rows == self.own_row[pairs][:, None]) - vertices
+
+    def block_rho_coefficients(self, pairs: np.ndarray) -> np.ndarray:
+        """The coefficients of each block's ρ in its own rows, shape (n, W + 1): ``-(1 - Σ l)`` (balance), then
+        ``-(u - l)`` (caps)."""
+        return np.hstack([-(1.0 - self.lower[pairs].sum(axis=1, keepdims=True)), self.lower[pairs] - self.upper[pairs]])
 
     def block_entries(self, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Triplets of each pair's block, ``n (W + 1)`` columns over the global rows and the blocks' own rows.
@@ -198,28 +226,36 @@ class BoxMaster:
 
     # -- pricing --------------------------------------------------------------------------------------------------
 
-    def price(self, duals: np.ndarray, phase: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Every pair's best vertex under the global rows' duals ``y``.
-
-        Returns ``(reduced, orders, vertices)``: the best reduced cost ``c - y·a`` of each pair (``-inf`` for an
-        unusable pair; phase 1 prices with cost 0), its slots by decreasing ``h`` and the vertex.
-        """
-        h = np.zeros(self.S)
-        h[: self.S - 1] = duals[1: self.S]
-        constant = -(duals[0] + np.where(self.own_row >= 0, duals[np.maximum(self.own_row, 0)], 0.0)
-                     + self.extra_of_pair @ duals[self.S:])
+    def price(self, duals: np.ndarray, phase: int) -> tuple[np.ndarray, np.ndarray]:
+        """Every pair's best reduced cost ``c - y·a`` over its box under the global rows' duals ``y`` (``-inf`` for an
+        unusable pair; phase 1 prices with cost 0), and the slot order that gives it: shape (W,), the same for
+        every pair, on the dense support, else (pairs, W). :meth:`best_vertices` turns it into vertices."""
+        S = self.S
+        h = np.zeros(S)
+        h[: S - 1] = duals[1: S]
+        padded = np.append(duals[:S], 0.0)                   # own_row -1 (the last state) reads the 0
+        constant = -(duals[0] + padded[self.own_row] + self.extra_of_pair @ duals[S:])
         if phase == 2:
-            constant = constant + self.cost
-        if self.shared_ranking:
-            slot_h = np.broadcast_to(h, (self.n_pairs, self.S))
-            orders = np.broadcast_to(np.argsort(-h, kind="stable").astype(np.int32), (self.n_pairs, self.S))
+            constant += self.cost
+        if self.shared_ranking:     # one order of the states for every pair
+            order = np.argsort(-h, kind="stable").astype(np.int32)
+            low, room, ranked_h = self.lower[:, order], self.upper[:, order], h[order]
         else:
             slot_h = np.where(self.valid, h[np.maximum(self.successor, 0)], 0.0)
-            orders = np.argsort(np.where(self.valid, -slot_h, np.inf), axis=1, kind="stable").astype(np.int32)
-        vertices = box_vertices(orders, self.lower, self.upper)
-        reduced = constant + (vertices * slot_h).sum(axis=1)
+            order = np.argsort(np.where(self.valid, -slot_h, np.inf), axis=1, kind="stable").astype(np.int32)
+            rows = np.arange(self.n_pairs)[:, None]
+            low, room, ranked_h = self.lower[rows, order], self.upper[rows, order], slot_h[rows, order]
+        room -= low
+        poured = np.clip((1.0 - self.lower_sum)[:, None] - (np.cumsum(room, axis=1) - room), 0.0, room)
+        poured += low
+        reduced = constant + (poured @ ranked_h if self.shared_ranking else (poured * ranked_h).sum(axis=1))
         reduced[~self.usable] = -np.inf
-        return reduced, orders, vertices
+        return reduced, order
+
+    def best_vertices(self, pairs: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The orders (k, W) and vertices of ``pairs`` for the ``order`` :meth:`price` returned."""
+        orders = np.broadcast_to(order, (pairs.size, self.W)) if order.ndim == 1 else order[pairs]
+        return orders, box_vertices(orders, self.lower[pairs], self.upper[pairs])
 
     # -- the whole master -----------------------------------------------------------------------------------------
 

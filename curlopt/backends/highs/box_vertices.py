@@ -38,9 +38,9 @@ def box_vertices(order: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.
 
     Parameters
     ----------
-    order : ndarray of int, shape (n, W)
+    order : ndarray of int, shape (n, W) or (W,)
         Each row's slots by decreasing ``h`` (ties in any fixed order: each order gives a vertex, and every
-        order consistent with ``h`` gives a maximiser).
+        order consistent with ``h`` gives a maximiser); one shape (W,) order serves every row.
     lower, upper : ndarray, shape (n, W)
         The box's ends, ``0 <= lower <= upper``.
 
@@ -56,7 +56,7 @@ def box_vertices(order: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.
     ``h`` while it holds more than ``lower`` in a slot of lower ``h`` improves (or keeps) ``h·q`` when mass
     moves from the second to the first; the poured vector admits no such move.
     """
-    rows = np.arange(order.shape[0])[:, None]
+    rows = np.arange(lower.shape[0])[:, None] if order.ndim == 2 else slice(None)
     low = lower[rows, order]
     room = upper[rows, order] - low
     free = 1.0 - lower.sum(axis=1)

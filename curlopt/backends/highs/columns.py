@@ -68,23 +68,27 @@ this backend's options); the results name this backend.
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
+from ...errors import BackendError
+from ...programs.blocks import Program
 from ...programs.lp import LPForm
 from ...programs.optimistic import OptimisticProgram
-from ...programs.blocks import Program
 from ...programs.support import Support
-from ..results import Status
 from ...utilities.library import Utility
 from ..base import Backend, CompiledProgram, RawSolution
 from ..form_table import affine_pieces_table
 from ..options import INTEGER, NUMBER, Option, positive_integer
-from .backend import HIGHS_OPTIONS, STATUS_MAP as HIGHS_STATUS_MAP, CompiledHighs, check_representable
-from .backend import highs_options, new_highs
+from ..results import Status
+from .backend import HIGHS_OPTIONS, CompiledHighs, check_representable, highs_options, new_highs
+from .backend import STATUS_MAP as HIGHS_STATUS_MAP
 from .solution import SolutionReader
+
+if TYPE_CHECKING:  # imported where a solver is made, so that importing the backend stays cheap
+    import highspy
 
 __all__ = ["ColumnsBackend", "CompiledColumns", "optimistic_kernels", "STATUS_MAP"]
 
@@ -104,14 +108,14 @@ DEFAULT_KEEP_SOLVES = 3
 CENTRE = -1
 
 
-def optimistic_kernels(h: np.ndarray, p_hat: np.ndarray, beta: np.ndarray,
+def optimistic_kernels(h: np.ndarray | None, p_hat: np.ndarray, beta: np.ndarray,
                        order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``argmax h·q`` over ``Q = {q in the simplex : ||q - P^||_1 <= β}``, for many rows at once (UCRL2's step).
 
     Parameters
     ----------
-    h : ndarray, shape (S,)
-        The linear function maximised (one for every row); ignored when ``order`` is given.
+    h : ndarray, shape (S,), or None
+        The linear function maximised (one for every row); ignored (and may be None) when ``order`` is given.
     p_hat : ndarray, shape (n, S)
         Each row a distribution (a visited pair's empirical kernel) or all zeros (an unvisited pair).
     beta : ndarray, shape (n,)
@@ -140,6 +144,8 @@ def optimistic_kernels(h: np.ndarray, p_hat: np.ndarray, beta: np.ndarray,
     n, S = p_hat.shape
     beta = np.broadcast_to(np.asarray(beta, dtype=float), (n,))
     if order is None:
+        if h is None:
+            raise BackendError("optimistic_kernels needs h or order (the states by decreasing h); both are None.")
         order = np.argsort(-np.asarray(h, dtype=float), kind="stable")
     order = np.broadcast_to(np.asarray(order), (n, S))
     rows = np.arange(n)
@@ -245,7 +251,7 @@ class _Columns:
         self.counts, self.indices, self.data = np.asarray(counts, dtype=np.int64), indices, data
 
     @classmethod
-    def from_dense(cls, dense: np.ndarray) -> "_Columns":
+    def from_dense(cls, dense: np.ndarray) -> _Columns:
         """One column per row of ``dense`` (its nonzeros, by increasing row index)."""
         mask = dense != 0.0
         _, rows = np.nonzero(mask)
@@ -256,7 +262,7 @@ class _Columns:
         return int(self.counts.size)
 
     @staticmethod
-    def join(parts: list["_Columns"]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def join(parts: list[_Columns]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """HiGHS's column-wise arrays (start, index, value) of ``parts`` one after the other."""
         counts = np.concatenate([part.counts for part in parts])
         start = np.zeros(counts.size, dtype=np.int32)
@@ -274,7 +280,7 @@ class _SolverAccess:
     uses 64-bit integers, the lists are used: the same values, only slower.
     """
 
-    def __init__(self, highs):
+    def __init__(self, highs: highspy.Highs) -> None:
         self.highs = highs
         reader = SolutionReader.create(highs)
         self._api = reader if reader is not None and reader.has_int32_basis() else None
@@ -362,7 +368,10 @@ class CompiledColumns(CompiledProgram):
     #: needed once: the same pair tends to stall the master again)
     BLOCK_KEEP_SOLVES = 25
 
-    def __init__(self, backend: ColumnsBackend, program: OptimisticProgram):
+    backend: ColumnsBackend
+    program: OptimisticProgram
+
+    def __init__(self, backend: ColumnsBackend, program: OptimisticProgram) -> None:
         super().__init__(backend, program)
         import highspy
 
@@ -479,7 +488,8 @@ class CompiledColumns(CompiledProgram):
         self._memory: dict[str, np.ndarray] | None = None
         self._solves = 0
         self._data_version = -1
-        self.highs = None
+        #: the master's HiGHS object, made by the first build
+        self.highs: highspy.Highs | None = None
         self._n_cols = 0
         self._phase2_cost = np.zeros(0)
         self._g_upper_pushed: np.ndarray | None = None
@@ -675,6 +685,13 @@ class CompiledColumns(CompiledProgram):
         upper[self._g_rows] = self._g_upper(with_constraints)
         return lower, upper
 
+    @property
+    def _master(self) -> highspy.Highs:
+        """The master's HiGHS object; every step but the first build runs on a built master."""
+        if self.highs is None:
+            raise BackendError("the highs-columns master was used before it was built (a bug in curlopt).")
+        return self.highs
+
     def _build(self, with_constraints: bool) -> None:
         """Pass the master (fixed columns, pool, blocks) to HiGHS, with the last basis where it still fits."""
         highspy, inf = self._highspy, self._highspy.kHighsInf
@@ -712,16 +729,15 @@ class CompiledColumns(CompiledProgram):
         self._n_cols, self._n_rows = n_cols, n_rows
         self._g_upper_pushed = row_upper[self._g_rows].copy()
         if self._memory is not None:
-            self._restore_basis()
+            self._restore_basis(self._memory)
 
-    def _restore_basis(self) -> None:
+    def _restore_basis(self, memory: dict[str, np.ndarray]) -> None:
         """Give HiGHS the last attempt's basis on the rebuilt master, its count of basic variables made right.
 
         Dropped columns were nonbasic, but a dropped block or new data can leave one basic variable too many or
         too few: extra basic pool columns become nonbasic, missing ones are made up by basic row slacks. HiGHS
         repairs a singular basis itself; a basis it refuses only means a cold start (slower, not wrong).
         """
-        memory = self._memory
         cols = np.concatenate([memory["fixed"], memory["pool"], memory["block_cols"].ravel()])
         rows = np.concatenate([memory["global_rows"], memory["block_rows"].ravel()])
         if cols.size != self._n_cols or rows.size != self._n_rows:
@@ -757,13 +773,16 @@ class CompiledColumns(CompiledProgram):
 
     def _push_g_bounds(self, with_constraints: bool) -> None:
         upper = self._g_upper(with_constraints)
-        if upper.size and not np.array_equal(upper, self._g_upper_pushed):
-            self.highs.changeRowsBounds(upper.size, self._g_rows, np.full(upper.size, -self._highspy.kHighsInf), upper)
+        pushed = self._g_upper_pushed
+        if upper.size and (pushed is None or not np.array_equal(upper, pushed)):
+            # highspy's stubs omit changeRowsBounds, which its extension defines
+            self._master.changeRowsBounds(  # type: ignore[attr-defined]
+                upper.size, self._g_rows, np.full(upper.size, -self._highspy.kHighsInf), upper)
             self._g_upper_pushed = upper
 
     def _run(self) -> tuple[str, int, float]:
         """One master solve; ``self._solution`` holds its column values and row duals afterwards."""
-        highs = self.highs
+        highs = self._master
         before = highs.getRunTime()
         left = self.time_left()
         if left is not None:  # HiGHS's time_limit is on its run clock, which runs on over every solve
@@ -776,7 +795,7 @@ class CompiledColumns(CompiledProgram):
     def _set_phase(self, phase: int) -> None:
         """Phase 1: maximise minus the artificials' sum, every other cost 0; phase 2: the program's objective,
         the artificials held at 0."""
-        highs, inf = self.highs, self._highspy.kHighsInf
+        highs, inf = self._master, self._highspy.kHighsInf
         index = np.arange(self._n_cols, dtype=np.int32)
         art = np.arange(self._n_art, dtype=np.int32)
         if phase == 1:
@@ -833,7 +852,7 @@ class CompiledColumns(CompiledProgram):
         if pairs.size == 0:
             return
         lower, upper = self._block_row_bounds(pairs.size)
-        self.highs.addRows(pairs.size * self.block_rows, lower, upper, 0, np.zeros(0, dtype=np.int32),
+        self._master.addRows(pairs.size * self.block_rows, lower, upper, 0, np.zeros(0, dtype=np.int32),
                            np.zeros(0, dtype=np.int32), np.zeros(0))
         columns, cost = self._blocks(pairs, self._n_rows + self.block_rows * np.arange(pairs.size))
         self._n_rows += pairs.size * self.block_rows
@@ -846,7 +865,7 @@ class CompiledColumns(CompiledProgram):
         start, index, value = _Columns.join([columns])
         count = columns.size
         cost = phase2_cost if phase == 2 else np.zeros(count)
-        self.highs.addCols(count, cost, np.zeros(count), np.full(count, self._highspy.kHighsInf), index.size,
+        self._master.addCols(count, cost, np.zeros(count), np.full(count, self._highspy.kHighsInf), index.size,
                            start, index, value)
         self._phase2_cost = np.concatenate([self._phase2_cost, phase2_cost])
         self._n_cols += count

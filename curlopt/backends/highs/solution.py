@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import ctypes
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+if TYPE_CHECKING:
+    import highspy
 
 #: pybind11's platform ABI id of highspy's Linux wheels (libstdc++, C++11 ABI). pybind11's conduit compares it with
 #: its own and answers None on any other platform, which leaves :class:`SolutionReader` off.
 PYBIND11_ABI_ID = b"system_libstdcpp_gxx_abi_1xxx_use_cxx11_abi_1"
 
 
-def _highs_pointer(highs) -> tuple[ctypes.CDLL, int] | None:
+def _highs_pointer(highs: highspy.Highs) -> tuple[ctypes.CDLL, int] | None:
     """The C++ ``Highs*`` behind a highspy object and a handle on HiGHS's C API, or None when not available.
 
     The pointer comes from pybind11's cross-module conduit (``_pybind11_conduit_v1_``, pybind11 >= 2.13), given
@@ -27,7 +30,9 @@ def _highs_pointer(highs) -> tuple[ctypes.CDLL, int] | None:
         new_capsule = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)(
             ("PyCapsule_New", ctypes.pythonapi))
         capsule = new_capsule(ctypes.addressof(type_info), b"St9type_info", None)  # typeid(std::type_info).name()
-        answer = highs._pybind11_conduit_v1_(PYBIND11_ABI_ID, capsule, b"raw_pointer_ephemeral")
+        # pybind11 adds the conduit to every bound class; highspy's stubs do not list it
+        answer = highs._pybind11_conduit_v1_(  # type: ignore[attr-defined]
+            PYBIND11_ABI_ID, capsule, b"raw_pointer_ephemeral")
         if answer is None:
             return None
         name = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.py_object)(("PyCapsule_GetName", ctypes.pythonapi))
@@ -49,7 +54,7 @@ class SolutionReader:
     the pointer is not available; callers then read the list.
     """
 
-    def __init__(self, highs, library: ctypes.CDLL, pointer: int):
+    def __init__(self, highs: highspy.Highs, library: ctypes.CDLL, pointer: int) -> None:
         self._highs = highs  # keeps the object behind the pointer alive
         self._library = library
         self._pointer = pointer
@@ -64,7 +69,7 @@ class SolutionReader:
             function.argtypes, function.restype = [ctypes.c_void_p] * 3, ctypes.c_int
 
     @classmethod
-    def create(cls, highs) -> "SolutionReader | None":
+    def create(cls, highs: highspy.Highs) -> SolutionReader | None:
         """A reader for ``highs``, or None if the pointer cannot be had or does not answer like ``highs``."""
         found = _highs_pointer(highs)
         if found is None:

@@ -51,6 +51,9 @@ __all__ = ["MdpColumnsBackend", "CompiledMdpColumns", "STATUS_MAP"]
 #: the search's own endings -> statuses (a failed master reports its solver's status)
 STATUS_MAP: dict[str, Status] = dict(ENDINGS)
 
+#: columns kept between solves besides the solution's own (the newest first)
+KEEP_RECENT = 16
+
 MULTICHAIN_NOTE = ("the model is multichain: the policy extracted from this occupancy has {count} recurrent classes,"
                    " so it reaches this occupancy only from some start states (the program's optimum itself is exact:"
                    " each recurrent class of a policy is its own column)")
@@ -303,9 +306,13 @@ class CompiledMdpColumns(CompiledProgram):
         return outcome, notes
 
     def _remember(self, search: ColumnSearch, outcome: Outcome) -> None:
-        """Keep the solution's columns for the next solve (all of them when the search ended without one)."""
+        """Keep the solution's columns and the :data:`KEEP_RECENT` newest others for the next solve (all of them
+        when the search ended without a solution): after a new kernel, a pool of the last search's columns gives
+        the master the shape of the new problem near its optimum, and saves rounds (measured: 12 rounds to 5 at
+        (1000, 5) with a binding constraint, after a posterior draw from 2,000 visits per pair)."""
         if outcome.weights is not None and np.any(outcome.weights > UNUSED_WEIGHT):
-            self.pool.keep(outcome.weights > UNUSED_WEIGHT)
+            recent = np.arange(outcome.weights.size) >= outcome.weights.size - KEEP_RECENT
+            self.pool.keep((outcome.weights > UNUSED_WEIGHT) | recent)
         self.last_rounds, self.last_sweeps, self.last_columns = search.rounds, search.sweeps, len(self.pool)
         self.last_gap = outcome.gap
         self.last_master_time, self.last_oracle_time = search.master_time, search.oracle_time

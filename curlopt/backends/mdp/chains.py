@@ -136,8 +136,12 @@ def policy_classes(kernel: KernelMatrix, occupancy: np.ndarray) -> int:
     return len(closed_classes(pick @ kernel.csr()))
 
 
-def stationary_distributions(kernel: KernelMatrix, actions: np.ndarray) -> list[ClassDistribution]:
+def stationary_distributions(kernel: KernelMatrix, actions: np.ndarray,
+                             start: np.ndarray | None = None) -> list[ClassDistribution]:
     """One :class:`ClassDistribution` per recurrent class of the deterministic policy ``actions``.
+
+    ``start`` (S,), optional, is where the power iteration starts (e.g. the policy's law on the previous kernel, a
+    warm start when the kernel changed little); default uniform.
 
     Each class is closed, so the chain restricted to it is an irreducible chain of its own, whose stationary law
     (zero outside the class) is the class's; a unichain policy has one class (its other states are transient, with
@@ -153,14 +157,14 @@ def stationary_distributions(kernel: KernelMatrix, actions: np.ndarray) -> list[
     out = []
     for states in classes:
         sub = chain if states.size == kernel.n_states else chain[states][:, states]
-        mu = _solve_stationary(sub)
+        mu = _solve_stationary(sub, None if start is None else start[states])
         out.append(ClassDistribution(states[mu > 0.0], mu[mu > 0.0]))
     return out
 
 
-def _power_iteration(chain: Any) -> tuple[np.ndarray, bool]:
+def _power_iteration(chain: Any, start: np.ndarray | None = None) -> tuple[np.ndarray, bool]:
     """``μ`` by repeated products ``μ ← μ P_τ`` with the aperiodic ``P_τ = τ P + (1 - τ) I`` (same stationary law),
-    from the uniform law, and whether it settled within :data:`POWER_PRODUCTS` products.
+    from ``start`` (default the uniform law), and whether it settled within :data:`POWER_PRODUCTS` products.
 
     A fast-mixing chain settles in tens of products, each costing the chain's nonzeros: far cheaper than a
     factorisation of a dense chain (S³/3); a slowly mixing one is left to the factorisation. Settled means the
@@ -169,6 +173,8 @@ def _power_iteration(chain: Any) -> tuple[np.ndarray, bool]:
     a slowly mixing chain changes little per product while far from its law."""
     n = chain.shape[0]
     mu = np.full(n, 1.0 / n)
+    if start is not None and start.sum() > 0:  # mixed with a little of the uniform law: no state starts at 0
+        mu = 0.999 * start / start.sum() + 0.001 * mu
     transposed = chain.T
     previous = np.inf
     for _ in range(POWER_PRODUCTS):
@@ -183,13 +189,13 @@ def _power_iteration(chain: Any) -> tuple[np.ndarray, bool]:
     return mu, False
 
 
-def _solve_stationary(chain: Any) -> np.ndarray:
+def _solve_stationary(chain: Any, start: np.ndarray | None = None) -> np.ndarray:
     """``μ`` with ``μ P = μ``, ``Σ μ = 1`` for an irreducible ``chain`` (dense array or sparse), clipped at 0:
     by power iteration when the chain mixes fast, else by an LU factorisation."""
     n = chain.shape[0]
     if n == 1:
         return np.ones(1)
-    estimate, settled = _power_iteration(chain)
+    estimate, settled = _power_iteration(chain, start)
     if settled:
         return _checked(chain, estimate)
     try:

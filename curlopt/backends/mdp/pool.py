@@ -57,13 +57,14 @@ class ColumnPool:
         """True when this policy's columns are in the pool."""
         return np.asarray(actions, dtype=np.int64).tobytes() in self._policies
 
-    def add_policy(self, kernel: KernelMatrix, actions: np.ndarray) -> int:
+    def add_policy(self, kernel: KernelMatrix, actions: np.ndarray, start: np.ndarray | None = None) -> int:
         """Evaluate ``actions`` on ``kernel`` and add one column per recurrent class; return how many were added
-        (0 for a policy already in the pool)."""
+        (0 for a policy already in the pool). ``start``: where the stationary solve starts (see
+        :func:`~.chains.stationary_distributions`)."""
         actions = np.asarray(actions, dtype=np.int64).copy()
         if self.knows(actions):
             return 0
-        classes = stationary_distributions(kernel, actions)
+        classes = stationary_distributions(kernel, actions, start)
         multichain = len(classes) > 1
         self._policies.add(actions.tobytes())
         new = [Column(actions, c.states, c.distribution, multichain) for c in classes]
@@ -83,12 +84,16 @@ class ColumnPool:
         self.rewards, self.costs = _aggregates(self.columns, rewards), _aggregates(self.columns, costs)
 
     def reevaluate(self, kernel: KernelMatrix) -> None:
-        """Re-evaluate every kept policy on a new kernel (its recurrent classes may change)."""
-        policies = list(dict.fromkeys(c.actions.tobytes() for c in self.columns))
+        """Re-evaluate every kept policy on a new kernel (its recurrent classes may change), each stationary solve
+        started from the policy's law on the previous kernel."""
+        laws: dict[bytes, np.ndarray] = {}
+        for column in self.columns:
+            law = laws.setdefault(column.actions.tobytes(), np.zeros(self.n_states))
+            law[column.states] += column.distribution
         self.columns, self._policies = [], set()
         self.rewards, self.costs = self.rewards[:, :0], self.costs[:, :0]
-        for key in policies:
-            self.add_policy(kernel, np.frombuffer(key, dtype=np.int64))
+        for key, law in laws.items():
+            self.add_policy(kernel, np.frombuffer(key, dtype=np.int64), law)
 
     def keep(self, mask: np.ndarray) -> None:
         """Keep only the columns where ``mask`` is True (a policy leaves with all its columns)."""

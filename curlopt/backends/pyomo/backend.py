@@ -154,14 +154,24 @@ import numpy as np
 
 from ...errors import BackendOptionError, UnsupportedUtilityError
 from ...programs.blocks import Program
-from ..results import Status
 from ...utilities.library import Utility, curvature_violation
 from ..base import Backend, call_utility, package_version
 from ..options import NONE, NUMBER, Option, refuse_both, string_keys
-from .solvers import (BRIDGE, DEFAULT_IPOPT_OPTIONS, IPOPT_STATUS, NAMED_TIME_LIMITS, WARM_START_OPTIONS,
-    check_named_solver_options, check_pyomo_solver, ipopt_version, solver_available, pyomo_messages)
-from .expressions import PYOMO_FORMS, can_express, has_numpy_derivatives
+from ..results import Status
 from .compiled import CompiledPyomo, CompiledPyomoBridge, CompiledPyomoSolver
+from .expressions import PYOMO_FORMS, can_express, has_numpy_derivatives
+from .solvers import (
+    BRIDGE,
+    DEFAULT_IPOPT_OPTIONS,
+    IPOPT_STATUS,
+    NAMED_TIME_LIMITS,
+    WARM_START_OPTIONS,
+    check_named_solver_options,
+    check_pyomo_solver,
+    ipopt_version,
+    pyomo_messages,
+    solver_available,
+)
 
 __all__ = ['PyomoBackend']
 
@@ -318,7 +328,7 @@ class PyomoBackend(Backend):
         """The cyipopt bridge, and each Pyomo solver from :attr:`PYOMO_SOLVERS` available here."""
         import pyomo.environ  # noqa: F401  (registers Pyomo's solver plugins)
 
-        variants = [(BRIDGE, {})]
+        variants: list[tuple[str, dict]] = [(BRIDGE, {})]
         with pyomo_messages([]):  # probing a missing solver is not worth a logged traceback
             names = [name for name in cls.PYOMO_SOLVERS if solver_available(name)]
         return variants + [(name, {"solver": name}) for name in names]
@@ -345,7 +355,7 @@ class PyomoBackend(Backend):
                     " convex constraints. Fix the utility's curvature or its derivatives."
                 )
 
-    def _compile(self, program: Program) -> "CompiledPyomo":
+    def _compile(self, program: Program) -> CompiledPyomo:
         with pyomo_messages():
             if self.solver == BRIDGE:
                 return CompiledPyomoBridge(self, program)

@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...errors import BackendError, UnsupportedUtilityError, UtilityCodeError
 from ...programs.blocks import Program
-from ..results import Status
 from ...utilities.library import Utility
 from ..base import CompiledProgram, RawSolution, call_utility
-from .expressions import utility_evaluator, row_role, build_pyomo_model, starting_point
-from .solvers import (BRIDGE, DOMAIN_ERRORS, IPOPT_STATUS, NAMED_TIME_LIMITS, TERMINATION_STATUS, RETRY_COLD,
-    ipopt_version, solver_factory, pyomo_messages)
-from typing import TYPE_CHECKING
+from ..results import Status
+from .expressions import build_pyomo_model, row_role, starting_point, utility_evaluator
+from .solvers import (
+    BRIDGE,
+    DOMAIN_ERRORS,
+    IPOPT_STATUS,
+    NAMED_TIME_LIMITS,
+    RETRY_COLD,
+    TERMINATION_STATUS,
+    ipopt_version,
+    pyomo_messages,
+    solver_factory,
+)
 
 if TYPE_CHECKING:
     from .backend import PyomoBackend
@@ -348,7 +356,7 @@ class CompiledPyomoSolver(CompiledPyomo):
 
         loaded = self._phase1_loaded if phase1 else self._loaded
         if not loaded:  # first solve of this problem: the cold-start point; later the last solution
-            for var, value in zip(variables, start()):
+            for var, value in zip(variables, start(), strict=True):
                 var.set_value(float(value), skip_validation=True)
         left = self.time_left()
         if left is not None:

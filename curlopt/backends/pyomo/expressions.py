@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ...errors import CurloptError, UnsupportedUtilityError
-from ...utilities import forms
-from ...programs.lp import piece_rows
 from ...models.cmdp import stationary_occupancy
 from ...programs.blocks import Program
+from ...programs.lp import piece_rows
+from ...utilities import forms
 from ...utilities.library import Utility
 from ..base import call_utility, expression_error
 from ..form_table import FormCompiler, FormTable, Rule
@@ -98,18 +99,18 @@ def pyomo_expression(utility: Utility, y: Sequence[Any], role: str = "the utilit
 # terms are summed in its order.
 
 def _affine(form: forms.AffinePieces, y: list, compile: FormCompiler) -> Any:
-    return sum(float(w) * yk for w, yk in zip(form.matrix[0], y)) + float(form.offset[0])
+    return sum(float(w) * yk for w, yk in zip(form.matrix[0], y, strict=True)) + float(form.offset[0])
 
 
 def _logs(form: forms.Logs, y: list, compile: FormCompiler) -> Any:
     from pyomo.environ import log
 
-    return sum(float(w) * log(yk + form.shift) for w, yk in zip(form.weights, y))
+    return sum(float(w) * log(yk + form.shift) for w, yk in zip(form.weights, y, strict=True))
 
 
 def _powers(form: forms.Powers, y: list, compile: FormCompiler) -> Any:
     e = form.exponent
-    return sum(float(w) * (yk + form.shift) ** e / e for w, yk in zip(form.weights, y))
+    return sum(float(w) * (yk + form.shift) ** e / e for w, yk in zip(form.weights, y, strict=True))
 
 
 def _entropy(form: forms.Entropy, y: list, compile: FormCompiler) -> Any:
@@ -121,13 +122,13 @@ def _entropy(form: forms.Entropy, y: list, compile: FormCompiler) -> Any:
 def _quadratic(form: forms.Quadratic, y: list, compile: FormCompiler) -> Any:
     n, q = form.dim, form.matrix
     quad = sum(float(q[i, j]) * y[i] * y[j] for i in range(n) for j in range(n) if q[i, j])
-    return quad + sum(float(a) * yk for a, yk in zip(form.linear, y)) + form.constant
+    return quad + sum(float(a) * yk for a, yk in zip(form.linear, y, strict=True)) + form.constant
 
 
 def _norm(form: forms.Norm, y: list, compile: FormCompiler) -> Any:
     from pyomo.environ import sqrt
 
-    return sqrt(sum((yk - float(c)) ** 2 for yk, c in zip(y, form.center))) - form.radius
+    return sqrt(sum((yk - float(c)) ** 2 for yk, c in zip(y, form.center, strict=True))) - form.radius
 
 
 def _of(form: forms.Of, y: list, compile: FormCompiler) -> Any:
@@ -136,7 +137,7 @@ def _of(form: forms.Of, y: list, compile: FormCompiler) -> Any:
 
 def _head_plus_linear(form: forms.HeadPlusLinear, y: list, compile: FormCompiler) -> Any:
     n = form.head.dim
-    return compile(form.head, y[:n]) + sum(float(k) * z for k, z in zip(form.coefficients, y[n:]) if k)
+    return compile(form.head, y[:n]) + sum(float(k) * z for k, z in zip(form.coefficients, y[n:], strict=True) if k)
 
 
 def _negated(form: forms.Negated, y: list, compile: FormCompiler) -> Any:
@@ -207,7 +208,8 @@ def _sparse_sum(matrix, r: int, x: list) -> Any:
     import pyomo.environ as pe
 
     start, stop = matrix.indptr[r], matrix.indptr[r + 1]
-    return pe.quicksum(float(a) * x[c] for a, c in zip(matrix.data[start:stop], matrix.indices[start:stop]))
+    row = zip(matrix.data[start:stop], matrix.indices[start:stop], strict=True)
+    return pe.quicksum(float(a) * x[c] for a, c in row)
 
 
 def build_pyomo_model(program: Program) -> PyomoModel:
@@ -250,7 +252,7 @@ def _add_columns_and_rows(m, program: Program, out: PyomoModel) -> list:
 
     def row_rule(_m, r):
         start, stop = fixed.indptr[r], fixed.indptr[r + 1]
-        terms = [float(a) * x[c] for a, c in zip(fixed.data[start:stop], fixed.indices[start:stop])]
+        terms = [float(a) * x[c] for a, c in zip(fixed.data[start:stop], fixed.indices[start:stop], strict=True)]
         terms += [theta[j] * x[param_cols[j]] for j in param_by_row[r]]
         body = pe.quicksum(terms)
         lo, up = lin.lower[r], lin.upper[r]

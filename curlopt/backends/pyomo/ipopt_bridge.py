@@ -17,7 +17,7 @@ cyipopt's callback interface:
   from the aggregates' standard representation, once). Value, gradient and
   Hessian follow from ``h``'s derivatives by the chain rule,
   ``∇(h∘B) = Bᵀ∇h`` and ``∇²(h∘B) = Bᵀ∇²h B``; the Hessian pattern is the union
-  of the terms' ``Bᵀ B`` patterns (restricted to the pairs ``(k, l)`` where
+  of the terms' ``Bᵀ B`` patterns (restricted to the pairs ``(k, m)`` where
   ``∇²h`` can be non-zero), lower triangle. ``h`` is evaluated either by numpy
   callables (a curlopt utility's ``value/gradient/hessian``) or by symbolic
   differentiation of a Pyomo expression on the low-dimensional aggregate
@@ -41,8 +41,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import cyipopt
 import numpy as np
@@ -112,7 +113,7 @@ class NumpyEvaluator:
     ----------
     dim : int
     value, gradient, hessian : callable
-    pairs : list of (k, l) or None
+    pairs : list of (k, m) or None
         Entries of the Hessian that may be non-zero (``None``: all).
     lower : ndarray, optional
         Open lower end of the domain: a point with ``y_k <= lower_k`` is an
@@ -123,7 +124,7 @@ class NumpyEvaluator:
                  pairs: list[tuple[int, int]] | None = None, lower: np.ndarray | None = None):
         self.dim = dim
         self._value, self._gradient, self._hessian = value, gradient, hessian
-        self.pairs = [(k, l) for k in range(dim) for l in range(dim)] if pairs is None else list(pairs)
+        self.pairs = [(k, m) for k in range(dim) for m in range(dim)] if pairs is None else list(pairs)
         lower = np.full(dim, -np.inf) if lower is None else np.asarray(lower, dtype=float)
         self._lower = lower if np.any(np.isfinite(lower)) else None
 
@@ -198,8 +199,8 @@ class PyomoEvaluator:
             else:
                 self._hess.append(list(differentiate(g, wrt_list=self._y, mode=Modes.reverse_symbolic)))
         self.pairs = [
-            (k, l) for k in range(dim) for l in range(dim)
-            if not (type(self._hess[k][l]) in native_numeric_types and self._hess[k][l] == 0)
+            (k, m) for k in range(dim) for m in range(dim)
+            if not (type(self._hess[k][m]) in native_numeric_types and self._hess[k][m] == 0)
         ]
         lower = np.full(dim, -np.inf) if lower is None else np.asarray(lower, dtype=float)
         self._lower = lower if np.any(np.isfinite(lower)) else None
@@ -208,7 +209,7 @@ class PyomoEvaluator:
         return self._lower is None or bool(np.all(y > self._lower))
 
     def _set(self, y: np.ndarray) -> None:
-        for var, v in zip(self._y, y):
+        for var, v in zip(self._y, y, strict=True):
             var.set_value(float(v), skip_validation=True)
 
     def value(self, y: np.ndarray) -> float:
@@ -222,8 +223,8 @@ class PyomoEvaluator:
     def hessian(self, y: np.ndarray) -> np.ndarray:
         self._set(y)
         out = np.zeros((self.dim, self.dim))
-        for k, l in self.pairs:
-            out[k, l] = value(self._hess[k][l])
+        for k, m in self.pairs:
+            out[k, m] = value(self._hess[k][m])
         return out
 
 
@@ -357,7 +358,7 @@ class _LinearRows:
             repn = generate_standard_repn(con.body, compute_values=False, quadratic=False)
             if not repn.is_linear():
                 raise BridgeError(f"constraint {con.name} is not linear; give it to the bridge as a SmoothTerm.")
-            for coef, var in zip(repn.linear_coefs, repn.linear_vars):
+            for coef, var in zip(repn.linear_coefs, repn.linear_vars, strict=True):
                 if id(var) not in column:
                     raise BridgeError(
                         f"constraint {con.name} uses variable {var.name}, which the bridge was not given."
@@ -412,14 +413,14 @@ class _LinearRows:
 
 
 def _hessian_products(term: SmoothTerm) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Lower-triangle entries (i, j) of ``Bᵀ H B`` with, per contribution, the index k·dim+l of H and ``B_ki B_lj``."""
+    """Lower-triangle entries (i, j) of ``Bᵀ H B`` with, per contribution, the index k·dim+m of H and ``B_ki B_mj``."""
     dim = term.evaluator.dim
     coo = term.map.tocoo()
     by_row = [(coo.col[coo.row == k], coo.data[coo.row == k]) for k in range(dim)]
     out_i, out_j, out_h, out_v = [], [], [], []
-    for k, l in term.evaluator.pairs:
+    for k, m in term.evaluator.pairs:
         ci, vi = by_row[k]
-        cj, vj = by_row[l]
+        cj, vj = by_row[m]
         if ci.size == 0 or cj.size == 0:
             continue
         ii, jj = np.meshgrid(ci, cj, indexing="ij")
@@ -428,7 +429,7 @@ def _hessian_products(term: SmoothTerm) -> tuple[np.ndarray, np.ndarray, np.ndar
         out_i.append(ii[keep])
         out_j.append(jj[keep])
         out_v.append(vv[keep])
-        out_h.append(np.full(int(keep.sum()), k * dim + l, dtype=np.int64))
+        out_h.append(np.full(int(keep.sum()), k * dim + m, dtype=np.int64))
     if not out_i:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty, np.zeros(0)
@@ -438,7 +439,7 @@ def _hessian_products(term: SmoothTerm) -> tuple[np.ndarray, np.ndarray, np.ndar
 class _Variant:
     """Structures for one pattern of active constraints (e.g. the ε-tight program or its fallback)."""
 
-    def __init__(self, bridge: "IpoptBridge", linear_active: np.ndarray, terms: list[SmoothTerm]):
+    def __init__(self, bridge: IpoptBridge, linear_active: np.ndarray, terms: list[SmoothTerm]):
         lin = bridge.linear
         self.linear_rows = np.flatnonzero(linear_active)
         renumber = np.full(lin.n_rows, -1, dtype=np.int64)
@@ -475,7 +476,7 @@ class _Variant:
 class _Callbacks:
     """The object cyipopt calls: objective, gradient, constraints, Jacobian, Hessian (of the Lagrangian)."""
 
-    def __init__(self, bridge: "IpoptBridge", variant: _Variant, values: np.ndarray):
+    def __init__(self, bridge: IpoptBridge, variant: _Variant, values: np.ndarray):
         self.bridge, self.variant = bridge, variant
         self.sign = -1.0 if bridge.maximize else 1.0  # Ipopt minimises
         self.jac_linear = values[variant.entry_mask]
@@ -516,7 +517,7 @@ class _Callbacks:
         variant = self.variant
         out = np.zeros(variant.hess_structure[0].size)
         weights = [obj_factor * self.sign] + list(lagrange[variant.n_linear:])
-        for term, weight, hmap in zip([self.bridge.objective] + variant.terms, weights, variant.hess_maps):
+        for term, weight, hmap in zip([self.bridge.objective] + variant.terms, weights, variant.hess_maps, strict=True):
             if hmap is None or weight == 0.0:
                 continue
             out += weight * (hmap @ term.hessian(x))
@@ -673,7 +674,7 @@ class IpoptBridge:
             if not repn.is_linear():
                 raise BridgeError(f"aggregate {k} of {term.label} is not linear.")
             offset[k] = float(value(repn.constant))
-            for coef, var in zip(repn.linear_coefs, repn.linear_vars):
+            for coef, var in zip(repn.linear_coefs, repn.linear_vars, strict=True):
                 if id(var) not in self.column:
                     raise BridgeError(f"{term.label} uses variable {var.name}, which the bridge was not given.")
                 rows.append(k)
@@ -696,7 +697,7 @@ class IpoptBridge:
         key = tuple(linear_active.tolist()) + term_active
         variant = self._variants.get(key)
         if variant is None:
-            variant = _Variant(self, linear_active, [t for t, a in zip(self.terms, term_active) if a])
+            variant = _Variant(self, linear_active, [t for t, a in zip(self.terms, term_active, strict=True) if a])
             self._variants[key] = variant
         return variant
 
@@ -710,7 +711,7 @@ class IpoptBridge:
         BridgeError
             When they differ by more than ``tolerance`` (relative).
         """
-        for var, v in zip(self.variables, x):
+        for var, v in zip(self.variables, x, strict=True):
             var.set_value(float(v), skip_validation=True)
         for term in [self.objective] + self.terms:
             expr = term.constraint.body if term.constraint is not None else term.expression

@@ -5,8 +5,8 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import logging
-from typing import Any, Iterator
-
+from collections.abc import Iterator
+from typing import Any
 
 from ...errors import BackendError, BackendNotInstalledError
 from ..results import Status
@@ -175,7 +175,7 @@ def solver_available(name: str) -> bool:
     return True
 
 
-def solver_factory(name: str):
+def solver_factory(name: str) -> Any:
     # pyomo.environ registers Pyomo's solver plugins: without it, SolverFactory knows no solver at all
     import pyomo.environ  # noqa: F401
     from pyomo.opt import SolverFactory

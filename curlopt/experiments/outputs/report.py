@@ -269,7 +269,7 @@ def _configuration_section(output: StudyOutput) -> str:
                      "configurations (every option of each)", left=5))
 
 
-def _versions() -> list[tuple[str, str]]:
+def _versions(used_backends: Sequence[str] = ()) -> list[tuple[str, str]]:
     import importlib.metadata as metadata
     import platform
 
@@ -292,15 +292,16 @@ def _versions() -> list[tuple[str, str]]:
                 break
             except metadata.PackageNotFoundError:
                 continue
-    return versions + _backend_versions()
+    return versions + _backend_versions(used_backends)
 
 
-def _backend_versions() -> list[tuple[str, str]]:
-    """``("backend <name>", its version())`` for each installed backend (the solvers behind it, as results record)."""
+def _backend_versions(used_backends: Sequence[str]) -> list[tuple[str, str]]:
+    """``("backend <name>", its version())`` for each installed backend the study's runs used (the solvers behind
+    it, as results record). Only those: a backend's version may import its solver (Pyomo takes seconds)."""
     from ...backends.registry import backend_class, installed_backends
 
     rows = []
-    for backend in installed_backends():
+    for backend in [name for name in installed_backends() if name in set(used_backends)]:
         try:
             rows.append((f"backend {backend}", backend_class(backend).version()))
         except CurloptError:
@@ -315,7 +316,9 @@ def _versions_section(output: StudyOutput) -> str:
     lines = [f"study.json written by curlopt {output.record.get('curlopt_version', '?')}; the runs by curlopt"
              f" {', '.join(written)}" + (f", with the backend(s) {', '.join(used)}" if used else "") + "."]
     return ('<h2 id="versions">Versions</h2><p class="muted">Installed where this report was rendered. '
-            + _e(lines[0]) + "</p>" + _table(["package", "version"], _versions(), left=2))
+            + _e(lines[0]) + "</p>"
+            + _table(["package", "version"], _versions(sorted({str(trace.meta.get("backend")) for g in output.groups
+                                                                for trace in g.traces})), left=2))
 
 
 def _constraint_count(row: dict[str, Any]) -> int:

@@ -417,7 +417,7 @@ def _resolve_inputs(agent: Agent, env: Any, model: CMDP | None, env_name: str | 
         raise CurloptError(
             f"the agent's model has S={S}, A={A} but the environment's spaces are {env.observation_space} and {env.action_space}."
         )
-    if _known(model):
+    if model is not None and _known(model):
         from ...models.chains import ergodicity_warning
 
         message = ergodicity_warning(model)
@@ -455,7 +455,8 @@ class ChainSimulator:
         if sp.issparse(kernel):
             self.n_states = int(kernel.shape[1])
             self.n_actions = int(kernel.shape[0]) // self.n_states
-            self.kernel_rows, self.successors = _sparse_rows(sp.csr_array(kernel))
+            self.kernel_rows, successors = _sparse_rows(sp.csr_array(kernel))
+            self.successors: list[list[int]] | None = successors
         else:
             self.kernel_rows, self.successors = _cumulative_rows(kernel), None
             self.n_states, self.n_actions = int(kernel.shape[0]), int(kernel.shape[1])
@@ -518,8 +519,9 @@ def _play(agent: Agent, steps: int, state: int, step, recorder: _Recorder, evalu
         pairs, nexts, state = step(state, _cumulative_rows(plan.policy), limit, cap, A)
         pair_visits = np.bincount(pairs, minlength=S * A)
         recorder.epoch(t, pairs, pair_visits)
-        counts = np.bincount(pairs * S + nexts, minlength=S * A * S).reshape(S, A, S).astype(float)
-        visits = pair_visits.astype(float)  # = counts.sum(axis=2): sums of integers, exact
+        # counted in the agent's form: (S, A, S) on a dense support, on the support's entries for a sparse model
+        counts = agent.transition_counts(pairs, nexts)
+        visits = pair_visits.astype(float)  # = the counts' row sums: sums of integers, exact
         epochs.append(_epoch_record(len(epochs), t, pairs.size, plan, evaluator))
         agent.end_epoch(counts, recorder.rewards @ visits, recorder.costs @ visits, int(pairs.size))
         t += pairs.size
@@ -551,7 +553,8 @@ class _ExactEvaluator:
         known = self._known.get(key)
         if known is None:
             model = self.model
-            rho = stationary_occupancy(model.transitions if model.sparse else model.kernel, policy)
+            kernel: Any = model.transitions if model.sparse else model.kernel
+            rho = stationary_occupancy(kernel, policy)
             lam, zeta = model.average_rewards(rho), model.average_costs(rho)
             known = (lam.tolist(), zeta.tolist(), float(model.objective.value(lam)),
                      model.constraint_values(zeta).tolist())

@@ -1,0 +1,191 @@
+"""What a learning agent estimates from its transition counts, on its support.
+
+An agent keeps its counts ``n(s,a,s')`` on a *support* (:class:`curlopt.programs.support.Support`): the
+successors it considers possible for each pair. On the dense support (every successor: the algorithms as the
+paper writes them) the counts are an (S, A, S) array; on a sparse support they are one number per support
+entry, shape (nnz,), in the support's CSR order, so memory grows with the kernel's nonzeros, not with S²A.
+
+Which support an agent uses is a modelling choice (docs/math.md §3, §6), chosen with the agents' option
+``support``:
+
+``"model"`` (the default)
+    the model's declared support: for a model that stores its kernel sparse, the successors its kernel
+    lists (the agent knows *which* transitions are possible, never their probabilities); for a model stored
+    dense, every successor. A posterior draw and the plug-in estimate then put mass only on declared
+    successors, the prior spreads over them alone, and the optimistic programs' L1 ball or box contains
+    only kernels on them.
+``"full"``
+    every successor of every pair, whatever the model declares: the paper's algorithms exactly (on a
+    sparse-stored model the agent then behaves as on the same model stored dense). It needs dense
+    (S, A, S) arrays and is refused above :data:`FULL_SUPPORT_LIMIT` entries.
+
+The functions below take the support and the counts in the agent's form and return the kernel estimates in
+the form the programs take: a dense (S, A, S) array on the dense support (computed exactly as before sparse
+supports existed, so dense runs are unchanged bit for bit), else a CSR (S·A, S) matrix on the support.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import AgentError
+from ..models.cmdp import DENSE_VIEW_LIMIT, CMDP
+from ..programs.optimistic import l1_radius
+from ..programs.support import Support
+from .safe_sizing import UNCERTAINTY_CAP, plug_in_kernel, posterior_uncertainty, radius_uncertainty
+
+__all__ = ["SUPPORTS", "FULL_SUPPORT_LIMIT", "agent_support", "program_support", "row_sums", "sample_posterior_kernel",
+           "posterior_kernel", "plug_in_estimate", "posterior_width", "radius_width", "support_radius"]
+
+#: the agents' ``support`` choices (see the module docstring)
+SUPPORTS = ("model", "full")
+#: the most entries S·A·S the full support takes on a model stored sparse (the dense view limit of
+#: :mod:`curlopt.models.cmdp`: 2^22 entries, 32 MiB per array)
+FULL_SUPPORT_LIMIT = DENSE_VIEW_LIMIT
+
+
+def agent_support(model: CMDP, support: Any, agent: str) -> Support:
+    """The support an agent named ``agent`` keeps its counts on, for the choice ``support`` ("model" or "full").
+
+    Raises
+    ------
+    AgentError
+        For another value, or ``"full"`` on a sparse-stored model of more than :data:`FULL_SUPPORT_LIMIT`
+        entries S·A·S.
+    """
+    if not isinstance(support, str) or support not in SUPPORTS:
+        raise AgentError(f"{agent}: support must be one of {', '.join(map(repr, SUPPORTS))}, got {support!r}.")
+    S, A = model.n_states, model.n_actions
+    if support == "model" or not model.sparse:
+        return Support.of_model(model)
+    entries = S * A * S
+    if entries > FULL_SUPPORT_LIMIT:
+        raise AgentError(
+            f"{agent}: support='full' keeps dense (S, A, S) counts and estimates, {entries:,} entries for model"
+            f" {model.name!r} (S={S}, A={A}), more than the limit of {FULL_SUPPORT_LIMIT:,}: use support='model',"
+            f" which keeps them on the model's {model.nnz:,} declared transitions."
+        )
+    return Support.dense(S, A)
+
+
+def program_support(model: CMDP, support: Support) -> Any:
+    """The ``support=`` argument that builds a program on ``support`` for ``model``.
+
+    None (the program's default: the dense program, unchanged) for the dense support of a dense-stored model;
+    a pattern matrix otherwise, with every successor when the agent asked for the full support of a sparse-stored
+    model (the program's default would be the model's pattern).
+    """
+    if not support.is_dense:
+        return support.pattern()
+    if not model.sparse:
+        return None
+    S, A = model.n_states, model.n_actions
+    return sp.csr_array(np.ones((S * A, S)))
+
+
+def row_sums(support: Support, counts: np.ndarray) -> np.ndarray:
+    """``N(s,a) = Σ_{s'} n(s,a,s')``, shape (S, A), from counts in the agent's form."""
+    if support.is_dense:
+        return counts.sum(axis=2)
+    return support.row_sums(counts).reshape(support.n_states, support.n_actions)
+
+
+# -- posterior draws ------------------------------------------------------------------------------
+
+
+def sample_posterior_kernel(rng: np.random.Generator, concentration: np.ndarray) -> np.ndarray:
+    """One draw ``P~(·|s,a) ~ Dirichlet(concentration[s,a,·])`` for every pair (normalised Gamma draws).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    concentration : ndarray, shape (S, A, S)
+        The posterior's parameters, ``prior + n(s,a,s')`` (all > 0).
+    """
+    draws = rng.standard_gamma(concentration)
+    totals = draws.sum(axis=2, keepdims=True)
+    # A row of all-zero Gamma draws has probability ~0 for prior >= 1e-3; guard anyway.
+    empty = totals[..., 0] <= 0
+    if np.any(empty):
+        draws[empty] = 1.0
+        totals = draws.sum(axis=2, keepdims=True)
+    return draws / totals
+
+
+def posterior_kernel(rng: np.random.Generator, support: Support, counts: np.ndarray, prior: float) -> Any:
+    """One draw ``P~(·|s,a) ~ Dirichlet(prior + n(s,a,·))`` over each pair's successors on ``support``.
+
+    On a sparse support the Dirichlet is over the pair's allowed successors only (a row with k successors
+    draws k Gammas): the prior spreads over them, and a successor outside the support gets no mass. The
+    draws are normalised Gamma variables, one per support entry in CSR order, so a pair's draw has the
+    marginal means ``(prior + n(s,a,s')) / (k prior + N(s,a))``.
+
+    Returns
+    -------
+    ndarray (S, A, S) on the dense support (:func:`sample_posterior_kernel`), else a CSR (S·A, S) matrix.
+    """
+    if support.is_dense:
+        return sample_posterior_kernel(rng, prior + counts)
+    draws = rng.standard_gamma(prior + counts)
+    totals = support.row_sums(draws)
+    empty = totals <= 0
+    if np.any(empty):   # as for the dense draw: probability ~0, guarded with uniform rows
+        draws[empty[support.pairs]] = 1.0
+        totals = support.row_sums(draws)
+    return support.matrix(draws / totals[support.pairs])
+
+
+# -- plug-in estimate and uncertainty ------------------------------------------------------------
+
+
+def plug_in_estimate(support: Support, counts: np.ndarray) -> Any:
+    """``P̂(s'|s,a) = n(s,a,s') / N(s,a)``; an unvisited pair gets the uniform row over its allowed successors.
+
+    Returns a dense (S, A, S) array on the dense support
+    (:func:`curlopt.agents.safe_sizing.plug_in_kernel`), else a CSR (S·A, S) matrix.
+    """
+    if support.is_dense:
+        return plug_in_kernel(counts)
+    visits = support.row_sums(counts)
+    sizes = support.row_counts
+    per_entry = visits[support.pairs]
+    values = np.where(per_entry > 0, counts / np.where(per_entry > 0, per_entry, 1.0), 1.0 / sizes[support.pairs])
+    return support.matrix(values)
+
+
+def posterior_width(support: Support, counts: np.ndarray, prior: float) -> np.ndarray:
+    """``Σ_{s'} std P̃(s'|s,a)`` of ``Dirichlet(prior + n(s,a,·))`` over each pair's allowed successors, capped
+    at 2, shape (S, A) (on the dense support :func:`curlopt.agents.safe_sizing.posterior_uncertainty`)."""
+    if support.is_dense:
+        return posterior_uncertainty(counts, prior)
+    alpha = prior + counts
+    total = support.row_sums(alpha)[support.pairs]
+    mean = alpha / total
+    std = np.sqrt(mean * (1.0 - mean) / (total + 1.0))
+    width = support.row_sums(std).reshape(support.n_states, support.n_actions)
+    return np.minimum(UNCERTAINTY_CAP, width)
+
+
+def support_radius(support: Support, visits: np.ndarray, time: float, kind: str) -> np.ndarray:
+    """The L1 radius ``β(s,a)`` with the number of possible successors of each pair in place of S.
+
+    The L1 concentration bound behind β (Weissman et al. 2003: ``P(‖P̂ - P‖₁ >= x) <= (2^k - 2) exp(-N x²/2)``
+    for a distribution over k outcomes) counts the outcomes a pair can have; UCRL2's radius takes k = S. When
+    the agent's support declares the possible successors, k(s,a) is the pair's row size on it, and the
+    radius is :func:`curlopt.programs.optimistic.l1_radius` with ``n_states = k(s,a)``. On the dense support
+    k = S and this is ``l1_radius`` itself.
+    """
+    S, A = support.n_states, support.n_actions
+    if support.is_dense:
+        return l1_radius(visits, time, S, A, kind)
+    return l1_radius(visits, time, support.row_counts.reshape(S, A).astype(float), A, kind)
+
+
+def radius_width(support: Support, counts: np.ndarray, time: float, kind: str, scale: float) -> np.ndarray:
+    """``min(2, scale · β(s,a))`` with β the named L1 radius, on the support (:func:`support_radius`)."""
+    if support.is_dense:
+        return radius_uncertainty(counts, time, kind, scale)
+    return np.minimum(UNCERTAINTY_CAP, scale * support_radius(support, row_sums(support, counts), time, kind))
