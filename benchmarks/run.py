@@ -36,7 +36,7 @@ if str(HERE) not in sys.path:
 from _report import Tee, Targets, header_lines, load_average  # noqa: E402
 
 DEFAULT_ITEMS = ("resolve", "pyomo", "simulation")
-ALL_ITEMS = DEFAULT_ITEMS + ("end-to-end", "profile", "study", "large")
+ALL_ITEMS = DEFAULT_ITEMS + ("end-to-end", "profile", "study", "large", "scale")
 
 
 def item_resolve(say, targets, args) -> None:
@@ -106,6 +106,12 @@ def item_large(say, targets, args) -> None:
     bench_large.run_item(say, targets, quick=args.quick, backends=args.backends)
 
 
+def item_scale(say, targets, args) -> None:
+    import bench_scale
+
+    bench_scale.run_item(say, targets, quick=args.quick, backends=args.backends)
+
+
 ITEMS = {
     "resolve": ("1. Re-solve per epoch: compiled vs naive CVXPY rebuild", item_resolve),
     "pyomo": ("1b. Pyomo: warm start vs fresh build and cold start (bench_pyomo_warmstart)", item_pyomo),
@@ -114,6 +120,7 @@ ITEMS = {
     "profile": ("3b. Profile of full-scale queue runs (cProfile)", item_profile),
     "study": ("4. The shipped queue radius × K_ε study: wall time", item_study),
     "large": ("6. Larger models: random CMDPs at (100,10) and (200,5), and a UC-CURL run", item_large),
+    "scale": ("7. Models at scale, every backend side by side (queue buffer, scheduler clients, random)", item_scale),
 }
 
 

@@ -119,8 +119,12 @@ def test_a_huge_seed_count_is_refused_when_read_and_by_reproduce(tmp_path, no_ex
 
     with pytest.raises(CurloptError, match=f"at most {MAX_SEEDS:,}"):
         reproduce("queue", seeds=10 ** 12, out=tmp_path / "r", echo=None)
-    # 6 algorithms x 1,000 seeds: counted and refused before anything is expanded; the message gives the option.
-    with pytest.raises(StudyError, match=r"6,000 runs \(6 configurations x 1,000 seeds\).* --max-runs 6000\.$"):
+    # every algorithm of the preset x 1,000 seeds: counted and refused before anything is expanded; the message
+    # gives the option
+    from curlopt.experiments.presets import EXPERIMENTS
+
+    n = len(EXPERIMENTS["queue"].algorithms)
+    with pytest.raises(StudyError, match=rf"{n},000 runs \({n} configurations x 1,000 seeds\).* --max-runs {n}000\.$"):
         reproduce("queue", seeds=1000, out=tmp_path / "r", echo=None)
     assert not (tmp_path / "r").exists()
 

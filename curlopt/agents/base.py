@@ -36,7 +36,7 @@ from ..backends.results import SolveResult
 from ..programs.policy import check_unreached, extract_policy
 from ..programs.support import Support
 from .estimates import agent_support, program_support, row_sums
-from .triggers import EpochTrigger, make_trigger, trigger_rule
+from .triggers import EpochTrigger, check_min_epoch_length, make_trigger, trigger_rule
 
 __all__ = ["Agent", "EpochPlan", "PlanSource", "ProgramAgent"]
 
@@ -98,6 +98,10 @@ class Agent(ABC):
         (:mod:`curlopt.agents.estimates`): the model's declared ones (the stored transitions of a model
         stored sparse; every successor for a model stored dense) or every successor (refused for a
         sparse-stored model above :data:`~curlopt.agents.estimates.FULL_SUPPORT_LIMIT` entries S·A·S).
+    min_epoch_length : int, default 1
+        The fewest steps of an epoch unless the horizon ends it: the learning loop checks the trigger's
+        thresholds only from this step of the epoch on (:mod:`curlopt.agents.triggers`). 1: the trigger
+        alone decides.
 
     Attributes
     ----------
@@ -113,14 +117,17 @@ class Agent(ABC):
     needs_horizon: ClassVar[bool] = False
 
     def __init__(self, model: CMDP, trigger: str | EpochTrigger = "doubling", seed: Any = None,
-                 support: str = "model"):
+                 support: str = "model", min_epoch_length: int = 1):
         if not isinstance(model, CMDP):
             raise CurloptError(f"an agent needs a curlopt CMDP model, got {type(model).__name__}.")
         self.model = model
+        self.min_epoch_length = check_min_epoch_length(min_epoch_length, self.name)
         self.support_choice = support
         self.support: Support = agent_support(model, support, self.name)
-        # The support's entries as sorted keys pair·S + successor, to place an epoch's transitions.
-        self._entry_keys = None if self.support.is_dense else self.support.pairs * model.n_states + self.support.successors
+        # The support's entries as sorted keys pair·S + successor, to place an epoch's transitions (a sparse
+        # support only: the dense one places them by reshaping).
+        self._entry_keys: np.ndarray = (np.zeros(0, dtype=np.int64) if self.support.is_dense
+                                        else self.support.pairs * model.n_states + self.support.successors)
         self.trigger = make_trigger(trigger)
         self._seed = seed
         self.reset(seed)
@@ -263,8 +270,12 @@ class Agent(ABC):
         """Compute the epoch's policy."""
 
     def describe(self) -> dict[str, Any]:
-        """Options that identify the agent in a trace (``support`` for a model stored sparse, where it matters)."""
-        out = {"agent": self.name, "trigger": self.trigger_name, "trigger_rule": trigger_rule(self.trigger)}
+        """Options that identify the agent in a trace (``support`` for a model stored sparse, where it matters,
+        and ``min_epoch_length`` when it is set)."""
+        out: dict[str, Any] = {"agent": self.name, "trigger": self.trigger_name,
+                               "trigger_rule": trigger_rule(self.trigger)}
+        if self.min_epoch_length > 1:
+            out["min_epoch_length"] = self.min_epoch_length
         if self.model.sparse:
             out["support"] = self.support_choice
         return out
@@ -317,6 +328,8 @@ class ProgramAgent(Agent):
     support : {"model", "full"}, default "model"
         The successors the agent's counts, estimates and programs allow (see :class:`Agent`); build the
         program on :attr:`program_support`.
+    min_epoch_length : int, default 1
+        The fewest steps of an epoch (see :class:`Agent`), which bounds the number of solves.
     **backend_options
         Passed to the backend when ``backend`` is a name.
 
@@ -339,6 +352,7 @@ class ProgramAgent(Agent):
         seed: Any = None,
         unreached: str = "uniform",
         support: str = "model",
+        min_epoch_length: int = 1,
         **backend_options: Any,
     ):
         self.unreached = check_unreached(unreached, AgentError)
@@ -356,7 +370,7 @@ class ProgramAgent(Agent):
             raise CurloptError(f"horizon_lower_bound (T_l) must be a number >= 1 or None, got {horizon_lower_bound!r}.")
         self.tightness_constant = float(tightness_constant)
         self.horizon_lower_bound = horizon_lower_bound
-        super().__init__(model, trigger, seed, support)
+        super().__init__(model, trigger, seed, support, min_epoch_length)
         if backend_options and isinstance(backend, Backend):
             raise AgentError(
                 f"{self.name} does not take option(s) {sorted(backend_options)} (extra options are passed to the"

@@ -115,6 +115,10 @@ def fixed_epoch_length(horizon: float, exponent: float) -> int:
 
 # -- UCRL-CMDP ---------------------------------------------------------------------
 
+#: UCRL-CMDP's backend unless one is given: its box program by column generation (the same optimal value as the
+#: whole LP on ``highs``, faster; see the ``backend`` parameter)
+DEFAULT_BACKEND = "highs-box-columns"
+
 
 class UcrlCmdp(ProgramAgent):
     """UCRL-CMDP (Singh, Gupta, Shroff 2020) as stated in docs/math.md §9.
@@ -139,8 +143,12 @@ class UcrlCmdp(ProgramAgent):
         linear constraints ``g_m(ζ) = w_m·ζ - b_m``; others are refused.
     horizon : float
         The horizon ``T >= 1``, required (``curlopt run`` passes ``--steps``).
-    backend : str or Backend, default "highs"
-        Any backend that takes linear programs (``highs``, ``cvxpy``, ``pyomo``).
+    backend : str or Backend, default "highs-box-columns"
+        Any backend that takes linear programs. The default solves the box program by column generation with
+        the box's closed-form inner step (:mod:`curlopt.backends.highs.box_columns`): the same optimal value as
+        ``highs`` on the whole LP, about twice as fast per run on the queue (benchmarks/bench_box.py), but where
+        the optimum ties it may pick another optimal vertex, so its trajectories differ from ``highs``'s.
+        ``highs``, ``cvxpy`` and ``pyomo`` solve the whole LP.
     epoch_exponent : float, default 1/3
         The epoch length is ``ceil(T^epoch_exponent)``; in [0, 1].
     seed : optional
@@ -167,7 +175,7 @@ class UcrlCmdp(ProgramAgent):
     name = "ucrl-cmdp"
     needs_horizon = True
 
-    def __init__(self, model: CMDP, horizon: float | None = None, backend: str | Backend = "highs",
+    def __init__(self, model: CMDP, horizon: float | None = None, backend: str | Backend = DEFAULT_BACKEND,
                  epoch_exponent: float = 1 / 3, seed: Any = None, unreached: str = "uniform",
                  support: str = "model", **backend_options: Any):
         _refuse_options(self.name, backend_options, {

@@ -17,13 +17,33 @@ from .estimates import posterior_kernel, sample_posterior_kernel
 from .safe_sizing import constraint_scales, lipschitz_bounds
 from .triggers import EpochTrigger
 
-__all__ = ["UcCurl", "PsCurl", "MAX_PRIOR", "MARGINS", "sample_posterior_kernel"]
+__all__ = ["UcCurl", "PsCurl", "MAX_PRIOR", "MARGINS", "COLUMNS_FROM_ENTRIES", "optimistic_backend", "sample_posterior_kernel"]
 
 #: how PS-CURL's tightness ε becomes each constraint's margin: as it is, or in the constraint's own units
 MARGINS = ("absolute", "range")
 
 #: the largest Dirichlet prior α0 PS-CURL takes
 MAX_PRIOR = 1e6
+
+#: UC-CURL's ``auto`` choice for LP-representable utilities: the whole LP on ``highs`` below this many kernel entries
+#: (S²·A, or the stored nonzeros of a sparse kernel), ``highs-columns`` (column generation) from there on. Measured per
+#: re-solve on the same epoch data (benchmarks/bench_box.py): at the paper's queue (6,16) and scheduler (16,2) the
+#: whole LP is as fast or faster; from about 1,000 entries column generation is faster, the more so the larger.
+COLUMNS_FROM_ENTRIES = 1000
+
+
+def optimistic_backend(model: Any, backend: Any) -> Any:
+    """UC-CURL's backend: ``backend`` as given, but ``"auto"`` with LP-representable utilities on a kernel of at
+    least :data:`COLUMNS_FROM_ENTRIES` entries is ``highs-columns``, which solves the same program faster there."""
+    from ..backends import installed_backends
+    from ..models.cmdp import CMDP
+
+    if not (isinstance(backend, str) and backend == "auto" and isinstance(model, CMDP)):
+        return backend
+    entries = model.nnz if model.sparse else model.n_states ** 2 * model.n_actions
+    lp = all(u.is_lp_representable for u in (model.objective, *model.constraints))
+    return "highs-columns" if lp and entries >= COLUMNS_FROM_ENTRIES and "highs-columns" in installed_backends() \
+        else backend
 
 
 class UcCurl(ProgramAgent):
@@ -35,7 +55,9 @@ class UcCurl(ProgramAgent):
         Rewards, costs and utilities (the kernel is not used).
     backend : str or Backend, default "auto"
         Any backend that accepts the model's utilities; ``"auto"`` takes highs for
-        LP-representable utilities, else the first installed backend that accepts them.
+        LP-representable utilities (``highs-columns``, the same optimal value by column
+        generation, once the kernel has :data:`COLUMNS_FROM_ENTRIES` entries or more), else
+        the first installed backend that accepts them.
     trigger : {"doubling", "linear", "linear-global", "linear-per-pair"} or EpochTrigger, default "doubling"
         The epoch rule (see :mod:`curlopt.agents.triggers`); ``linear`` is the paper's.
     tightness_constant : float, default 1
@@ -65,6 +87,11 @@ class UcCurl(ProgramAgent):
         a model stored dense), so the L1 ball holds only kernels on them. ``full``: every successor, the
         paper's ball (on a sparse-stored model the agent then plays as on its dense copy; refused above
         :data:`~curlopt.agents.estimates.FULL_SUPPORT_LIMIT` entries S·A·S).
+    min_epoch_length : int, default 1
+        The fewest steps of an epoch unless the horizon ends it: the trigger's thresholds are checked
+        only from that step of the epoch on (:mod:`curlopt.agents.triggers`), so a run of T steps solves
+        at most ``T / min_epoch_length + 1`` programs. 1: the trigger alone decides. For models with
+        thousands of pairs, where the rules end an epoch at almost every step of a run's start.
     **backend_options
         Passed to the backend when ``backend`` is a name.
 
@@ -80,11 +107,11 @@ class UcCurl(ProgramAgent):
     def __init__(self, model, backend: str | Backend = "auto", trigger: str | EpochTrigger = "doubling",
                  tightness_constant: float = 1.0, horizon_lower_bound: float | None = None, seed: Any = None,
                  radius: str = "analysis", radius_scale: float = 1.0, unreached: str = "uniform",
-                 support: str = "model", **backend_options: Any):
+                 support: str = "model", min_epoch_length: int = 1, **backend_options: Any):
         # Checked before the base class builds the program, which reads them.
         self.radius, self.radius_scale = check_radius(radius, radius_scale, AgentError)
-        super().__init__(model, backend, trigger, tightness_constant, horizon_lower_bound, seed, unreached,
-                         support=support, **backend_options)
+        super().__init__(model, optimistic_backend(model, backend), trigger, tightness_constant, horizon_lower_bound,
+                         seed, unreached, support=support, min_epoch_length=min_epoch_length, **backend_options)
 
     def _build_program(self) -> Program:
         return OptimisticProgram(self.model, radius=self.radius, radius_scale=self.radius_scale,
@@ -124,6 +151,8 @@ class PsCurl(ProgramAgent):
         stored dense), so the prior α0 goes to each declared successor and none to the others. ``full``:
         every successor, the paper's draw (on a sparse-stored model the agent then plays as on its dense
         copy; refused above :data:`~curlopt.agents.estimates.FULL_SUPPORT_LIMIT` entries S·A·S).
+    min_epoch_length : int, default 1
+        The fewest steps of an epoch, as for :class:`UcCurl`.
 
     PS-CURL has no confidence radius: ``radius`` and ``radius_scale`` are refused
     with an :class:`~curlopt.errors.AgentError`.
@@ -133,7 +162,8 @@ class PsCurl(ProgramAgent):
 
     def __init__(self, model, backend="auto", trigger="doubling", tightness_constant=1.0,
                  horizon_lower_bound=None, seed=None, prior: float = 1.0, unreached: str = "uniform",
-                 margin: str = "absolute", support: str = "model", **backend_options):
+                 margin: str = "absolute", support: str = "model", min_epoch_length: int = 1,
+                 **backend_options):
         for key in ("radius", "radius_scale"):
             if key in backend_options:
                 raise AgentError(
@@ -147,7 +177,7 @@ class PsCurl(ProgramAgent):
         #: ``s_m`` of each constraint with ``margin="range"`` (None with the absolute margin)
         self.margin_scales = _margin_scales(model, margin)
         super().__init__(model, backend, trigger, tightness_constant, horizon_lower_bound, seed, unreached,
-                         support=support, **backend_options)
+                         support=support, min_epoch_length=min_epoch_length, **backend_options)
 
     def sample_kernel(self) -> Any:
         """One posterior draw of the whole kernel on the agent's support: an (S, A, S) array on the dense

@@ -32,7 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import AgentError
-from ..models.cmdp import DENSE_VIEW_LIMIT, CMDP
+from ..models.cmdp import CMDP, DENSE_VIEW_LIMIT
 from ..programs.optimistic import l1_radius
 from ..programs.support import Support
 from .safe_sizing import UNCERTAINTY_CAP, plug_in_kernel, posterior_uncertainty, radius_uncertainty

@@ -133,6 +133,8 @@ class SafeCurl(ProgramAgent):
         a sparse support the posterior draw and its width are over each pair's declared successors, the
         plug-in kernel's unvisited rows are uniform over them, and the plug-in radius counts them in
         place of S (:func:`curlopt.agents.estimates.support_radius`).
+    min_epoch_length : int, default 1
+        The fewest steps of an epoch, as for :class:`~curlopt.agents.UcCurl`.
 
     Raises
     ------
@@ -147,7 +149,8 @@ class SafeCurl(ProgramAgent):
                  kernel: str = "posterior", radius: str = "experiment", radius_scale: float = 1.0,
                  prior: float = 1.0, bonus: float = DEFAULT_BONUS, penalty: float | None = None, sizing: str = "range",
                  cost_lipschitz: Any = None, fallback: str = "least-violation", unreached: str = "safe",
-                 margin: str = "range", support: str = "model", **backend_options: Any):
+                 margin: str = "range", support: str = "model", min_epoch_length: int = 1,
+                 **backend_options: Any):
         self.kernel_source = _choice(kernel, "kernel", KERNELS)
         self.radius, self.radius_scale = check_radius(radius, radius_scale, AgentError)
         if isinstance(prior, bool) or not isinstance(prior, (int, float)) or not 0 < prior <= MAX_PRIOR:
@@ -165,7 +168,7 @@ class SafeCurl(ProgramAgent):
         self.constraint_scales = constraint_scales(self.lipschitz, model.costs)
         self._model_constants(model)
         super().__init__(model, backend, trigger, tightness_constant, horizon_lower_bound, seed, unreached,
-                         support=support, **backend_options)
+                         support=support, min_epoch_length=min_epoch_length, **backend_options)
         self.least_violation = (LeastViolationProgram(model, support=self.program_support) if model.constraints
                                 else None)
         self.compiled_least_violation = (None if self.least_violation is None

@@ -31,6 +31,14 @@ The built-in rules, by name:
 ``linear-per-pair``
     an epoch ends when some pair's count reaches ``max(1, ν_{e-1}(s,a) + 1)``,
     its own count in the previous epoch (:class:`PerPairLinearTrigger`).
+
+A minimum epoch length (the agents' option ``min_epoch_length``, off by default) bounds the number of
+epochs, and so of re-solves, whatever the rule: the learning loop first checks the thresholds after that
+many steps. On a model with thousands of pairs the rules above end an epoch at almost every step early in a
+run (every pair not yet visited has threshold 1), and each epoch re-solves a large program. Epochs then last
+at least ``L`` steps, so a run of T steps has at most ``T / L + 1`` of them; once the rule's own epochs are
+longer than ``L`` nothing changes. The price is that a pair can be visited more than its threshold within an
+epoch (the doubling analysis uses ``ν_e <= max(1, N_e)``) in the first ``O(S A L)`` steps.
 """
 
 from __future__ import annotations
@@ -40,10 +48,10 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ..errors import CurloptError
+from ..errors import AgentError, CurloptError
 
 __all__ = ["EpochTrigger", "DoublingTrigger", "LinearTrigger", "GlobalLinearTrigger", "PerPairLinearTrigger",
-           "FixedLengthTrigger", "TRIGGERS", "make_trigger", "trigger_rule"]
+           "FixedLengthTrigger", "TRIGGERS", "make_trigger", "trigger_rule", "check_min_epoch_length"]
 
 
 @runtime_checkable
@@ -206,3 +214,11 @@ def trigger_rule(trigger: EpochTrigger) -> str:
     if isinstance(rule, str) and rule:
         return rule
     return f"user trigger {type(trigger).__name__} (no rule attribute)"
+
+
+def check_min_epoch_length(value: object, agent: str) -> int:
+    """``value`` as a minimum epoch length: an integer >= 1 (1: no minimum); else an AgentError naming ``agent``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise AgentError(f"{agent}: min_epoch_length must be an integer >= 1 (1: the trigger alone decides), got"
+                         f" {value!r}.")
+    return int(value)

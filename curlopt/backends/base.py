@@ -215,8 +215,12 @@ class RawSolution:
 def package_version(module: str) -> str:
     """``"<distribution> <version>"`` of the installed package that provides the import name ``module``
     (read from its metadata, without importing it), or ``"<module> (not installed)"``."""
-    distributions = importlib.metadata.packages_distributions().get(module, [])
-    for distribution in [module] + [d for d in distributions if d != module]:
+    try:  # most import names are their distribution's name: the quick look-up first
+        return f"{module} {importlib.metadata.version(module)}"
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    # the full map of import names to distributions reads every installed package's metadata (~1 s)
+    for distribution in importlib.metadata.packages_distributions().get(module, []):
         try:
             return f"{distribution} {importlib.metadata.version(distribution)}"
         except importlib.metadata.PackageNotFoundError:
@@ -296,7 +300,7 @@ class Backend(ABC):
         parameters += [inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.default)
                        for o in COMMON_OPTIONS]
         signature = None if "__init__" in cls.__dict__ else inspect.Signature(parameters)
-        cls.__signature__ = signature  # type: ignore[attr-defined]
+        cls.__signature__ = signature  # type: ignore[attr-defined]  # typeshed's type lacks the attribute inspect reads
 
     def __init__(self, *args: Any, **options: Any) -> None:
         owner = self.name or type(self).__name__

@@ -297,7 +297,7 @@ class CvxpyBackend(Backend):
     takes: ClassVar[str] = "utilities with a form (describe()) or a DCP cvxpy_expr"
     STATUS_MAP: ClassVar[dict[str, Status]] = STATUS_MAP
     FORMS = CVXPY_FORMS
-    OPTIONS = (
+    OPTIONS: ClassVar[tuple[Option, ...]] = (
         Option("solvers", (str, list, tuple) + NONE, None,
                "CVXPY solver names tried in order; None: CLARABEL then SCS, those installed.",
                "a CVXPY solver name or a list of them, or None", _solver_names,

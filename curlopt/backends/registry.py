@@ -31,7 +31,7 @@ _BUILTIN = {
     # occupancy programs by column generation with an MDP solver inside (for large kernels); never the ``auto`` choice
     "mdp-columns": "curlopt.backends.mdp.backend:MdpColumnsBackend",
 }
-_REGISTRY: dict[str, str | type[Backend] | Callable[..., Backend]] = dict(_BUILTIN)
+_REGISTRY: dict[str, str | type[Backend]] = dict(_BUILTIN)
 
 
 def register_backend(name: str, backend: type[Backend] | str) -> None:
@@ -50,11 +50,11 @@ def backend_class(name: str) -> type[Backend]:
     if isinstance(entry, str):
         module, _, attribute = entry.partition(":")
         try:
-            entry = getattr(importlib.import_module(module), attribute)
+            loaded: type[Backend] = getattr(importlib.import_module(module), attribute)
         except ImportError as exc:  # the backend module itself is missing: a broken install
             raise BackendError(f"backend {name!r} could not be loaded ({exc}).") from exc
-        _REGISTRY[name] = entry
-    return entry  # type: ignore[return-value]
+        _REGISTRY[name] = entry = loaded
+    return entry
 
 
 def backend_names() -> list[str]:

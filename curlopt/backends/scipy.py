@@ -65,7 +65,7 @@ class ScipyBackend(Backend):
     STATUS_MAP: ClassVar[dict[int, Status]] = STATUS_MAP
     #: forms become affine pieces (LPForm's rows); smooth nonlinear forms are refused
     FORMS = affine_pieces_table("scipy")
-    OPTIONS = (
+    OPTIONS: ClassVar[tuple[Option, ...]] = (
         Option("options", (dict,) + NONE, None,
                "linprog(method='highs') options, merged over DEFAULT_OPTIONS; tried on a one-variable LP when the"
                " backend is built.",

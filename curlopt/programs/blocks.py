@@ -22,6 +22,7 @@ rows hurt interior-point solvers. The solution satisfies the dropped row too.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -217,6 +218,9 @@ class Program:
 
     kind: str = "program"
     support: Support | None = None
+    #: ``update(**data)``: new data and/or ε on the same structure (each program takes its own keywords, e.g.
+    #: ``kernel``, ``counts``, ``time``, ``epsilon``); it increases :attr:`version`
+    update: Callable[..., None]
 
     def __init__(self, model: CMDP, blocks: list[tuple[str, tuple[int, ...]]]):
         if not isinstance(model, CMDP):

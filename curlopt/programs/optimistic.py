@@ -32,7 +32,8 @@ def check_radius(radius: Any, radius_scale: Any, error: type[Exception] = Progra
     return radius, scale
 
 
-def l1_radius(visits: np.ndarray, time: float, n_states: int, n_actions: int, kind: str = "analysis") -> np.ndarray:
+def l1_radius(visits: np.ndarray, time: float, n_states: int | np.ndarray, n_actions: int,
+              kind: str = "analysis") -> np.ndarray:
     """The L1 confidence radius ``β(s,a)`` of the optimistic program at epoch start ``t = time``.
 
     Parameters
@@ -41,8 +42,10 @@ def l1_radius(visits: np.ndarray, time: float, n_states: int, n_actions: int, ki
         ``N(s,a)``, visits before the epoch.
     time : float
         The epoch start ``t_e >= 1``.
-    n_states, n_actions : int
-        ``S`` and ``A``.
+    n_states : int or ndarray
+        ``S``; or, on a sparse support, each pair's number of allowed successors (broadcast against ``visits``).
+    n_actions : int
+        ``A``.
     kind : {"analysis", "experiment"}, default "analysis"
         ``analysis``: ``β = sqrt(14 S ln(2 A t) / max(1, N))``, the radius of the
         paper's regret analysis; ``experiment``: ``β = sqrt(S ln(A t) / max(1, N))``,

@@ -17,11 +17,19 @@ and its reference polytopes hold ``p = 0`` outside it.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import reference as ref
+
+if TYPE_CHECKING:  # curlopt is imported where a case builds its side, so that this module needs numpy only
+    from ..models.cmdp import CMDP
+    from ..programs.occupancy import OccupancyProgram
+    from ..programs.optimistic import JointProgram
+    from ..utilities.library import Utility
 
 __all__ = [
     "Case", "random_case", "draw_case", "next_data", "random_kernel", "random_counts", "random_support", "PROGRAM_KINDS",
@@ -80,13 +88,13 @@ class Case:
     objective_kind: str
     objective_weights: np.ndarray
     objective_shift: float
-    constraint_pieces: list = field(default_factory=list)
+    constraint_pieces: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
     counts: np.ndarray | None = None
     time: int = 1
     epsilon: float = 0.0
     seed: int = 0
     horizon: float = 1e4
-    objective_pieces: tuple | None = None
+    objective_pieces: tuple[np.ndarray, np.ndarray] | None = None
     support: np.ndarray | None = None
 
     @property
@@ -98,15 +106,16 @@ class Case:
         return self.kernel.shape[1]
 
     # -- the curlopt side ------------------------------------------------------
-    def model(self):
+    def model(self) -> CMDP:
         """The curlopt CMDP of this case (with the kernel; the optimistic programs ignore it)."""
         from ..models.cmdp import CMDP
         from ..utilities.library import Linear, LinearBound, MaxOfLinear, MinOfLinear, SumOfLogs
 
+        objective: Utility
         if self.objective_kind == "linear":
             objective = Linear(self.objective_weights, offset=self.objective_shift)
         elif self.objective_kind == "piecewise":
-            objective = MinOfLinear(*self.objective_pieces)
+            objective = MinOfLinear(*self._pieces())
         else:
             objective = SumOfLogs(weights=self.objective_weights, shift=self.objective_shift)
         constraints = [LinearBound(W[0], float(b[0])) if W.shape[0] == 1 else MaxOfLinear(W, b)
@@ -116,14 +125,14 @@ class Case:
                         name=f"case-{self.seed}", storage="sparse")
         return CMDP(self.rewards, self.costs, objective, constraints, kernel=self.kernel, name=f"case-{self.seed}")
 
-    def _sparse(self, array: np.ndarray):
+    def _sparse(self, array: np.ndarray) -> Any:
         """``array`` (S, A, S) as a scipy CSR (S·A, S) matrix (the form a sparse case hands to curlopt)."""
         import scipy.sparse as sp
 
         S, A = self.n_states, self.n_actions
         return sp.csr_array(np.asarray(array, dtype=float).reshape(S * A, S))
 
-    def program(self, kind: str):
+    def program(self, kind: str) -> OccupancyProgram | JointProgram:
         """The curlopt program of ``kind`` (one of :data:`PROGRAM_KINDS`) on this case's data."""
         from ..programs.occupancy import OccupancyProgram
         from ..programs.optimistic import BoxOptimisticProgram, OptimisticProgram
@@ -131,7 +140,7 @@ class Case:
         model = self.model()
         kernel, counts = self.kernel, self.counts
         if self.support is not None:
-            kernel, counts = self._sparse(kernel), self._sparse(counts)
+            kernel, counts = self._sparse(kernel), None if counts is None else self._sparse(counts)
         if kind == "occupancy":
             return OccupancyProgram(model, kernel=kernel, epsilon=self.epsilon)
         if kind == "optimistic":
@@ -140,7 +149,7 @@ class Case:
             return BoxOptimisticProgram(model, self.horizon, counts=counts, time=self.time, epsilon=self.epsilon)
         raise ValueError(f"unknown program kind {kind!r}; one of {PROGRAM_KINDS}")
 
-    def update_data(self, kind: str, fields) -> dict:
+    def update_data(self, kind: str, fields: Iterable[str]) -> dict[str, Any]:
         """The keyword arguments of ``program.update`` that set ``fields`` to this case's values (a sparse case
         passes its kernel and counts as sparse matrices)."""
         out = {name: getattr(self, name) for name in fields if name in UPDATE_FIELDS[kind]}
@@ -149,11 +158,11 @@ class Case:
         return out
 
     # -- the reference side ----------------------------------------------------
-    def reference_objective(self):
+    def reference_objective(self) -> ref.Objective:
         if self.objective_kind == "linear":
             return ref.LinearObjective(np.asarray(self.objective_weights), float(self.objective_shift))
         if self.objective_kind == "piecewise":
-            return ref.PiecewiseObjective(*self.objective_pieces)
+            return ref.PiecewiseObjective(*self._pieces())
         return ref.LogObjective(np.asarray(self.objective_weights), float(self.objective_shift))
 
     def polytope(self, kind: str) -> ref.Polytope:
@@ -161,9 +170,9 @@ class Case:
         if kind == "occupancy":
             return ref.occupancy_polytope(self.kernel)
         if kind == "optimistic":
-            return ref.optimistic_polytope(self.counts, self.time, self.support)
+            return ref.optimistic_polytope(self.require_counts(), self.time, self.support)
         if kind == "box-optimistic":
-            return ref.box_polytope(self.counts, self.horizon, self.support)
+            return ref.box_polytope(self.require_counts(), self.horizon, self.support)
         raise ValueError(f"unknown program kind {kind!r}; one of {PROGRAM_KINDS}")
 
     def reference(self, kind: str, with_constraints: bool = True) -> ref.Reference:
@@ -175,7 +184,18 @@ class Case:
         """``ε_max - ε``: positive when the ε-tight program is feasible, negative when not (``inf`` if M = 0)."""
         return ref.max_tightness(self.polytope(kind), self.costs, self.constraint_pieces) - self.epsilon
 
-    def with_data(self, **changes) -> Case:
+    def _pieces(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.objective_pieces is None:
+            raise ValueError(f"{self!r} has a piecewise objective but no objective_pieces.")
+        return self.objective_pieces
+
+    def require_counts(self) -> np.ndarray:
+        """The counts, or a ValueError for a case without them (the optimistic programs' data)."""
+        if self.counts is None:
+            raise ValueError(f"{self!r} has no counts; the optimistic programs' references need them.")
+        return self.counts
+
+    def with_data(self, **changes: Any) -> Case:
         return replace(self, **changes)
 
     def __repr__(self) -> str:  # short, so a failure line (or Hypothesis's falsifying example) stays readable
@@ -245,7 +265,8 @@ def random_counts(rng: np.random.Generator, kernel: np.ndarray) -> np.ndarray:
     return counts
 
 
-def _constraints(rng: np.random.Generator, costs: np.ndarray, M: int, max_pieces: int) -> list:
+def _constraints(rng: np.random.Generator, costs: np.ndarray, M: int,
+                 max_pieces: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """M random constraints ``max_j (W_j·ζ - b_j) <= 0``, each b_j spread over (and a bit beyond) the range
     of ``W_j·c(s,a)``.
 
@@ -268,7 +289,8 @@ def _constraints(rng: np.random.Generator, costs: np.ndarray, M: int, max_pieces
     return out
 
 
-def _objective(rng: np.random.Generator, objective: str, K: int, S: int, A: int, max_pieces: int):
+def _objective(rng: np.random.Generator, objective: str, K: int, S: int, A: int,
+               max_pieces: int) -> tuple[np.ndarray, np.ndarray, float, tuple[np.ndarray, np.ndarray] | None]:
     """``(rewards, weights, shift, pieces)`` of an ``objective`` family."""
     if objective == "linear":
         return rng.uniform(-1.0, 1.0, size=(K, S, A)), rng.normal(size=K), float(rng.uniform(-1.0, 1.0)), None
@@ -335,7 +357,7 @@ def draw_case(seed: int, objective: str = "linear", max_states: int = 4, max_act
     return random_case(rng, S, A, K, d, M, epsilon, objective, max_pieces, seed, successors)
 
 
-def next_data(rng: np.random.Generator, case: Case, fields, epsilon: float | None = None) -> Case:
+def next_data(rng: np.random.Generator, case: Case, fields: Collection[str], epsilon: float | None = None) -> Case:
     """``case`` with new values of ``fields`` (kernel, counts, time, epsilon) drawn from ``rng``."""
     changes: dict = {}
     if "kernel" in fields:
@@ -343,7 +365,7 @@ def next_data(rng: np.random.Generator, case: Case, fields, epsilon: float | Non
     if "counts" in fields:
         changes["counts"] = random_counts(rng, case.kernel)
     if "time" in fields:
-        total = int(changes.get("counts", case.counts).sum())
+        total = int((changes["counts"] if "counts" in changes else case.require_counts()).sum())
         changes["time"] = total + 1 + int(rng.integers(0, 5000))
     if "epsilon" in fields:
         changes["epsilon"] = float(rng.uniform(0.0, 0.5)) if epsilon is None else epsilon

@@ -49,12 +49,18 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import reference as ref
 from .cases import OBJECTIVE_KINDS, PROGRAM_KINDS, UPDATE_FIELDS, Case, draw_case, next_data
+
+if TYPE_CHECKING:
+    from ..backends.base import Backend, CompiledProgram
+    from ..programs.blocks import Program
+    from ..programs.occupancy import OccupancyProgram
+    from ..programs.optimistic import JointProgram
 
 __all__ = [
     "run_conformance", "ConformanceReport", "ConformanceError", "CheckResult", "Tolerances", "CHECK_NAMES",
@@ -168,7 +174,7 @@ def _require(condition: bool, message: str) -> None:
         raise AssertionError(message)
 
 
-def _check_joint(case: Case, kind: str, rho: np.ndarray, p: np.ndarray, tol: float) -> None:
+def _check_joint(case: Case, kind: str, rho: np.ndarray, p: np.ndarray | None, tol: float) -> None:
     """The rows of the optimistic and box programs over ``p(s,a,s')`` (docs/math.md sections 3 and 9)."""
     S, A = case.n_states, case.n_actions
     if case.support is not None and p is not None:  # a sparse program's p: one value per support entry
@@ -177,20 +183,23 @@ def _check_joint(case: Case, kind: str, rho: np.ndarray, p: np.ndarray, tol: flo
         dense = np.zeros(S * A * S)
         dense[np.flatnonzero(case.support.ravel())] = p
         p = dense.reshape(S, A, S)
-    _require(p is not None and np.shape(p) == (S, A, S), f"joint probabilities of shape {np.shape(p)}, not (S, A, S)")
+    if p is None:
+        raise AssertionError("no joint probabilities (the result's joint is None)")
+    _require(np.shape(p) == (S, A, S), f"joint probabilities of shape {np.shape(p)}, not (S, A, S)")
     _require(bool(np.all(np.isfinite(p))) and p.min() >= -tol, f"joint probabilities not finite or negative ({p.min()!r})")
     rho_p = p.sum(axis=2)
     link = float(np.abs(rho - rho_p).max())
     _require(link <= tol, f"occupancy differs from Σ_s' p by {link:.3g}")
     flow = np.abs(p.sum(axis=(1, 2)) - p.sum(axis=(0, 1)))  # out of s vs into s, every s
     _require(flow.max() <= tol, f"flow balance violated by {flow.max():.3g} at state {int(flow.argmax())}")
-    P_hat = ref.empirical_kernel(case.counts)
+    counts = case.require_counts()
+    P_hat = ref.empirical_kernel(counts)
     gap = np.abs(p - P_hat * rho_p[:, :, None])
     if kind == "optimistic":
-        excess = gap.sum(axis=2) - ref.l1_radius(case.counts, case.time) * rho_p
+        excess = gap.sum(axis=2) - ref.l1_radius(counts, case.time) * rho_p
         what = "L1 confidence row"
     else:
-        excess = (gap - (ref.box_radius(case.counts, case.horizon) * rho_p)[:, :, None]).max(axis=2)
+        excess = (gap - (ref.box_radius(counts, case.horizon) * rho_p)[:, :, None]).max(axis=2)
         what = "box confidence row"
     where = np.unravel_index(int(excess.argmax()), excess.shape)
     _require(excess.max() <= tol, f"{what} violated by {excess.max():.3g} at (s,a)={tuple(map(int, where))}")
@@ -274,7 +283,8 @@ def _seed(settings: _Settings, name: str, example: int) -> int:
     return (settings.seed * 1_000_003 + zlib.crc32(name.encode()) * 101 + example) % 2**32
 
 
-def _compile(backend: Any, case: Case, kind: str, required: bool):
+def _compile(backend: Any, case: Case, kind: str,
+             required: bool) -> tuple[OccupancyProgram | JointProgram, CompiledProgram]:
     """``backend.compile`` of the case's program; a declined optional utility skips the check."""
     from ..errors import UnsupportedUtilityError
 
@@ -365,10 +375,12 @@ def _closed_form(backend: Any, settings: _Settings, name: str) -> str:
                      [LinearBound([1.0], problem.bound)], kernel=ref.TWO_STATE_KERNEL, name="two-state")
         empty = np.zeros((2, 2, 2))
         # partial binds this problem's model and ε now, so only the chosen kind's program is built
-        program = {"occupancy": partial(OccupancyProgram, model, epsilon=problem.epsilon),
-                   "optimistic": partial(OptimisticProgram, model, counts=empty, time=1, epsilon=problem.epsilon),
-                   "box-optimistic": partial(BoxOptimisticProgram, model, 10, counts=empty, epsilon=problem.epsilon),
-                   }[problem.kind]()
+        builders: dict[str, Callable[[], Program]] = {
+            "occupancy": partial(OccupancyProgram, model, epsilon=problem.epsilon),
+            "optimistic": partial(OptimisticProgram, model, counts=empty, time=1, epsilon=problem.epsilon),
+            "box-optimistic": partial(BoxOptimisticProgram, model, 10, counts=empty, epsilon=problem.epsilon),
+        }
+        program = builders[problem.kind]()
         result = backend.compile(program).solve()
         where = f"the two-state {problem.kind} program with B={problem.bound}, ε={problem.epsilon}: "
         variant = ProgramVariant.TIGHT if problem.feasible else ProgramVariant.FALLBACK
@@ -438,7 +450,7 @@ def _run_check(backend: Any, settings: _Settings, name: str) -> CheckResult:
     return CheckResult(name, PASSED, detail)
 
 
-def _as_backend(backend: Any):
+def _as_backend(backend: Any) -> Backend:
     """A backend instance from a registry name, a Backend subclass (built without options) or an instance."""
     from ..backends.base import Backend
     from ..backends.registry import get_backend

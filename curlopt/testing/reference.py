@@ -38,7 +38,9 @@ i.e. ``W_j·ζ <= b_j - ε`` for every piece j.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -66,6 +68,9 @@ __all__ = [
     "TWO_STATE_REWARDS",
     "TWO_STATE_COSTS",
 ]
+
+#: constraint pieces ``(W (J, d), b (J,))``: ``g(ζ) = max_j (W_j·ζ - b_j)``
+Pieces = tuple[np.ndarray, np.ndarray]
 
 _LINPROG_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
 
@@ -112,6 +117,10 @@ class PiecewiseObjective:
 
     def value(self, lam: np.ndarray) -> float:
         return float(np.min(np.asarray(self.matrix) @ np.asarray(lam, dtype=float) + np.asarray(self.offset)))
+
+
+#: a reference objective (each is written from its formula)
+Objective = LinearObjective | LogObjective | PiecewiseObjective
 
 
 def constraint_value(pieces: tuple[np.ndarray, np.ndarray], zeta: np.ndarray) -> float:
@@ -320,7 +329,8 @@ def _aggregate_rows(poly: Polytope, signals: np.ndarray) -> sp.csr_matrix:
     return sp.csr_matrix(flat) @ poly.occupancy
 
 
-def _constraint_rows(poly, costs, constraints, epsilon):
+def _constraint_rows(poly: Polytope, costs: np.ndarray, constraints: Sequence[Pieces],
+                     epsilon: float) -> tuple[Any, np.ndarray | None]:
     """Rows ``W_j C x <= b_j - ε`` of every piece of every constraint."""
     if not constraints:
         return None, None
@@ -333,7 +343,8 @@ def _constraint_rows(poly, costs, constraints, epsilon):
     return sp.vstack(rows).tocsr(), np.concatenate(rhs)
 
 
-def _linprog(c, A_ub, b_ub, A_eq, b_eq, bounds):
+def _linprog(c: np.ndarray, A_ub: Any, b_ub: np.ndarray | None, A_eq: Any, b_eq: np.ndarray,
+             bounds: list[tuple[float | None, float | None]]) -> Any:
     res = linprog(
         c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs", options=_LINPROG_OPTIONS
     )
@@ -342,14 +353,14 @@ def _linprog(c, A_ub, b_ub, A_eq, b_eq, bounds):
     return res
 
 
-def _stack(blocks):
+def _stack(blocks: list[tuple[Any, np.ndarray | None]]) -> tuple[Any, np.ndarray | None]:
     blocks = [b for b in blocks if b[0] is not None]
     if not blocks:
         return None, None
     return sp.vstack([b[0] for b in blocks]).tocsr(), np.concatenate([b[1] for b in blocks])
 
 
-def _pad(matrix, extra):
+def _pad(matrix: Any, extra: int) -> Any:
     if matrix is None:
         return None
     return sp.hstack([matrix, sp.csr_matrix((matrix.shape[0], extra))]).tocsr()
@@ -359,8 +370,8 @@ def solve_reference(
     poly: Polytope,
     rewards: np.ndarray,
     costs: np.ndarray,
-    objective,
-    constraints=(),
+    objective: Objective,
+    constraints: Sequence[Pieces] = (),
     epsilon: float = 0.0,
     with_constraints: bool = True,
     gap: float = 1e-10,
@@ -389,7 +400,7 @@ def solve_reference(
     raise TypeError(f"unknown reference objective {objective!r}")
 
 
-def _epigraph(poly, R, objective, G, h) -> Reference:
+def _epigraph(poly: Polytope, R: Any, objective: PiecewiseObjective, G: Any, h: np.ndarray | None) -> Reference:
     """``max t`` over ``(x, t)`` with ``t - W_j R x <= c_j`` for every piece j."""
     S, A = poly.n_states, poly.n_actions
     n = poly.n_vars
@@ -407,7 +418,8 @@ def _epigraph(poly, R, objective, G, h) -> Reference:
     return Reference(True, value, value, value, (poly.occupancy @ x).reshape(S, A), x, 1)
 
 
-def _kelley(poly, R, objective, G, h, gap, max_iterations) -> Reference:
+def _kelley(poly: Polytope, R: Any, objective: LogObjective, G: Any, h: np.ndarray | None, gap: float,
+            max_iterations: int) -> Reference:
     """Cutting planes for a concave objective of λ = R x over the polytope (see module docstring)."""
     S, A = poly.n_states, poly.n_actions
     n = poly.n_vars
@@ -451,7 +463,7 @@ def _kelley(poly, R, objective, G, h, gap, max_iterations) -> Reference:
     return Reference(True, lower, lower, upper, (poly.occupancy @ x_best).reshape(S, A), x_best, len(cut_rows))
 
 
-def max_tightness(poly: Polytope, costs: np.ndarray, constraints) -> float:
+def max_tightness(poly: Polytope, costs: np.ndarray, constraints: Sequence[Pieces]) -> float:
     """The largest ε for which the ε-tight program is feasible: ``max_x min_j (b_j - W_j·ζ(x))``.
 
     One LP in ``(x, s)``: maximise s subject to ``W_j C x + s <= b_j``. The ε-tight
@@ -472,7 +484,7 @@ def max_tightness(poly: Polytope, costs: np.ndarray, constraints) -> float:
     return float(-res.fun)
 
 
-def model_optimum(model, kernel: np.ndarray | None = None, epsilon: float = 0.0,
+def model_optimum(model: Any, kernel: np.ndarray | None = None, epsilon: float = 0.0,
                   with_constraints: bool = True) -> Reference:
     """The occupancy program (section 2) of a model with LP-representable utilities, solved here.
 
@@ -486,7 +498,7 @@ def model_optimum(model, kernel: np.ndarray | None = None, epsilon: float = 0.0,
     ValueError
         When a utility has no affine pieces (not LP-representable).
     """
-    def pieces(utility, role):
+    def pieces(utility: Any, role: str) -> tuple[np.ndarray, np.ndarray]:
         found = utility.affine_pieces()
         if found is None:
             raise ValueError(f"model_optimum needs LP-representable utilities; the {role} {utility!r} is not.")

@@ -21,14 +21,14 @@ MAX_STATES = 6
 MAX_ACTIONS = 4
 
 
-def epsilons(max_value: float = 0.3):
+def epsilons(max_value: float = 0.3) -> st.SearchStrategy[float]:
     """ε >= 0: exactly 0 sometimes, otherwise a float up to ``max_value``."""
     return st.one_of(st.just(0.0), st.floats(0.0, max_value, allow_nan=False, allow_infinity=False))
 
 
 @st.composite
 def cases(
-    draw,
+    draw: st.DrawFn,
     objective: str = "linear",
     max_states: int = MAX_STATES,
     max_actions: int = MAX_ACTIONS,
@@ -37,7 +37,7 @@ def cases(
     max_epsilon: float = 0.3,
     max_pieces: int = 1,
     sparse: bool = False,
-):
+) -> Case:
     """A random :class:`~curlopt.testing.cases.Case`.
 
     Parameters
@@ -64,7 +64,7 @@ def cases(
 
 
 @st.composite
-def data_updates(draw, case: Case, kind: str, steps: int = 3):
+def data_updates(draw: st.DrawFn, case: Case, kind: str, steps: int = 3) -> list[tuple[frozenset[str], Case]]:
     """A sequence of ``steps`` new data sets for ``case``'s model, for the ``kind`` program's ``update``.
 
     Each step changes a random non-empty subset of the program's fields (occupancy:

@@ -42,7 +42,8 @@ class AugmentedUtility(Utility):
         k = np.asarray(coefficients, dtype=float).reshape(-1)
         if k.size == 0 or not np.all(np.isfinite(k)):
             raise UtilityError(f"AugmentedUtility needs finite coefficients, got {coefficients!r}.")
-        self.curvature = inner.curvature  # an affine term keeps the inner utility's curvature
+        # an affine term keeps the inner utility's curvature and smoothness
+        self.curvature, self.smooth = inner.curvature, bool(inner.smooth)
         super().__init__(inner.dim + k.size)
         self.inner = inner
         self.coefficients = k
@@ -69,10 +70,6 @@ class AugmentedUtility(Utility):
 
     def domain_lower(self) -> np.ndarray:
         return np.concatenate([self.inner.domain_lower(), np.full(self.coefficients.size, -np.inf)])
-
-    @property
-    def smooth(self) -> bool:  # type: ignore[override]
-        return bool(self.inner.smooth)
 
     # -- what backends need ---------------------------------------------------
     def describe(self) -> forms.HeadPlusLinear:

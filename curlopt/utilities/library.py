@@ -669,10 +669,7 @@ class Norm(Utility):
             raise UtilityError(f"Norm radius must be a finite number >= 0, got {radius!r}.")
         super().__init__(c.size)
         self.center, self.radius, self.ord = c, float(radius), ord
-
-    @property
-    def smooth(self) -> bool:  # type: ignore[override]
-        return self.ord == 2
+        self.smooth = ord == 2  # ord 1 and inf have kinks
 
     def value(self, y: np.ndarray) -> float:
         return float(np.linalg.norm(self.check_input(y) - self.center, self.ord) - self.radius)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -30,6 +30,8 @@ from .solution import SolutionReader
 
 if TYPE_CHECKING:  # imported where a solver is made, so that importing the backend stays cheap
     import highspy
+
+    from .columns import ColumnsBackend
 
 __all__ = ['HighsBackend', 'STATUS_MAP']
 
@@ -80,10 +82,26 @@ HIGHS_OPTIONS = Option(
 )
 
 
-def highs_options(backend: Backend, owner: str) -> dict[str, Any]:
+class TakesHighsOptions(Protocol):
+    """A backend with HiGHS's ``options`` among its declared options (HiGHS's own and the column-generation ones)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def options(self) -> dict[str, Any] | None: ...
+
+    @property
+    def time_limit(self) -> float | None: ...
+
+    @property
+    def verbose(self) -> bool: ...
+
+
+def highs_options(backend: TakesHighsOptions, owner: str) -> dict[str, Any]:
     """The HiGHS options of a HiGHS backend: its ``options`` (checked on a scratch HiGHS) over
     :data:`DEFAULT_OPTIONS`, with ``output_flag`` on when ``verbose``."""
-    given = dict(backend.options or {})  # type: ignore[attr-defined]
+    given = dict(backend.options or {})
     for neutral, key, on in (("time_limit", "time_limit", backend.time_limit is not None),
                              ("verbose", "output_flag", backend.verbose)):
         if on and key in given:
@@ -115,7 +133,7 @@ class HighsBackend(Backend):
     STATUS_MAP: ClassVar[dict[str, Status]] = STATUS_MAP
     #: forms become affine pieces (LPForm's rows); smooth nonlinear forms are refused
     FORMS = affine_pieces_table("highs")
-    OPTIONS = (HIGHS_OPTIONS,)
+    OPTIONS: ClassVar[tuple[Option, ...]] = (HIGHS_OPTIONS,)
 
     options: dict[str, Any]
 
@@ -245,9 +263,10 @@ class CompiledHighs(CompiledProgram):
     BULK_RATIO = 150
     BULK_MINIMUM = 25
 
-    backend: HighsBackend
+    # the highs-columns backend hands it the programs its master does not take
+    backend: HighsBackend | ColumnsBackend
 
-    def __init__(self, backend: HighsBackend, program: Program) -> None:
+    def __init__(self, backend: HighsBackend | ColumnsBackend, program: Program) -> None:
         super().__init__(backend, program)
         import highspy
 

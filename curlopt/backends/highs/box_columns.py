@@ -15,17 +15,11 @@ the ``highs-columns`` backend solves UC-CURL's L1 program:
 * *phase 1* when the kept columns cannot satisfy the rows: artificial columns, their sum minimised, until the
   rows hold or no improving column is left, which proves the program infeasible (then
   :meth:`~curlopt.backends.base.CompiledProgram.solve` falls back as for every backend, docs/math.md §4);
-* *warm start*: a vertex column is remembered as its pair's ranking of successors, recomputed on each epoch's
-  boxes (so it stays feasible), and the last basis is given back to HiGHS.
-
-**The last basis, checked before any solve.** Between two epochs only the boxes of the visited pairs move. When
-the master has no pair block and at most :attr:`CompiledBoxColumns.BASIS_CHECK_ROWS` global rows, the previous
-optimal basis is first evaluated on the new data in numpy: its basic solution (one dense solve of the global
-rows' size, 8 at the queue) and duals; if the solution is primal feasible, the duals' signs are right and
-pricing every pair (the closed form) finds no column above ``pricing_tolerance``, that basis **is** optimal for
-the new data — the optimality conditions HiGHS itself would verify, to the same tolerances — and HiGHS is not
-called. Otherwise the master goes to HiGHS from that basis. :attr:`CompiledBoxColumns.basis_hits` counts how
-often the check sufficed.
+* *warm start*: a vertex column is remembered as its pair's ranking of successors and recomputed on each
+  epoch's boxes (so it stays feasible). The HiGHS model persists across epochs: only the coefficients of the
+  columns whose pair's box moved are rewritten (an epoch of UCRL-CMDP moves the boxes of the pairs it visited),
+  so HiGHS re-solves from the last optimal basis. When that basis is still optimal for the new data — HiGHS checks
+  its primal and dual feasibility first — the re-solve takes no simplex iteration and one pricing round.
 
 Results are full :class:`~curlopt.backends.results.SolveResult` objects in the program's own layout (ρ, then p
 on the support), so ``program.residuals(x)`` and the agents work unchanged. A run that reaches ``max_rounds``
@@ -39,7 +33,7 @@ with this backend's options; the results name this backend.
 from __future__ import annotations
 
 import math
-import time
+from dataclasses import replace
 from typing import ClassVar
 
 import numpy as np
@@ -51,15 +45,16 @@ from ..base import CompiledProgram, RawSolution
 from ..form_table import affine_pieces_table
 from ..results import Status
 from .backend import check_representable, highs_options, new_highs
-from .basis import ColumnMatrix, LinearProgram, StatusCodes, optimal_point
-from .box_master import BoxMaster
-from .columns import STATUS_MAP, ColumnsBackend, _SolverAccess
+from .box_master import BoxMaster, ColumnMatrix, MasterProgram
+from .columns import STATUS_MAP, ColumnsBackend
+from .solution import SolutionReader
 
 __all__ = ["BoxColumnsBackend", "CompiledBoxColumns"]
 
-#: the solver string of a result found by HiGHS on the master, and of one the basis check certified
-MASTER_SOLVER = "HiGHS (column generation)"
-BASIS_SOLVER = "column generation: the last basis, still optimal (checked in numpy)"
+#: the solver named in results
+SOLVER = "HiGHS (column generation)"
+#: a vertex column not basic in this many consecutive solves leaves the pool (the ``keep_solves`` option)
+DEFAULT_KEEP_SOLVES = 100
 
 
 class BoxColumnsBackend(ColumnsBackend):
@@ -71,14 +66,19 @@ class BoxColumnsBackend(ColumnsBackend):
 
     Parameters
     ----------
-    options, max_rounds, pricing_tolerance, feasibility_tolerance, keep_solves, time_limit, verbose
-        As for ``highs-columns`` (:class:`~curlopt.backends.highs.columns.ColumnsBackend`). HiGHS's
-        ``primal_feasibility_tolerance`` and ``dual_feasibility_tolerance`` (1e-9 by default) are also the
-        tolerances of the basis check.
+    options, max_rounds, pricing_tolerance, feasibility_tolerance, time_limit, verbose
+        As for ``highs-columns`` (:class:`~curlopt.backends.highs.columns.ColumnsBackend`).
+    keep_solves : int, default 100
+        A column not basic in this many consecutive solves leaves the pool (``highs-columns``: 3).
     """
 
     name: ClassVar[str] = "highs-box-columns"
     FORMS = affine_pieces_table("highs-box-columns")
+    #: ``highs-columns``'s options, with a pool kept longer: on the queue's box master, columns dropped after 3
+    #: nonbasic solves were priced back in a second round in 44% of UCRL-CMDP's epochs, 5% with 100 (measured,
+    #: benchmarks/bench_box.py)
+    OPTIONS = tuple(replace(option, default=DEFAULT_KEEP_SOLVES) if option.name == "keep_solves" else option
+                    for option in ColumnsBackend.OPTIONS)
 
     def _configure(self) -> None:
         self.options = highs_options(self, "the highs-box-columns backend")
@@ -90,24 +90,72 @@ class BoxColumnsBackend(ColumnsBackend):
         return super()._compile(program)
 
 
+class _MasterAccess:
+    """The master's solution, duals and basis as numpy arrays through HiGHS's C API
+    (:class:`~curlopt.backends.highs.solution.SolutionReader`), or through highspy's lists where the C API cannot
+    be reached (the same values, slower). The caller passes the model's size, which it keeps itself."""
+
+    def __init__(self, highs) -> None:
+        self.highs = highs
+        reader = SolutionReader.create(highs)
+        self._api = reader if reader is not None and reader.has_int32_basis() else None
+
+    def solution(self, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+        """Column values and row duals of the current solution."""
+        if self._api is None:
+            solution = self.highs.getSolution()
+            return np.asarray(solution.col_value, dtype=float), np.asarray(solution.row_dual, dtype=float)
+        return self._api.col_values_and_row_duals(n_rows)
+
+    def basis(self, n_cols: int, n_rows: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """Column and row statuses (``HighsBasisStatus`` values), or None without a valid basis."""
+        if self.highs.getInfoValue("basis_validity")[1] != 1:
+            return None
+        if self._api is None:
+            basis = self.highs.getBasis()
+            return (np.array([int(s) for s in basis.col_status], dtype=np.int32),
+                    np.array([int(s) for s in basis.row_status], dtype=np.int32))
+        cols, rows = np.empty(n_cols, dtype=np.int32), np.empty(n_rows, dtype=np.int32)
+        self._api.get_basis(cols, rows)
+        return cols, rows
+
+    def set_basis(self, cols: np.ndarray, rows: np.ndarray) -> None:
+        """Start the next run from these statuses (HiGHS refuses an inconsistent basis: a cold start, no error)."""
+        if self._api is None:
+            import highspy
+
+            basis = highspy.HighsBasis()
+            basis.col_status = [highspy.HighsBasisStatus(int(s)) for s in cols]
+            basis.row_status = [highspy.HighsBasisStatus(int(s)) for s in rows]
+            basis.valid = True
+            self.highs.setBasis(basis)
+            return
+        self._api.set_basis(np.ascontiguousarray(cols, dtype=np.int32), np.ascontiguousarray(rows, dtype=np.int32))
+
+
 class CompiledBoxColumns(CompiledProgram):
     """The box program as a column-generation master on one HiGHS object (module doc; rows in
     :class:`~.box_master.BoxMaster`).
 
     HiGHS's columns: the fixed ones, then vertex columns (the *pool*) and blocks' columns in the order they were
-    added; its rows: the global rows, then the blocks' own rows. The HiGHS model persists across solves: a new
-    epoch rewrites the coefficients of the columns whose pair's box moved (``changeCoeff``; HiGHS keeps its
-    basis) and deletes pool columns that have been nonbasic for ``keep_solves`` solves; only a change of the
-    blocks rebuilds it (``passModel``, with the last basis).
+    added; its rows: the global rows, then the blocks' own rows. A new epoch rewrites the coefficients of the
+    columns whose pair's box moved (``changeCoeff``: HiGHS keeps its basis) and deletes the pool columns that
+    were not basic in the last ``keep_solves`` solves; seeding the pool or dropping a block rebuilds the model
+    (``passModel``, with the last basis).
 
     Attributes
     ----------
-    last_route : str
-        ``"basis"`` when the last attempt was certified by the basis check, ``"master"`` when HiGHS solved it.
-    basis_checks, basis_hits : int
-        Attempts whose last basis was checked in numpy, and those it sufficed for (no HiGHS call).
-    last_rounds, last_columns, last_blocks, last_phase1, last_gap, last_solver_time
-        As for :class:`~curlopt.backends.highs.columns.CompiledColumns`.
+    last_rounds : int
+        Master solves (pricing rounds) of the last attempt.
+    last_columns, last_blocks : int
+        Vertex columns and pair blocks in the master after the last attempt.
+    last_phase1 : bool
+        Whether the last attempt needed phase 1.
+    last_gap : float
+        The largest reduced cost (>= 0) at the end of the last attempt's last phase: after phase 2 the program's
+        optimum is at most the master's value plus this (total mass 1).
+    last_solver_time : float
+        HiGHS's own run time over the last attempt's master solves.
     """
 
     #: HiGHS's ``simplex_strategy`` for the master unless the options set one: 4, the primal simplex (new columns
@@ -120,25 +168,20 @@ class CompiledBoxColumns(CompiledProgram):
     BLOCKS_PER_ROUND = 4
     #: a block stays while its pair carried mass in one of this many last solves
     BLOCK_KEEP_SOLVES = 25
-    #: the basis check runs on masters with at most this many rows (its dense solve grows as rows³); 0: never
-    BASIS_CHECK_ROWS = 400
 
     def __init__(self, backend: BoxColumnsBackend, program: BoxOptimisticProgram):
         super().__init__(backend, program)
         import highspy
 
         self._highspy = highspy
-        status = highspy.HighsBasisStatus
-        self._codes = StatusCodes(int(status.kBasic), int(status.kLower), int(status.kUpper), int(status.kZero))
-        self._basic, self._at_lower = self._codes.basic, self._codes.lower
+        self._inf = highspy.kHighsInf
+        self._basic = int(highspy.HighsBasisStatus.kBasic)
+        self._at_lower = int(highspy.HighsBasisStatus.kLower)
         self.form = form = LPForm(program)
         check_representable(form)
         self.master = BoxMaster(program, form)
         self._extra_lower = form.row_lower[program.linear.n_rows:]
         self._extra_upper = form.row_upper[program.linear.n_rows:]
-        options = backend.options
-        self._primal_tolerance = float(options.get("primal_feasibility_tolerance", 1e-7))
-        self._dual_tolerance = float(options.get("dual_feasibility_tolerance", 1e-7))
         self._reset()
 
     def _reset(self) -> None:
@@ -160,8 +203,7 @@ class CompiledBoxColumns(CompiledProgram):
         self._synced = False                                    # whether HiGHS holds the current pool and blocks
         self._n_cols = self._n_rows = 0
         self._phase2_cost = np.zeros(0)
-        self._g_upper_pushed = np.zeros(0)
-        self.last_route, self.basis_checks, self.basis_hits = "", 0, 0
+        self._g_pushed: tuple[float, bool] | None = None       # (ε, with constraints) of the g bounds in HiGHS
         self.last_rounds = self.last_columns = self.last_blocks = 0
         self.last_phase1, self.last_gap, self.last_solver_time = False, math.nan, 0.0
 
@@ -170,26 +212,34 @@ class CompiledBoxColumns(CompiledProgram):
     def _read_data(self) -> None:
         """The boxes of the current counts; the pool and blocks to keep, recomputed where their pair's box moved
         (and rewritten in HiGHS); before the first basis, the empirical kernel ``P^`` of each visited pair as a
-        seed column."""
+        seed column.
+
+        A column or block is dropped once its pair's box is empty, and a ``P^`` column once its pair has no
+        counts (new counts need not extend the old ones): neither is a point of the box any more."""
         master = self.master
         moved = master.read()
         usable = master.usable
+        keep = usable[self._pool_pair] & ((self._solves - self._pool_seen) <= self.backend.keep_solves)
+        centre = self._pool_order[:, 0] < 0
+        if centre.any():
+            keep &= ~centre | master.visited()[self._pool_pair]
         keep_block = usable[self._block_pair] & ((self._solves - self._block_seen) <= self.BLOCK_KEEP_SOLVES)
-        covered = np.zeros(master.n_pairs, dtype=bool)
-        covered[self._block_pair[keep_block]] = True
-        pairs = self._pool_pair
-        keep = usable[pairs] & ~covered[pairs] & ((self._solves - self._pool_seen) <= self.backend.keep_solves)
+        if self._block_pair.size:                               # a block holds every point of its pair's box
+            keep &= ~np.isin(self._pool_pair, self._block_pair[keep_block])
         seed = np.zeros(0, dtype=np.int64)
         if self._memory is None:
-            covered[pairs[keep]] = True
+            covered = np.zeros(master.n_pairs, dtype=bool)
+            covered[self._block_pair[keep_block]] = True
+            covered[self._pool_pair[keep]] = True
             seed = np.flatnonzero(master.visited() & ~covered)
         if seed.size or not (keep.all() and keep_block.all()):
             self._rearrange(keep, keep_block, seed)
         again = np.flatnonzero(moved[self._pool_pair])
+        before = self._pool_vertex[again]
         if again.size:
             self._pool_vertex[again] = master.vertices(self._pool_pair[again], self._pool_order[again])
         if self._synced:
-            self._push_moved(again, np.flatnonzero(moved[self._block_pair]))
+            self._push_moved(again, before, np.flatnonzero(moved[self._block_pair]))
 
     def _rearrange(self, keep: np.ndarray, keep_block: np.ndarray, seed: np.ndarray) -> None:
         """Keep the pool columns ``keep`` and the blocks ``keep_block``, and add the seeds (P^ columns of ``seed``):
@@ -226,60 +276,11 @@ class CompiledBoxColumns(CompiledProgram):
             self._read_data()
             self._data_version = self.program.version
         self._solves += 1
-        self.last_phase1, self.last_gap, self.last_rounds = False, math.nan, 0
-        started = time.perf_counter()
-        lp = None
-        if self._memory is not None and self.master.n_global + self._block_pair.size * (self.master.W + 1) \
-                <= self.BASIS_CHECK_ROWS:
-            lp = self._linear_program(with_constraints)
-            checked = self._check_basis(lp)
-            if checked is not None:
-                self.last_route = "basis"
-                return self._finish(RawSolution(Status.OPTIMAL, checked, 0, BASIS_SOLVER, "",
-                                                time.perf_counter() - started))
-        self.last_route = "master"
-        return self._finish(self._solve_master(with_constraints, lp))
-
-    def _finish(self, raw: RawSolution) -> RawSolution:
-        self.last_columns, self.last_blocks = int(self._pool_pair.size), int(self._block_pair.size)
-        self.last_solver_time = float(raw.solver_time or 0.0)
-        return raw
-
-    # -- the basis check ------------------------------------------------------------------------------------------
-
-    def _linear_program(self, with_constraints: bool) -> LinearProgram:
-        """The whole master as it stands (pool and blocks on the current data), in phase 2, in :class:`BoxMaster`'s
-        column order (fixed, pool, blocks)."""
-        lower, upper = self._global_row_bounds(with_constraints)
-        return self.master.linear_program(self._pool_pair, self._pool_vertex, self._block_pair, lower, upper)
-
-    def _check_basis(self, lp: LinearProgram) -> np.ndarray | None:
-        """The program's solution when the last basis is still optimal for ``lp`` (module doc), else None."""
-        memory, master = self._memory, self.master
-        self.basis_checks += 1
-        cols = np.concatenate([memory["fixed"], memory["pool"], memory["block_cols"].ravel()])
-        rows = np.concatenate([memory["global_rows"], memory["block_rows"].ravel()])
-        found = optimal_point(lp, cols, rows, self._codes, self._primal_tolerance, self._dual_tolerance)
-        if found is None:
-            return None
-        x, duals = found
-        reduced, _ = master.price(duals[: master.n_global], 2)
-        reduced[self._block_pair] = -np.inf                     # a block holds its pair's whole box
-        if reduced.size and float(reduced.max()) > self.backend.pricing_tolerance:
-            return None
-        self._pool_seen[memory["pool"] == self._basic] = self._solves
-        k, width = self._pool_pair.size, master.W + 1
-        values = np.clip(x, 0.0, None)
-        blocks = values[master.n_fixed + k:].reshape(-1, width)
-        self._block_seen[blocks[:, 0] > 0] = self._solves
-        self.basis_hits += 1
-        return self._program_solution(values[master.n_fixed: master.n_fixed + k], blocks)
-
-    # -- the master on HiGHS --------------------------------------------------------------------------------------
-
-    def _solve_master(self, with_constraints: bool, lp: LinearProgram | None) -> RawSolution:
+        self.last_phase1, self.last_gap = False, math.nan
         if not self._synced:
-            self._build(lp if lp is not None else self._linear_program(with_constraints))
+            lower, upper = self._global_row_bounds(with_constraints)
+            self._build(self.master.master_program(self._pool_pair, self._pool_vertex, self._block_pair, lower, upper),
+                        (self.program.epsilon, with_constraints))
         else:
             self._push_g_bounds(with_constraints)
         priced = np.zeros(self.master.n_pairs, dtype=np.int64)
@@ -294,55 +295,59 @@ class CompiledBoxColumns(CompiledProgram):
             if name == "kOptimal":
                 shortfall = float(self._solution[0][: self.master.n_art].sum())
                 if shortfall > self.backend.feasibility_tolerance:
-                    self._remember()
-                    self.last_rounds = rounds
-                    return RawSolution(Status.INFEASIBLE, None, iterations, MASTER_SOLVER,
-                                       f"phase 1 of column generation: the rows cannot hold (sum of violations"
-                                       f" {shortfall:.3g}, no improving column left)", solver_time)
+                    return self._finish(RawSolution(
+                        Status.INFEASIBLE, None, iterations, SOLVER, f"phase 1 of column generation: the rows cannot"
+                        f" hold (sum of violations {shortfall:.3g}, no improving column left)", solver_time), rounds)
                 name, rounds, more, more_time = self._generate(2, rounds, priced)
                 iterations, solver_time = iterations + more, solver_time + more_time
+        return self._finish(self._outcome(name, rounds, iterations, solver_time), rounds)
+
+    def _finish(self, raw: RawSolution, rounds: int) -> RawSolution:
         self._remember()
         self.last_rounds = rounds
-        return self._outcome(name, rounds, iterations, solver_time)
+        self.last_columns, self.last_blocks = int(self._pool_pair.size), int(self._block_pair.size)
+        self.last_solver_time = float(raw.solver_time or 0.0)
+        return raw
 
     def _outcome(self, name: str, rounds: int, iterations: int, solver_time: float) -> RawSolution:
         if name == "time limit":
-            return self.time_limit_reached(f"after {rounds} pricing round(s) of column generation", MASTER_SOLVER,
+            return self.time_limit_reached(f"after {rounds} pricing round(s) of column generation", SOLVER,
                                            iterations, solver_time)
         if name == "round limit":
             return RawSolution(
-                Status.ITERATION_LIMIT, None, iterations, MASTER_SOLVER,
+                Status.ITERATION_LIMIT, None, iterations, SOLVER,
                 f"column generation stopped at its limit of {self.backend.max_rounds} pricing rounds with a column of"
                 f" reduced cost {self.last_gap:.3g} > {self.backend.pricing_tolerance:g} left: the master's value is"
                 " only a lower bound on the optimum (raise max_rounds)", solver_time)
         status = STATUS_MAP.get(name, Status.UNKNOWN)
-        message = "" if status is Status.OPTIMAL else f"HiGHS model status {name} on the column-generation master"
-        x = None
-        if status is Status.OPTIMAL:
-            values = np.clip(self._solution[0], 0.0, None)
-            blocks = values[self._block_index[:, None] + np.arange(self.master.W + 1)[None, :]]
-            x = self._program_solution(values[self._pool_index], blocks)
-        return RawSolution(status, x, iterations, MASTER_SOLVER, message, solver_time)
+        if status is not Status.OPTIMAL:
+            return RawSolution(status, None, iterations, SOLVER,
+                               f"HiGHS model status {name} on the column-generation master", solver_time)
+        values = self._solution[0]
+        blocks = values[self._block_index[:, None] + np.arange(self.master.W + 1)[None, :]]
+        return RawSolution(status, self._program_solution(values[self._pool_index], blocks), iterations, SOLVER, "",
+                           solver_time)
 
     def _program_solution(self, pool_values: np.ndarray, block_values: np.ndarray) -> np.ndarray:
         """ρ and p (on the support) from the weights of the vertex columns and the blocks' ``ρ, d``."""
         master = self.master
         used = np.flatnonzero(pool_values > 0.0)                 # the basic columns, at most one per row
         pairs, weights = self._pool_pair[used], pool_values[used]
-        rho = np.bincount(pairs, weights=weights, minlength=master.n_pairs)
+        rho = np.bincount(pairs, weights=weights, minlength=master.n_pairs).astype(float, copy=False)
         slots = (pairs[:, None] * master.W + np.arange(master.W)).ravel()
         p = np.bincount(slots, weights=(weights[:, None] * self._pool_vertex[used]).ravel(),
-                        minlength=master.n_pairs * master.W).reshape(master.n_pairs, master.W)
+                        minlength=master.n_pairs * master.W).astype(float, copy=False).reshape(master.n_pairs, master.W)
         if self._block_pair.size:
-            rho_b = block_values[:, 0]
-            rho[self._block_pair] += rho_b
-            p[self._block_pair] += rho_b[:, None] * master.lower[self._block_pair] + block_values[:, 1:]
+            block_values = np.clip(block_values, 0.0, None)
+            rho[self._block_pair] += block_values[:, 0]
+            p[self._block_pair] += block_values[:, :1] * master.lower[self._block_pair] + block_values[:, 1:]
         return np.concatenate([rho, master.to_entries(np.clip(p, 0.0, None))])
 
     # -- HiGHS's model ----------------------------------------------------------------------------------------------
 
-    def _build(self, lp: LinearProgram) -> None:
-        """Pass the master ``lp`` (fixed columns, pool, blocks) to HiGHS, with the last basis where it still fits."""
+    def _build(self, lp: MasterProgram, g_key: tuple[float, bool]) -> None:
+        """Pass the master ``lp`` (fixed columns, pool, blocks; its g rows for ``g_key`` = (ε, with constraints)) to
+        HiGHS, with the last basis where it still fits."""
         highspy, master = self._highspy, self.master
         if self.highs is None:
             self.highs = new_highs()
@@ -352,24 +357,28 @@ class CompiledBoxColumns(CompiledProgram):
             self.highs.setOptionValue("presolve", "off")
             if "simplex_strategy" not in self.backend.options:
                 self.highs.setOptionValue("simplex_strategy", self.SIMPLEX_STRATEGY)
-            self._access = _SolverAccess(self.highs)
+            self._access = _MasterAccess(self.highs)
         k, width = self._pool_pair.size, master.W + 1
         n_rows, n_cols = lp.matrix.shape
         self._pool_index = master.n_fixed + np.arange(k)
         self._block_index = master.n_fixed + k + width * np.arange(self._block_pair.size)
         self._block_row = master.n_global + width * np.arange(self._block_pair.size)
         self._phase2_cost = lp.cost
-        inf, matrix = highspy.kHighsInf, lp.matrix
+        matrix = lp.matrix
         self.highs.passModel(
             n_cols, n_rows, matrix.nnz, int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMaximize),
-            self.form.offset, lp.cost, _finite(lp.col_lower, inf), _finite(lp.col_upper, inf),
-            _finite(lp.row_lower, inf), _finite(lp.row_upper, inf), matrix.indptr[:-1], matrix.indices, matrix.data,
+            self.form.offset, lp.cost, self._finite(lp.col_lower), self._finite(lp.col_upper),
+            self._finite(lp.row_lower), self._finite(lp.row_upper), matrix.indptr[:-1], matrix.indices, matrix.data,
             np.zeros(n_cols, dtype=np.int32))
         self._n_cols, self._n_rows = n_cols, n_rows
-        self._g_upper_pushed = lp.row_upper[master.g_rows].copy()
+        self._g_pushed = g_key
         self._synced = True
         if self._memory is not None:
             self._restore_basis()
+
+    def _finite(self, values: np.ndarray) -> np.ndarray:
+        """``values`` with numpy's infinities as HiGHS's."""
+        return np.clip(values, -self._inf, self._inf)
 
     def _delete_columns(self, columns: np.ndarray) -> None:
         """Delete nonbasic HiGHS columns (HiGHS keeps the basis of the others) and renumber ours."""
@@ -379,25 +388,26 @@ class CompiledBoxColumns(CompiledProgram):
         kept[columns] = False
         self._phase2_cost = self._phase2_cost[kept]
         self._n_cols -= columns.size
-        shift = lambda index: index - np.searchsorted(columns, index)  # noqa: E731 - columns before each index
-        self._pool_index, self._block_index = shift(self._pool_index), shift(self._block_index)
+        self._pool_index = self._pool_index - np.searchsorted(columns, self._pool_index)
+        self._block_index = self._block_index - np.searchsorted(columns, self._block_index)
 
-    def _push_moved(self, pool: np.ndarray, blocks: np.ndarray) -> None:
-        """Rewrite in HiGHS the flow coefficients of the pool columns ``pool`` (positions in the pool) on their new
-        vertices, and the ρ columns of the blocks ``blocks`` (positions among the blocks) on their new boxes."""
+    def _push_moved(self, pool: np.ndarray, before: np.ndarray, blocks: np.ndarray) -> None:
+        """Rewrite in HiGHS the flow coefficients of the pool columns ``pool`` (positions in the pool) that differ
+        from their vertices ``before``, and the ρ columns of the blocks ``blocks`` (positions among the blocks) on
+        their new boxes."""
         master = self.master
         rows, values = master.flow_coefficients(self._pool_pair[pool], self._pool_vertex[pool])
-        cols = np.repeat(self._pool_index[pool], rows.shape[1])
-        parts = [(rows.ravel(), cols, values.ravel())]
+        rows = np.where(self._pool_vertex[pool] != before, rows, -1)   # an unchanged coefficient stays
+        cols = np.broadcast_to(self._pool_index[pool][:, None], rows.shape)
         if blocks.size:
-            pairs = self._block_pair[blocks]
-            rows, values = master.flow_coefficients(pairs, master.lower[pairs])
-            parts.append((rows.ravel(), np.repeat(self._block_index[blocks], rows.shape[1]), values.ravel()))
+            pairs, index = self._block_pair[blocks], self._block_index[blocks][:, None]
+            flow_rows, flow_values = master.flow_coefficients(pairs, master.lower[pairs])
             own = master.block_rho_coefficients(pairs)
-            first = self._block_row[blocks][:, None]
-            parts.append(((first + np.arange(own.shape[1])).ravel(), np.repeat(self._block_index[blocks], own.shape[1]),
-                          own.ravel()))
-        rows, cols, values = (np.concatenate([part[i] for part in parts]) for i in range(3))
+            own_rows = self._block_row[blocks][:, None] + np.arange(own.shape[1])
+            rows = np.concatenate([rows.ravel(), flow_rows.ravel(), own_rows.ravel()])
+            values = np.concatenate([values.ravel(), flow_values.ravel(), own.ravel()])
+            cols = np.concatenate([cols.ravel(), np.broadcast_to(index, flow_rows.shape).ravel(),
+                                   np.broadcast_to(index, own.shape).ravel()])
         used = rows >= 0
         change = self.highs.changeCoeff
         for row, col, value in zip(rows[used].tolist(), cols[used].tolist(), values[used].tolist()):
@@ -426,8 +436,8 @@ class CompiledBoxColumns(CompiledProgram):
         self._access.set_basis(cols, rows)
 
     def _remember(self) -> None:
-        """Keep the basis by part (for the next check and rebuild), and when each column or block was last used."""
-        found = self._access.basis()
+        """Keep the basis by part (for a rebuild), and when each column or block was last basic or carried mass."""
+        found = self._access.basis(self._n_cols, self._n_rows)
         if found is None:
             self._memory = None
             return
@@ -445,12 +455,14 @@ class CompiledBoxColumns(CompiledProgram):
             self._block_seen[self._solution[0][self._block_index] > 0] = self._solves
 
     def _push_g_bounds(self, with_constraints: bool) -> None:
-        upper = self._global_row_bounds(with_constraints)[1][self.master.g_rows]
-        if upper.size and not np.array_equal(upper, self._g_upper_pushed):
-            inf = self._highspy.kHighsInf
-            self.highs.changeRowsBounds(upper.size, self.master.g_rows.astype(np.int32), np.full(upper.size, -inf),
-                                        _finite(upper, inf))
-            self._g_upper_pushed = upper
+        """The g rows' upper bounds for this attempt (ε-tight or none), pushed when they changed."""
+        key = (self.program.epsilon, with_constraints)
+        if key == self._g_pushed or not self.master.g_rows.size:
+            return
+        upper = self._finite(self.form.constraint_upper(self.program.epsilon, with_constraints))
+        self.highs.changeRowsBounds(upper.size, self.master.g_rows.astype(np.int32), np.full(upper.size, -self._inf),
+                                    upper)
+        self._g_pushed = key
 
     def _run(self) -> tuple[str, int, float]:
         """One master solve; ``self._solution`` holds its column values and row duals afterwards."""
@@ -460,22 +472,22 @@ class CompiledBoxColumns(CompiledProgram):
         if left is not None:  # HiGHS's time_limit is on its run clock, which runs on over every solve
             highs.setOptionValue("time_limit", before + max(left, 0.0))
         highs.run()
-        self._solution = self._access.solution()
+        self._solution = self._access.solution(self._n_rows)
         iterations = highs.getInfoValue("simplex_iteration_count")[1]
         return highs.getModelStatus().name, int(iterations), highs.getRunTime() - before
 
     def _set_phase(self, phase: int) -> None:
         """Phase 1: maximise minus the artificials' sum, every other cost 0; phase 2: the program's objective,
         the artificials held at 0."""
-        highs, inf, n_art = self.highs, self._highspy.kHighsInf, self.master.n_art
-        art = np.arange(n_art, dtype=np.int32)
+        n_art = self.master.n_art
         if phase == 1:
             cost = np.zeros(self._n_cols)
             cost[:n_art] = -1.0
         else:
             cost = self._phase2_cost
-        highs.changeColsCost(self._n_cols, np.arange(self._n_cols, dtype=np.int32), cost)
-        highs.changeColsBounds(n_art, art, np.zeros(n_art), np.full(n_art, inf if phase == 1 else 0.0))
+        self.highs.changeColsCost(self._n_cols, np.arange(self._n_cols, dtype=np.int32), cost)
+        self.highs.changeColsBounds(n_art, np.arange(n_art, dtype=np.int32), np.zeros(n_art),
+                                    np.full(n_art, self._inf if phase == 1 else 0.0))
 
     # -- column generation ------------------------------------------------------------------------------------------
 
@@ -492,9 +504,10 @@ class CompiledBoxColumns(CompiledProgram):
             if name != "kOptimal":
                 return name, rounds, iterations, solver_time
             reduced, order = self.master.price(self._solution[1][: self.master.n_global], phase)
-            reduced[self._block_pair] = -np.inf                 # a block holds its pair's whole box
-            self.last_gap = max(0.0, float(reduced.max())) if reduced.size else 0.0
+            if self._block_pair.size:
+                reduced[self._block_pair] = -np.inf            # a block holds its pair's whole box
             pairs = np.flatnonzero(reduced > self.backend.pricing_tolerance)
+            self.last_gap = max(0.0, float(reduced.max())) if reduced.size else 0.0
             if pairs.size == 0:
                 return name, rounds, iterations, solver_time
             if rounds >= self.backend.max_rounds:
@@ -531,9 +544,8 @@ class CompiledBoxColumns(CompiledProgram):
         if pairs.size == 0:
             return
         master, width = self.master, self.master.W + 1
-        lower, upper = self._block_row_bounds(pairs.size)
-        inf = self._highspy.kHighsInf
-        self.highs.addRows(lower.size, _finite(lower, inf), upper, 0, np.zeros(0, dtype=np.int32),
+        lower, upper = master.block_row_bounds(pairs.size)
+        self.highs.addRows(lower.size, self._finite(lower), upper, 0, np.zeros(0, dtype=np.int32),
                            np.zeros(0, dtype=np.int32), np.zeros(0))
         rows, cols, values = master.block_entries(pairs)
         rows = np.where(rows >= master.n_global, rows + (self._n_rows - master.n_global), rows)  # where HiGHS put them
@@ -545,20 +557,9 @@ class CompiledBoxColumns(CompiledProgram):
         self._append_columns(ColumnMatrix(rows, cols, values, (self._n_rows, pairs.size * width)),
                              master.block_cost(pairs), phase)
 
-    def _block_row_bounds(self, count: int) -> tuple[np.ndarray, np.ndarray]:
-        """Bounds of ``count`` blocks' own rows: balance ``= 0``, caps ``<= 0``."""
-        lower = np.concatenate([[0.0], np.full(self.master.W, -np.inf)])
-        return np.tile(lower, count), np.zeros(count * (self.master.W + 1))
-
     def _append_columns(self, columns: ColumnMatrix, phase2_cost: np.ndarray, phase: int) -> None:
         count = columns.shape[1]
         self.highs.addCols(count, phase2_cost if phase == 2 else np.zeros(count), np.zeros(count),
-                           np.full(count, self._highspy.kHighsInf), columns.nnz, columns.indptr[:-1], columns.indices,
-                           columns.data)
+                           np.full(count, self._inf), columns.nnz, columns.indptr[:-1], columns.indices, columns.data)
         self._phase2_cost = np.concatenate([self._phase2_cost, phase2_cost])
         self._n_cols += count
-
-
-def _finite(values: np.ndarray, inf: float) -> np.ndarray:
-    """``values`` with numpy's infinities as HiGHS's."""
-    return np.where(np.isposinf(values), inf, np.where(np.isneginf(values), -inf, values))

@@ -19,20 +19,57 @@ A column's reduced cost under row duals ``y`` is ``c(s,a) - y·a``; over the ver
 constant plus ``h·v``, with ``h(s') = y(1 + s')`` for ``s' < S - 1`` and ``h(S-1) = 0``, so pricing is the closed
 form of :mod:`.box_vertices` for every pair at once.
 
-Columns are built as ``(row, column, value)`` triplets and assembled by
-:class:`~curlopt.backends.highs.basis.ColumnMatrix` (numpy only).
+Columns are built as ``(row, column, value)`` triplets and assembled by :class:`ColumnMatrix` (numpy only).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from ...programs.lp import LPForm
 from ...programs.optimistic import BoxOptimisticProgram
-from .basis import ColumnMatrix, LinearProgram
 from .box_vertices import box_usable, box_vertices
 
-__all__ = ["BoxMaster"]
+__all__ = ["BoxMaster", "ColumnMatrix", "MasterProgram"]
+
+
+class ColumnMatrix:
+    """A sparse matrix stored by column as HiGHS takes it (``indptr``, ``indices``, ``data``), built from
+    ``(row, column, value)`` triplets (repeated positions summed, zeros dropped) with numpy alone: for the
+    small masters re-solved thousands of times, scipy.sparse's checks cost more than the arithmetic."""
+
+    def __init__(self, rows: np.ndarray, cols: np.ndarray, values: np.ndarray, shape: tuple[int, int]):
+        self.shape = (int(shape[0]), int(shape[1]))
+        order = np.lexsort((rows, cols))
+        rows, cols, values = rows[order], cols[order], np.asarray(values, dtype=float)[order]
+        if rows.size:
+            first = np.ones(rows.size, dtype=bool)
+            first[1:] = (rows[1:] != rows[:-1]) | (cols[1:] != cols[:-1])
+            starts = np.flatnonzero(first)
+            rows, cols, values = rows[starts], cols[starts], np.add.reduceat(values, starts)
+        kept = values != 0.0
+        self.indices, self.columns, self.data = rows[kept].astype(np.int32), cols[kept], values[kept]
+        self.indptr = np.zeros(self.shape[1] + 1, dtype=np.int32)
+        np.cumsum(np.bincount(self.columns, minlength=self.shape[1]), out=self.indptr[1:])
+
+    @property
+    def nnz(self) -> int:
+        return int(self.data.size)
+
+
+@dataclass
+class MasterProgram:
+    """The master as an LP: ``maximise cost·x`` over ``row_lower <= matrix x <= row_upper``,
+    ``col_lower <= x <= col_upper`` (bounds with numpy's infinities)."""
+
+    matrix: ColumnMatrix
+    cost: np.ndarray
+    col_lower: np.ndarray
+    col_upper: np.ndarray
+    row_lower: np.ndarray
+    row_upper: np.ndarray
 
 
 class BoxMaster:
@@ -259,8 +296,8 @@ class BoxMaster:
 
     # -- the whole master -----------------------------------------------------------------------------------------
 
-    def linear_program(self, pool_pairs: np.ndarray, pool_vertices: np.ndarray, block_pairs: np.ndarray,
-                       row_lower: np.ndarray, row_upper: np.ndarray) -> LinearProgram:
+    def master_program(self, pool_pairs: np.ndarray, pool_vertices: np.ndarray, block_pairs: np.ndarray,
+                       row_lower: np.ndarray, row_upper: np.ndarray) -> MasterProgram:
         """The master with the fixed columns, the vertex columns ``(pool_pairs, pool_vertices)`` and a block for
         each of ``block_pairs``, in phase 2 (artificials held at 0); ``row_lower, row_upper``: the global rows'."""
         k, n_blocks, width = pool_pairs.size, block_pairs.size, self.W + 1
@@ -276,8 +313,13 @@ class BoxMaster:
         col_upper[: self.n_art] = 0.0
         if self.epigraph:
             col_lower[self.n_art] = -np.inf
-        block_lower = np.tile(np.concatenate([[0.0], np.full(self.W, -np.inf)]), n_blocks)
-        return LinearProgram(ColumnMatrix(rows, cols, values, (n_rows, n_cols)),
+        block_lower, block_upper = self.block_row_bounds(n_blocks)
+        return MasterProgram(ColumnMatrix(rows, cols, values, (n_rows, n_cols)),
                              np.concatenate([self.fixed_cost, self.cost[pool_pairs], self.block_cost(block_pairs)]),
                              col_lower, col_upper, np.concatenate([row_lower, block_lower]),
-                             np.concatenate([row_upper, np.zeros(n_blocks * width)]))
+                             np.concatenate([row_upper, block_upper]))
+
+    def block_row_bounds(self, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds of ``count`` blocks' own rows: balance ``= 0``, caps ``<= 0``."""
+        lower = np.concatenate([[0.0], np.full(self.W, -np.inf)])
+        return np.tile(lower, count), np.zeros(count * (self.W + 1))

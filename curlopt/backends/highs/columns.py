@@ -208,7 +208,7 @@ class ColumnsBackend(Backend):
     STATUS_MAP: ClassVar[dict[str, Status]] = STATUS_MAP
     #: forms become affine pieces (LPForm's rows); smooth nonlinear forms are refused
     FORMS = affine_pieces_table("highs-columns")
-    OPTIONS = (
+    OPTIONS: ClassVar[tuple[Option, ...]] = (
         HIGHS_OPTIONS,
         Option("max_rounds", INTEGER, DEFAULT_MAX_ROUNDS,
                "The most master solves (pricing rounds) per solve attempt; reaching it gives status iteration_limit.",
@@ -241,7 +241,7 @@ class ColumnsBackend(Backend):
         # Exactly the optimistic program: a subclass may add rows the master would not know of.
         if type(program) is OptimisticProgram:
             return CompiledColumns(self, program)
-        return CompiledHighs(self, program)  # type: ignore[arg-type]  # reads only ``options`` and ``name``
+        return CompiledHighs(self, program)
 
 
 class _Columns:

@@ -153,6 +153,14 @@ class MdpColumnsBackend(Backend):
         self.settings = SearchSettings(self.tolerance, self.feasibility_tolerance, self.max_rounds, self.max_sweeps,
                                        self.max_columns)
 
+    @classmethod
+    def version(cls) -> str:
+        """HiGHS's version, and CVXPY's (the conic master's) when it is installed."""
+        from ..base import package_version
+
+        conic = importlib.util.find_spec("cvxpy") is not None
+        return package_version("highspy") + (f", {package_version('cvxpy')}" if conic else "")
+
     def _conic_backend(self):
         from ..cvxpy import CvxpyBackend
 

@@ -187,8 +187,9 @@ class ColumnSearch:
                            f" {settings.max_rounds} rounds with an optimality gap of {gap:.3g} (raise max_rounds)")
         left = self.time_left()
         if left is not None and left <= 0:
-            return Outcome.ended("time limit", gap=gap, message=f"column generation stopped at the time limit after"
-                                 f" {self.rounds} rounds with an optimality gap of {gap:.3g}")
+            # the base class adds which limit it was
+            return Outcome.ended("time limit", gap=gap, message=f"column generation stopped after {self.rounds} rounds"
+                                 f" with an optimality gap of {gap:.3g}")
         return None
 
     def _stalled(self, weights: np.ndarray, gap: float, value: float, feasibility: bool) -> Outcome:

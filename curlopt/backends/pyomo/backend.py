@@ -247,7 +247,7 @@ class PyomoBackend(Backend):
     STATUS_MAP: ClassVar[dict[int, Status]] = IPOPT_STATUS
 
     FORMS = PYOMO_FORMS
-    OPTIONS = (
+    OPTIONS: ClassVar[tuple[Option, ...]] = (
         Option("solver", (str,), BRIDGE, "Ipopt through cyipopt (the default) or a Pyomo SolverFactory solver name.",
                "a solver name (a non-empty string)", lambda v: None if v else "it is empty"),
         Option("options", (dict,) + NONE, None,

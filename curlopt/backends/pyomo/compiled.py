@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,6 +28,7 @@ from .solvers import (
 
 if TYPE_CHECKING:
     from .backend import PyomoBackend
+    from .ipopt_bridge import IpoptBridge
 
 __all__ = ['CompiledPyomo', 'CompiledPyomoBridge', 'CompiledPyomoSolver']
 
@@ -54,15 +56,17 @@ class CompiledPyomo(CompiledProgram):
         the last ε-tight attempt that ran a phase 1.
     """
 
-    def __init__(self, backend: PyomoBackend, program: Program):
+    backend: PyomoBackend
+
+    def __init__(self, backend: PyomoBackend, program: Program) -> None:
         super().__init__(backend, program)
         self.built = build_pyomo_model(program)
         self.model = self.built.model
         self._version = program.version
         self._pushed = program.linear.param_values.copy()
         self._pushed_eps = float(program.epsilon)
-        self.bridge = None
-        self.phase1_bridge = None
+        self.bridge: IpoptBridge | None = None
+        self.phase1_bridge: IpoptBridge | None = None
         self.derivative_sources: dict[str, str] = {}
         self.last_solve: list[Any] = []
         self.last_violation: float | None = None
@@ -85,7 +89,7 @@ class CompiledPyomo(CompiledProgram):
         """Cold-start point over the bridge's variables (x, then t for an epigraph objective)."""
         program = self.program
         x = starting_point(program)
-        if len(self.built.variables) == program.n_vars:
+        if self.built.objective_rows is None:  # no epigraph variable t
             return x
         rows, c = self.built.objective_rows
         t = float(np.min(rows @ x + c)) - 1.0
@@ -223,13 +227,16 @@ class CompiledPyomo(CompiledProgram):
 class CompiledPyomoBridge(CompiledPyomo):
     """The Pyomo model solved by Ipopt through cyipopt (:mod:`curlopt.backends.pyomo.ipopt_bridge`), the default."""
 
-    def __init__(self, backend: PyomoBackend, program: Program):
+    # made by the constructor (a program the bridge cannot take raises there)
+    bridge: IpoptBridge
+
+    def __init__(self, backend: PyomoBackend, program: Program) -> None:
         super().__init__(backend, program)
         self._start_note = ""
         self._evaluators: dict[int, Any] = {}
         self._build_bridge()
 
-    def utility_evaluator(self, utility: Utility, role: str):
+    def utility_evaluator(self, utility: Utility, role: str) -> Any:
         """One evaluator per utility object (shared by the program and its phase 1)."""
         if id(utility) not in self._evaluators:
             self._evaluators[id(utility)] = utility_evaluator(utility, self.backend.derivatives, row_role(role))
@@ -261,7 +268,7 @@ class CompiledPyomoBridge(CompiledPyomo):
             self._start_note = (f"the starting point's aggregate is outside the domain of {', '.join(outside)}"
                                 " (e.g. a reward signal that is zero for every state and action)")
 
-    def _build_phase1_bridge(self) -> None:
+    def _build_phase1_bridge(self) -> IpoptBridge:
         from .ipopt_bridge import AffineEvaluator, IpoptBridge, ShiftedEvaluator, SmoothTerm
 
         built, program, m = self.built, self.program, self.model
@@ -272,7 +279,7 @@ class CompiledPyomoBridge(CompiledPyomo):
         pieces = m.component("phase1_pieces")
         linear = [m.rows[r] for r in range(program.linear.n_rows)] + (list(pieces.values()) if pieces else [])
         objective = SmoothTerm(AffineEvaluator([1.0]), [m.phase1_s], expression=m.phase1_s, label="phase-1 s")
-        self.phase1_bridge = IpoptBridge(list(m.x.values()) + [m.phase1_s], linear, objective, terms, maximize=False)
+        return IpoptBridge(list(m.x.values()) + [m.phase1_s], linear, objective, terms, maximize=False)
 
     def _solver_name(self) -> str:
         return "Ipopt"
@@ -281,9 +288,10 @@ class CompiledPyomoBridge(CompiledPyomo):
         return self._run_bridge(self.bridge, self._start)
 
     def _run_phase1(self) -> RawSolution:
-        if self.phase1_bridge is None:
-            self._build_phase1_bridge()
-        return self._run_bridge(self.phase1_bridge, self._phase1_start)
+        bridge = self.phase1_bridge
+        if bridge is None:
+            bridge = self.phase1_bridge = self._build_phase1_bridge()
+        return self._run_bridge(bridge, self._phase1_start)
 
     def _ipopt_options(self) -> dict[str, Any] | None:
         """The Ipopt options of the next run: the backend's, and what is left of its time limit (None: nothing is)."""
@@ -292,7 +300,7 @@ class CompiledPyomoBridge(CompiledPyomo):
             return self.backend.options
         return None if left <= 0 else {**self.backend.options, "max_cpu_time": left, "max_wall_time": left}
 
-    def _run_bridge(self, bridge, start) -> RawSolution:
+    def _run_bridge(self, bridge: IpoptBridge, start: Callable[[], np.ndarray]) -> RawSolution:
         backend = self.backend
         options = self._ipopt_options()
         if options is None:
@@ -328,7 +336,7 @@ class CompiledPyomoBridge(CompiledPyomo):
 class CompiledPyomoSolver(CompiledPyomo):
     """The Pyomo model solved by a named Pyomo solver (``SolverFactory``), re-solved from its last solution."""
 
-    def __init__(self, backend: PyomoBackend, program: Program):
+    def __init__(self, backend: PyomoBackend, program: Program) -> None:
         super().__init__(backend, program)
         if self.built.external:
             raise UnsupportedUtilityError(
@@ -351,7 +359,7 @@ class CompiledPyomoSolver(CompiledPyomo):
         return self._run_pyomo(self.built.variables[: self.program.n_vars] + [self.model.phase1_s],
                                self._phase1_start, phase1=True)
 
-    def _run_pyomo(self, variables: list, start, phase1: bool = False) -> RawSolution:
+    def _run_pyomo(self, variables: list, start: Callable[[], np.ndarray], phase1: bool = False) -> RawSolution:
         import time
 
         loaded = self._phase1_loaded if phase1 else self._loaded

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -11,11 +11,16 @@ from ...errors import CurloptError, UnsupportedUtilityError
 from ...models.cmdp import stationary_occupancy
 from ...programs.blocks import Program
 from ...programs.lp import piece_rows
+from ...programs.optimistic import JointProgram, OptimisticProgram
+from ...programs.support import Support
 from ...utilities import forms
 from ...utilities.library import Utility
 from ..base import call_utility, expression_error
 from ..form_table import FormCompiler, FormTable, Rule
 from .solvers import DOMAIN_ERRORS
+
+if TYPE_CHECKING:
+    from .ipopt_bridge import NumpyEvaluator, PyomoEvaluator
 
 __all__ = ['build_pyomo_model', 'pyomo_expression', 'can_express', 'starting_point', 'PYOMO_FORMS']
 
@@ -46,13 +51,14 @@ class PyomoModel:
         For a non-smooth objective, its epigraph rows ``(W R, c)`` (:func:`curlopt.programs.lp.piece_rows`).
     """
 
-    def __init__(self):
-        self.model = None
+    def __init__(self) -> None:
+        self.model: Any = None  # set by build_pyomo_model
         self.variables: list[Any] = []
         self.theta: list[Any] = []
         self.external: list[str] = []
-        self.objective_term = None  # (utility, aggregate exprs, expression) for a smooth objective
-        self.objective_rows = None
+        # (utility, aggregate exprs, expression) for a smooth objective
+        self.objective_term: tuple[Utility, list[Any], Any] | None = None
+        self.objective_rows: tuple[Any, np.ndarray] | None = None
         self.g_terms: list[tuple[int, Utility, Any]] = []  # (m, utility, ConstraintData)
         self.linear_constraints: list[Any] = []
 
@@ -186,7 +192,7 @@ PYOMO_FORMS = FormTable("pyomo", {
 }, refused={})
 
 
-def _pyomo_or_external(model, utility: Utility, y: list, label: str, holder: PyomoModel):
+def _pyomo_or_external(model: Any, utility: Utility, y: list, label: str, holder: PyomoModel) -> Any:
     """The utility's Pyomo expression, or a Python-callback ExternalFunction of its numpy value."""
     import pyomo.environ as pe
 
@@ -203,7 +209,7 @@ def _pyomo_or_external(model, utility: Utility, y: list, label: str, holder: Pyo
 # ----------------------------------------------------------------------------
 
 
-def _sparse_sum(matrix, r: int, x: list) -> Any:
+def _sparse_sum(matrix: Any, r: int, x: list) -> Any:
     """``Σ_c matrix[r, c] x[c]`` over the stored entries of row ``r`` of a CSR matrix."""
     import pyomo.environ as pe
 
@@ -228,7 +234,7 @@ def build_pyomo_model(program: Program) -> PyomoModel:
     return out
 
 
-def _add_columns_and_rows(m, program: Program, out: PyomoModel) -> list:
+def _add_columns_and_rows(m: Any, program: Program, out: PyomoModel) -> list:
     """The variables ``x`` with their bounds, the Params ``theta`` and ``eps``, and the linear rows."""
     import pyomo.environ as pe
 
@@ -250,7 +256,7 @@ def _add_columns_and_rows(m, program: Program, out: PyomoModel) -> list:
         param_by_row[r].append(j)
     param_cols = lin.param_cols.tolist()
 
-    def row_rule(_m, r):
+    def row_rule(_m: Any, r: int) -> Any:
         start, stop = fixed.indptr[r], fixed.indptr[r + 1]
         terms = [float(a) * x[c] for a, c in zip(fixed.data[start:stop], fixed.indices[start:stop], strict=True)]
         terms += [theta[j] * x[param_cols[j]] for j in param_by_row[r]]
@@ -265,7 +271,7 @@ def _add_columns_and_rows(m, program: Program, out: PyomoModel) -> list:
     return x
 
 
-def _add_objective(m, program: Program, x: list, out: PyomoModel) -> None:
+def _add_objective(m: Any, program: Program, x: list, out: PyomoModel) -> None:
     """``f(reward)`` maximised; for a non-smooth ``f``, the LP epigraph: ``t`` maximised, ``t - (W R)_j x <= c_j``."""
     import pyomo.environ as pe
 
@@ -284,7 +290,7 @@ def _add_objective(m, program: Program, x: list, out: PyomoModel) -> None:
         out.objective_term = (f, rewards, expr)
 
 
-def _add_constraints(m, program: Program, x: list, out: PyomoModel) -> None:
+def _add_constraints(m: Any, program: Program, x: list, out: PyomoModel) -> None:
     """The rows ``g_m(cost) <= -eps`` (smooth ``g_m``) and ``(W C)_j x + c_j <= -eps`` (the LP rows of a
     non-smooth ``g_m``), and the inactive phase-1 problem: the smallest ``s`` with every row ``- s`` holding."""
     import pyomo.environ as pe
@@ -296,7 +302,7 @@ def _add_constraints(m, program: Program, x: list, out: PyomoModel) -> None:
     bodies = {i: _pyomo_or_external(m, program.constraints[i], costs, f"g{i}", out) for i in smooth}
     index = [(i, j) for i, (w, _) in rows.items() for j in range(w.shape[0])]
 
-    def piece_body(i, j):
+    def piece_body(i: int, j: int) -> Any:
         w, c = rows[i]
         return _sparse_sum(w, j, x) + float(c[j])
 
@@ -328,15 +334,15 @@ def _stationary_mix(kernel: Any, S: int, A: int) -> np.ndarray:
     return 0.5 * rho + 0.5 / (S * A)
 
 
-def _sparse_starting_point(program: Program) -> np.ndarray:
+def _sparse_starting_point(program: Program, support: Support) -> np.ndarray:
     """:func:`starting_point` for a program on a sparse support: the joint blocks hold one value per entry."""
-    model, support = program.model, program.support
+    model = program.model
     S, A = model.n_states, model.n_actions
     pairs, sizes = support.pairs, support.row_counts[support.pairs]
     x = np.zeros(program.n_vars)
     blocks = program.blocks
-    if "joint" not in blocks:
-        x[blocks["occupancy"].slice] = _stationary_mix(program.kernel, S, A).ravel()
+    if not isinstance(program, JointProgram):  # an occupancy program (plain or safe mode's): ρ on its kernel
+        x[blocks["occupancy"].slice] = _stationary_mix(getattr(program, "kernel", None), S, A).ravel()
         return x
     p_hat = program.empirical_entries()
     visited = (program.visits.ravel() > 0)[pairs]
@@ -345,7 +351,7 @@ def _sparse_starting_point(program: Program) -> np.ndarray:
     x[blocks["occupancy"].slice] = rho
     p = rho[pairs] * q
     x[blocks["joint"].slice] = p
-    if "deviation" in blocks:
+    if isinstance(program, OptimisticProgram):  # its deviation block α
         deviation = np.abs(p - p_hat * rho[pairs])
         room = np.maximum(program.radius.ravel() * rho - support.row_sums(deviation), 0.0)
         x[blocks["deviation"].slice] = deviation + 0.5 * room[pairs] / sizes
@@ -355,7 +361,7 @@ def _sparse_starting_point(program: Program) -> np.ndarray:
 def starting_point(program: Program) -> np.ndarray:
     """A cold-start point for ``program`` (see the module docstring), length ``n_vars``."""
     if program.support is not None and not program.support.is_dense:
-        return _sparse_starting_point(program)
+        return _sparse_starting_point(program, program.support)
     model = program.model
     S, A = model.n_states, model.n_actions
     x = np.zeros(program.n_vars)
@@ -379,7 +385,7 @@ def starting_point(program: Program) -> np.ndarray:
         q = kernel if kernel is not None else np.full((S, A, S), 1.0 / S)
         p = rho[:, :, None] * q
         x[blocks["joint"].slice] = p.ravel()
-        if "deviation" in blocks and hasattr(program, "empirical_kernel"):
+        if isinstance(program, OptimisticProgram):  # its deviation block α
             deviation = np.abs(p - program.empirical_kernel * rho[:, :, None])
             room = np.maximum(program.radius * rho - deviation.sum(axis=2), 0.0)
             x[blocks["deviation"].slice] = (deviation + 0.5 * room[:, :, None] / S).ravel()
@@ -391,7 +397,7 @@ def starting_point(program: Program) -> np.ndarray:
 # ----------------------------------------------------------------------------
 
 
-def _numpy_evaluator(utility: Utility, role: str = "the utility"):
+def _numpy_evaluator(utility: Utility, role: str = "the utility") -> NumpyEvaluator:
     """The utility's numpy value, gradient and Hessian for the bridge. An exception from them is a
     :class:`UtilityCodeError` naming the utility (the solve lets it through), except a domain error
     (ValueError, ZeroDivisionError, ...), which tells Ipopt to shorten its step."""
@@ -405,7 +411,7 @@ def _numpy_evaluator(utility: Utility, role: str = "the utility"):
     else:
         pairs = None
 
-    def guarded(method: str):
+    def guarded(method: str) -> Callable[[np.ndarray], Any]:
         function = getattr(utility, method)
         return lambda y: call_utility(utility, role, method, function, y, allowed=DOMAIN_ERRORS)
 
@@ -413,13 +419,16 @@ def _numpy_evaluator(utility: Utility, role: str = "the utility"):
                           lower=utility.domain_lower())
 
 
-def utility_evaluator(utility: Utility, derivatives: str, role: str = "the utility"):
+def utility_evaluator(utility: Utility, derivatives: str,
+                      role: str = "the utility") -> tuple[NumpyEvaluator | PyomoEvaluator, str]:
     from .ipopt_bridge import PyomoEvaluator
 
     numpy_ok = has_numpy_derivatives(utility)
     use_pyomo = can_express(utility) and (derivatives == "pyomo" or not numpy_ok)
     if use_pyomo:
-        builder = lambda y: pyomo_expression(utility, y, role)  # noqa: E731
+        def builder(y: list) -> Any:
+            return pyomo_expression(utility, y, role)
+
         return PyomoEvaluator(utility.dim, builder, lower=utility.domain_lower()), "pyomo"
     if not numpy_ok:
         raise UnsupportedUtilityError(

@@ -339,7 +339,7 @@ def _bound(expr: Any, infinite: float) -> tuple[float | None, Any]:
     if expr is None:
         return infinite, None
     number, dynamic = _coefficient(expr)
-    if dynamic is None and not math.isfinite(number):
+    if dynamic is None and number is not None and not math.isfinite(number):
         number = infinite
     return number, dynamic
 
@@ -413,8 +413,11 @@ class _LinearRows:
 
 
 def _hessian_products(term: SmoothTerm) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Lower-triangle entries (i, j) of ``Bᵀ H B`` with, per contribution, the index k·dim+m of H and ``B_ki B_mj``."""
+    """Lower-triangle entries (i, j) of ``Bᵀ H B`` with, per contribution, the index k·dim+m of H and
+    ``B_ki B_mj``."""
     dim = term.evaluator.dim
+    if term.map is None:
+        raise BridgeError(f"{term.label}: the term is not part of a bridge (its aggregate map is not read yet).")
     coo = term.map.tocoo()
     by_row = [(coo.col[coo.row == k], coo.data[coo.row == k]) for k in range(dim)]
     out_i, out_j, out_h, out_v = [], [], [], []
@@ -453,6 +456,8 @@ class _Variant:
         jac_rows = [self.lin_rows]
         jac_cols = [self.lin_cols]
         for t, term in enumerate(terms):
+            if term.support is None:
+                raise BridgeError(f"{term.label}: the term is not part of a bridge (its support is not read yet).")
             jac_rows.append(np.full(term.support.size, self.n_linear + t, dtype=np.int64))
             jac_cols.append(term.support)
         self.jac_structure = (np.concatenate(jac_rows), np.concatenate(jac_cols))
@@ -463,7 +468,7 @@ class _Variant:
         keys = np.concatenate([p[1][0] * n + p[1][1] for p in parts]) if parts else np.zeros(0, np.int64)
         unique = np.unique(keys)
         self.hess_structure = (unique // n, unique % n)
-        self.hess_maps: list[sp.csr_matrix] = []
+        self.hess_maps: list[sp.csr_matrix | None] = []  # None: the term's Hessian is structurally zero
         for term, (i, j, h, v) in parts:
             position = np.searchsorted(unique, i * n + j)
             dim = term.evaluator.dim
@@ -485,35 +490,35 @@ class _Callbacks:
         )
         self.iterations = 0
 
-    def objective(self, x):
+    def objective(self, x: np.ndarray) -> float:
         return self.sign * self.bridge.objective.value(x)
 
-    def gradient(self, x):
+    def gradient(self, x: np.ndarray) -> np.ndarray:
         term = self.bridge.objective
         out = np.zeros(self.bridge.n)
         out[term.support] = self.sign * term.gradient(x)
         return out
 
-    def constraints(self, x):
+    def constraints(self, x: np.ndarray) -> np.ndarray:
         out = np.empty(self.variant.n_rows)
         out[: self.variant.n_linear] = self.matrix @ x
         for t, term in enumerate(self.variant.terms):
             out[self.variant.n_linear + t] = term.value(x)
         return out
 
-    def jacobianstructure(self):
+    def jacobianstructure(self) -> tuple[np.ndarray, np.ndarray]:
         return self.variant.jac_structure
 
-    def jacobian(self, x):
+    def jacobian(self, x: np.ndarray) -> np.ndarray:
         parts = [self.jac_linear]
         for term in self.variant.terms:
             parts.append(term.gradient(x))
         return np.concatenate(parts)
 
-    def hessianstructure(self):
+    def hessianstructure(self) -> tuple[np.ndarray, np.ndarray]:
         return self.variant.hess_structure
 
-    def hessian(self, x, lagrange, obj_factor):
+    def hessian(self, x: np.ndarray, lagrange: np.ndarray, obj_factor: float) -> np.ndarray:
         variant = self.variant
         out = np.zeros(variant.hess_structure[0].size)
         weights = [obj_factor * self.sign] + list(lagrange[variant.n_linear:])
@@ -523,7 +528,7 @@ class _Callbacks:
             out += weight * (hmap @ term.hessian(x))
         return out
 
-    def intermediate(self, alg_mod, iter_count, *args):
+    def intermediate(self, alg_mod: int, iter_count: int, *args: Any) -> bool:
         self.iterations = int(iter_count)
         return True
 
@@ -546,16 +551,16 @@ def _add_option(problem: Any, key: str, val: Any) -> None:
 class _Scratch:
     """A one-variable problem without rows: a place to try options."""
 
-    def objective(self, x):
+    def objective(self, x: np.ndarray) -> float:
         return 0.0
 
-    def gradient(self, x):
+    def gradient(self, x: np.ndarray) -> np.ndarray:
         return np.zeros(1)
 
-    def constraints(self, x):
+    def constraints(self, x: np.ndarray) -> np.ndarray:
         return np.zeros(0)
 
-    def jacobian(self, x):
+    def jacobian(self, x: np.ndarray) -> np.ndarray:
         return np.zeros(0)
 
 
@@ -753,8 +758,8 @@ class IpoptBridge:
         callbacks = _Callbacks(self, variant, values)
         col_lower = np.array([-INFINITY if v.lb is None else v.lb for v in self.variables], dtype=float)
         col_upper = np.array([INFINITY if v.ub is None else v.ub for v in self.variables], dtype=float)
-        row_lower = [lower[variant.linear_rows]]
-        row_upper = [upper[variant.linear_rows]]
+        row_lower: list[np.ndarray | list[float]] = [lower[variant.linear_rows]]
+        row_upper: list[np.ndarray | list[float]] = [upper[variant.linear_rows]]
         for term in variant.terms:
             row_lower.append([_current_bound(term.constraint.lower, -INFINITY)])
             row_upper.append([_current_bound(term.constraint.upper, INFINITY)])
@@ -762,14 +767,14 @@ class IpoptBridge:
             n=self.n, m=variant.n_rows, problem_obj=callbacks,
             lb=col_lower, ub=col_upper, cl=np.concatenate(row_lower), cu=np.concatenate(row_upper),
         )
-        warm = warm_start and variant.warm is not None
+        start = variant.warm if warm_start else None
+        warm = start is not None
         for key, val in options.items():
             _add_option(problem, key, val)
-        if warm:
+        if start is not None:
             for key, val in (warm_options or {}).items():
                 _add_option(problem, key, val)
             _add_option(problem, "warm_start_init_point", "yes")
-            start = variant.warm
             args = dict(lagrange=start["mult_g"], zl=start["mult_x_L"], zu=start["mult_x_U"])
             x_start = start["x"]
         else:

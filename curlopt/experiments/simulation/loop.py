@@ -515,8 +515,8 @@ def _play(agent: Agent, steps: int, state: int, step, recorder: _Recorder, evalu
         plan = agent.begin_epoch(t)
         thresholds, max_length = agent.limits(t)
         cap = int(min(max_length, steps - t + 1))
-        limit = np.asarray(thresholds, dtype=float).reshape(-1).tolist()
-        pairs, nexts, state = step(state, _cumulative_rows(plan.policy), limit, cap, A)
+        pairs, nexts, state = _epoch_steps(step, state, _cumulative_rows(plan.policy), thresholds, cap, A,
+                                           agent.min_epoch_length)
         pair_visits = np.bincount(pairs, minlength=S * A)
         recorder.epoch(t, pairs, pair_visits)
         # counted in the agent's form: (S, A, S) on a dense support, on the support's entries for a sparse model
@@ -528,6 +528,29 @@ def _play(agent: Agent, steps: int, state: int, step, recorder: _Recorder, evalu
         if bar is not None:
             bar.update(pairs.size)
     return epochs
+
+
+def _epoch_steps(step, state: int, policy_rows, thresholds, cap: int, n_actions: int, minimum: int):
+    """One epoch's steps: until some pair's visits within the epoch reach its threshold, or ``cap`` steps.
+
+    With ``minimum > 1`` (the agent's ``min_epoch_length``) the thresholds are first checked after ``minimum``
+    steps: the epoch ends there if some pair reached its threshold meanwhile, else at the first later step at
+    which one does (checked against the thresholds less the visits so far). The stepper is called once or
+    twice; the streams hand out the same numbers however the steps are split, so the trajectory is the one
+    of the same policy played step by step.
+    """
+    limit = np.asarray(thresholds, dtype=float).reshape(-1)
+    if minimum <= 1:
+        return step(state, policy_rows, limit.tolist(), cap, n_actions)
+    first = min(minimum, cap)
+    pairs, nexts, state = step(state, policy_rows, [math.inf] * limit.size, first, n_actions)
+    if pairs.size == cap:
+        return pairs, nexts, state
+    within = np.bincount(pairs, minlength=limit.size)
+    if np.any(within >= limit):
+        return pairs, nexts, state
+    more, more_nexts, state = step(state, policy_rows, (limit - within).tolist(), cap - first, n_actions)
+    return np.concatenate([pairs, more]), np.concatenate([nexts, more_nexts]), state
 
 
 class _ExactEvaluator:
