@@ -16,7 +16,10 @@ change of load on the shared machine hits both; medians over the turns, and CPU 
   iteration, one pricing round), and pricing rounds per epoch.
 * **UC-CURL, whole runs** (radius ``experiment``, linear epochs, seed 0) on the queue (S, A) = (6, 16) and on
   the scheduler's kernel (16, 2) with a max-min objective (the paper's sum of logs is not an LP, so neither
-  ``highs`` nor ``highs-columns`` takes it): ``highs`` against ``highs-columns``.
+  ``highs`` nor ``highs-columns`` takes it): ``highs`` against ``highs-columns``;
+* **UC-CURL per re-solve, by size**: the epoch data of one UC-CURL run replayed into both backends in turn, on
+  those two models and random ones up to (30, 10): where UC-CURL's ``auto`` choice switches from the whole LP
+  to column generation (``curlopt.agents.curl.COLUMNS_FROM_ENTRIES``).
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ import math
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -89,11 +92,11 @@ def ucrl_whole_runs(say: Callable[[str], None], targets: Targets, steps: int, re
             run.pop("trace")
             routes[backend].append(run)
         say(f"  turn {turn + 1}/{repeats} done (load average {load_average()})")
-    bare_cpu, bare_wall = _median(routes["bare"], "cpu"), _median(routes["bare"], "wall")
+    bare_cpu = _median(routes["bare"], "cpu")
     rows = []
     for name, runs in routes.items():
         cpu, wall = _median(runs, "cpu"), _median(runs, "wall")
-        per_turn = [run["cpu"] / bare["cpu"] for run, bare in zip(runs, routes["bare"])]
+        per_turn = [run["cpu"] / bare["cpu"] for run, bare in zip(runs, routes["bare"], strict=True)]
         rows.append([name, runs[0]["epochs"] or "-", f"{cpu:.2f}", f"{wall:.2f}", ratio(cpu / bare_cpu),
                      ", ".join(f"{x:.0f}" for x in per_turn) if name != "bare" else "-"])
     say(f"UCRL-CMDP on the queue, T = {steps:,}, seed 0; {repeats} turns of (bare loop, highs, highs-box-columns):")
@@ -204,12 +207,78 @@ def uc_curl_whole_runs(say: Callable[[str], None], targets: Targets, steps: int,
     say(table(["model", "backend", "epochs", "CPU s", "wall s", "CPU ms/epoch"], rows, "llrrrr"))
 
 
+def _optimistic_epoch_data(model, steps: int) -> list[tuple[np.ndarray, int, float]]:
+    """The counts, start and ε of every epoch of a UC-CURL run (highs-columns, linear epochs, experiment radius)."""
+    from curlopt.agents import make_agent
+    from curlopt.envs import make
+    from curlopt.experiments.simulation import loop
+
+    agent = make_agent("uc-curl", model, backend="highs-columns", trigger="linear", radius="experiment")
+    data: list[tuple[np.ndarray, int, float]] = []
+    update = agent._update_program
+
+    def recording(start: int, epsilon: float) -> None:
+        data.append((agent.counts.copy(), start, epsilon))
+        update(start, epsilon)
+
+    agent._update_program = recording
+    loop.run(agent, make(model), steps, seed=0, progress=False, model=model)
+    return data
+
+
+def _replay_optimistic(model, data, names) -> dict:
+    """Each epoch's data pushed into one compiled optimistic program per backend, the backends taking turns: CPU
+    per update + solve, and the optimal values."""
+    from curlopt.backends import get_backend
+    from curlopt.programs.optimistic import OptimisticProgram
+
+    programs = {name: OptimisticProgram(model, radius="experiment") for name in names}
+    compiled = {name: get_backend(name).compile(programs[name]) for name in names}
+    out = {name: {"cpu": [], "value": []} for name in names}
+    for counts, start, epsilon in data:
+        for name in names:
+            began = time.process_time()
+            programs[name].update(counts=counts, time=start, epsilon=epsilon)
+            result = compiled[name].solve()
+            out[name]["cpu"].append(time.process_time() - began)
+            out[name]["value"].append(result.objective if result.ok else math.nan)
+    return out
+
+
+def uc_curl_by_size(say: Callable[[str], None], targets: Targets, quick: bool) -> None:
+    """UC-CURL's optimistic program per re-solve, highs against highs-columns, from the paper's sizes up: where
+    UC-CURL's ``auto`` switches (curlopt.agents.curl.COLUMNS_FROM_ENTRIES)."""
+    from curlopt.agents.curl import COLUMNS_FROM_ENTRIES
+    from curlopt.models import queue_model, random_model
+
+    sizes = [("queue (6,16)", queue_model(), 50_000), ("scheduler (16,2), max-min", _scheduler_max_min(), 50_000),
+             ("random (10,5)", random_model(10, 5, seed=0), 50_000), ("random (12,8)", random_model(12, 8, seed=0), 50_000),
+             ("random (20,5)", random_model(20, 5, seed=0), 50_000), ("random (30,10)", random_model(30, 10, seed=0), 20_000)]
+    if quick:
+        sizes = [(label, model, steps // 5) for label, model, steps in sizes[:5]]
+    names = ("highs", "highs-columns")
+    rows = []
+    for label, model, steps in sizes:
+        data = _optimistic_epoch_data(model, steps)
+        out = _replay_optimistic(model, data, names)
+        whole, columns = (statistics.fmean(out[name]["cpu"]) for name in names)
+        gap = float(np.nanmax(np.abs(np.subtract(out["highs"]["value"], out["highs-columns"]["value"]))))
+        entries = model.n_states ** 2 * model.n_actions
+        rows.append([label, entries, len(data), f"{1e3 * whole:.2f}", f"{1e3 * columns:.2f}", ratio(whole / columns),
+                     f"{gap:.1g}", "highs-columns" if entries >= COLUMNS_FROM_ENTRIES else "highs"])
+    say("\nUC-CURL's optimistic program per re-solve (update + solve, CPU mean over the epochs of one run's data, linear"
+        " epochs, experiment radius), the two backends taking turns on the same data:")
+    say(table(["model", "S²·A", "epochs", "highs ms", "highs-columns ms", "highs / columns", "max |Δ value|",
+               "auto chooses"], rows, "lrrrrrrl"))
+
+
 def run_item(say: Callable[[str], None], targets: Targets, quick: bool = False, repeats: int | None = None) -> None:
     repeats = repeats or (1 if quick else 3)
     ucrl_steps, curl_steps = (100_000, 50_000) if quick else (500_000, 200_000)
     ucrl_whole_runs(say, targets, ucrl_steps, repeats)
     ucrl_per_epoch(say, targets, 50_000 if quick else 100_000)
     uc_curl_whole_runs(say, targets, curl_steps, max(1, repeats - 1))
+    uc_curl_by_size(say, targets, quick)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,6 +12,8 @@ Items (``--only`` takes a comma-separated list):
 ``study``        the shipped queue radius × K_ε study: one seed of each configuration, extrapolated (bench_study.py)
 ``large``        random CMDPs at (100,10) and (200,5): compile, first solve, re-solve, peak memory per backend, and a
                  UC-CURL run with HiGHS extrapolated to 10^6 steps (bench_large.py; ~20 min)
+``box``          UCRL-CMDP's box program and UC-CURL's optimistic program at the paper's sizes, by backend: whole runs
+                 against the bare Markov-chain loop, re-solves on the same epoch data, UC-CURL by size (bench_box.py)
 
 Without ``--only`` the default items run (resolve, pyomo, simulation); ``--full`` adds end-to-end and
 profile, study and large. ``--quick`` shortens every item (fewer epochs and steps). Nothing is asserted: the last table
@@ -36,7 +38,7 @@ if str(HERE) not in sys.path:
 from _report import Tee, Targets, header_lines, load_average  # noqa: E402
 
 DEFAULT_ITEMS = ("resolve", "pyomo", "simulation")
-ALL_ITEMS = DEFAULT_ITEMS + ("end-to-end", "profile", "study", "large", "scale")
+ALL_ITEMS = DEFAULT_ITEMS + ("end-to-end", "profile", "study", "large", "scale", "box")
 
 
 def item_resolve(say, targets, args) -> None:
@@ -112,6 +114,12 @@ def item_scale(say, targets, args) -> None:
     bench_scale.run_item(say, targets, quick=args.quick, backends=args.backends)
 
 
+def item_box(say, targets, args) -> None:
+    import bench_box
+
+    bench_box.run_item(say, targets, quick=args.quick)
+
+
 ITEMS = {
     "resolve": ("1. Re-solve per epoch: compiled vs naive CVXPY rebuild", item_resolve),
     "pyomo": ("1b. Pyomo: warm start vs fresh build and cold start (bench_pyomo_warmstart)", item_pyomo),
@@ -121,6 +129,7 @@ ITEMS = {
     "study": ("4. The shipped queue radius × K_ε study: wall time", item_study),
     "large": ("6. Larger models: random CMDPs at (100,10) and (200,5), and a UC-CURL run", item_large),
     "scale": ("7. Models at scale, every backend side by side (queue buffer, scheduler clients, random)", item_scale),
+    "box": ("8. The optimistic programs at the paper's sizes by backend: UCRL-CMDP's box program, UC-CURL's", item_box),
 }
 
 

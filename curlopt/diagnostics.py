@@ -61,16 +61,26 @@ kernels above :data:`LARGE_KERNEL_NONZEROS` nonzeros.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
+
 from .errors import ModelError, ProgramError, UnsupportedUtilityError
+from .models.chains import (
+    MAX_HITTING_TIME_STATES,
+    ErgodicityCheck,
+    check_ergodicity,
+    diameter,
+    ergodicity_warning_text,
+    max_hitting_time,
+    model_kernel,
+    relaxation_time,
+)
 from .models.cmdp import CMDP
 from .utilities import forms
 from .utilities.library import CustomUtility, MinOfLinear, Utility
-from .models.chains import (MAX_HITTING_TIME_STATES, ErgodicityCheck, ergodicity_warning_text, check_ergodicity, diameter,
-    max_hitting_time, model_kernel, relaxation_time)
 
 __all__ = ['DiagnosticsReport', 'SlaterMargin', 'diagnose', 'slater_margin', 'FEASIBILITY_TOLERANCE', 'LARGE_KERNEL_NONZEROS',
            'LARGE_KERNEL_BACKEND']
@@ -126,8 +136,8 @@ class SlaterMargin:
 
 def _worst_slack_utility(constraints: Sequence[Utility]) -> Utility:
     """The concave ``y -> min_m (-g_m(y))`` as a utility the backends can take."""
-    pieces = [g.affine_pieces() for g in constraints]
-    if all(p is not None for p in pieces):
+    pieces = [p for g in constraints if (p := g.affine_pieces()) is not None]
+    if len(pieces) == len(constraints):
         # -max_j(W_j y + c_j) = min_j(-W_j y - c_j): one MinOfLinear over every piece of every g.
         matrix = np.vstack([-w for w, _ in pieces])
         offset = np.concatenate([-c for _, c in pieces])
@@ -141,7 +151,7 @@ def _worst_slack_utility(constraints: Sequence[Utility]) -> Utility:
         value=lambda y: -max(g.value(y) for g in constraints),
         gradient=(lambda y: -single.gradient(y)) if single is not None else None,
         hessian=(lambda y: -single.hessian(y)) if single is not None else None,
-        form=slacks[0] if single is not None else forms.Minimum(slacks),
+        form=slacks[0] if single is not None else forms.Minimum(tuple(slacks)),
         smooth=single is not None and bool(single.smooth),
         name="worst constraint slack",
     )

@@ -75,7 +75,7 @@ def test_the_closed_form_is_the_linprog_maximiser_over_the_box(width, seed, radi
     centre = centre / centre.sum() if centre.sum() > 0 else centre         # a visited pair, or an unvisited one
     lower, upper = np.maximum(centre - radius, 0.0), centre + radius
     h = rng.integers(0, 3, width).astype(float) if ties else rng.normal(size=width)
-    reference = linprog(-h, A_eq=np.ones((1, width)), b_eq=[1.0], bounds=list(zip(lower, upper)), method="highs",
+    reference = linprog(-h, A_eq=np.ones((1, width)), b_eq=[1.0], bounds=list(zip(lower, upper, strict=True)), method="highs",
                         options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
     usable = box_usable(lower[None, :], upper[None, :])[0]
     assert usable == (reference.status == 0)

@@ -46,6 +46,11 @@ PARAMETERS = {
     }),
     "maxent": st.fixed_dictionaries({
         "base": st.sampled_from(["queue", "scheduler", "nonergodic", "random"]), "shift": st.floats(0.0, 1.0)}),
+    # the transforms over a base with a linear objective (scaling rewards needs one)
+    "scaled": st.fixed_dictionaries({
+        "base": st.sampled_from(["queue", "random"]), "costs": st.floats(0.01, 100.0), "rewards": st.floats(0.01, 100.0)}),
+    "lazy": st.fixed_dictionaries({
+        "base": st.sampled_from(["queue", "scheduler", "random"]), "stay": st.floats(0.0, 0.99)}),
 }
 model_params = st.sampled_from(registered_models()).flatmap(
     lambda name: st.tuples(st.just(name), PARAMETERS.get(name, st.just({}))))

@@ -16,6 +16,7 @@ import typer
 from ..errors import CurloptError
 from .app import app
 
+
 def _register() -> None:
     # Each command module adds itself to `app`; imported here, after `app` exists.
     from . import agents, backends, compare, diagnose, optimum, report, reproduce, run, sweep  # noqa: F401

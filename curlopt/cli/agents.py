@@ -53,7 +53,8 @@ def docstring_parameters(doc: str | None) -> dict[str, tuple[str, str]]:
         return {}
     entries: dict[str, tuple[str, str]] = {}
     names: list[str] = []
-    kind, text = "", []
+    kind = ""
+    text: list[str] = []
     for i in range(start + 2, len(lines)):
         line = lines[i]
         if heading(i):

@@ -5,12 +5,13 @@ from __future__ import annotations
 import ast
 import signal
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from types import FrameType
+from typing import Any
 
 from ..errors import CurloptError
 from ..models.cmdp import CMDP
-
 
 #: words read as Python constants in key=value options
 _WORDS = {"true": True, "false": False, "null": None, "none": None}
@@ -105,9 +106,9 @@ def sigterm_interrupts() -> Iterator[None]:
 
     Outside the main thread (where signal handlers cannot be set) the block runs unchanged.
     """
-    raised = []
+    raised: list[int] = []
 
-    def handler(signum, frame):  # noqa: ARG001
+    def handler(signum: int, frame: FrameType | None) -> None:  # the signature signal.signal calls
         if raised:
             return  # already stopping: let the cleanup finish
         raised.append(signum)

@@ -7,6 +7,7 @@ import json
 import typer
 
 from ..errors import CurloptError
+from ..models.cmdp import CMDP
 from .app import app
 from .common import load_model
 from .logs import aliased_option, deprecated_alias
@@ -93,10 +94,10 @@ def size_params(env: str, size: str, given: list[str]) -> list[str]:
     for name in names:
         if any(item.partition("=")[0].strip() == name for item in given):
             raise CurloptError(f"--size and --param {name}=... both set {name}; give one of them.")
-    return [f"{name}={value}" for name, value in zip(names, values)]
+    return [f"{name}={value}" for name, value in zip(names, values, strict=True)]
 
 
-def _check_queue_actions(size: str, model) -> None:
+def _check_queue_actions(size: str, model: CMDP) -> None:
     """The queue's actions are its service x flow grids: an A in --size must match them."""
     values = _sizes(size, "S or S,A (integers)")
     if len(values) == 2 and values[1] != model.n_actions:

@@ -28,9 +28,10 @@ from __future__ import annotations
 import logging
 import sys
 import warnings
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import typer
 

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import numpy as np
 import typer
 
 from .app import app
 from .common import load_model
+
+if TYPE_CHECKING:
+    from ..models.cmdp import CMDP
 
 
 @app.command("optimum")
@@ -44,6 +48,9 @@ def optimum_command(
         typer.echo(f"note         {result.message}")
     if not result.ok:
         raise typer.Exit(1)
+    # a status with a solution (ok) comes with its occupancies, values and policy
+    assert result.rewards is not None and result.costs is not None
+    assert result.constraint_values is not None and result.policy is not None
     typer.echo(f"f(λ*)        {result.objective:.10g}")
     typer.echo(f"λ*           {np.array2string(result.rewards, precision=8)}")
     typer.echo(f"ζ*           {np.array2string(result.costs, precision=8)}")
@@ -56,10 +63,9 @@ def optimum_command(
         typer.echo(f"  {labels[s]:>8s}  {cells}")
 
 
-def _warn_if_not_ergodic(model) -> None:
+def _warn_if_not_ergodic(model: CMDP) -> None:
     """Warn (stderr) when the diagnostics find the model is not ergodic."""
     from ..models.chains import ergodicity_warning
-
     from .logs import warn
 
     message = ergodicity_warning(model)

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from .app import app
 from .common import load_model, merge_options, parse_params
+
+if TYPE_CHECKING:
+    from ..experiments.simulation.trace import Trace
+    from ..models.cmdp import CMDP
 
 
 @app.command("run")
@@ -92,7 +97,7 @@ def run_command(
         raise typer.Exit(code=1)
 
 
-def _print_summary(trace, summary, model) -> None:
+def _print_summary(trace: Trace, summary: dict[str, Any], model: CMDP) -> None:
     meta = trace.meta
     typer.echo(f"run          {meta['agent']} ({meta['trigger']} epochs) on {meta['env']}, backend {meta.get('backend', '-')},"
                f" T={meta['steps']}, seed {meta['seed']}, {meta['path']} path")

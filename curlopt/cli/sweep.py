@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
+from typing import TYPE_CHECKING
 
 import typer
 
 from .app import app
+
+if TYPE_CHECKING:
+    from ..experiments.runner import StudyResult
 
 
 @app.command("sweep")
@@ -81,7 +85,7 @@ def forced_jobs(force: bool) -> Iterator[None]:
 _LISTED = 10
 
 
-def report(result) -> None:
+def report(result: StudyResult) -> None:
     """The summary tables and where the files are; the failed runs and those mostly unsolved (exit 1) if any."""
     typer.echo("")
     if result.summary_md is not None:

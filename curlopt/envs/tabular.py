@@ -121,7 +121,8 @@ class TabularCMDPEnv(gymnasium.Env):
         position = min(int(np.searchsorted(np.asarray(table.data[start:end]), u, side="right")), end - start - 1)
         return int(table.indices[start + position])
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[np.int64, dict[str, Any]]:
         """Start a new trajectory from the model's initial distribution.
 
         Parameters
@@ -149,7 +150,7 @@ class TabularCMDPEnv(gymnasium.Env):
         self._last = None
         return np.int64(state), {}
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> tuple[np.int64, float, bool, bool, dict[str, Any]]:
         """Play ``action`` in the current state.
 
         Returns
@@ -187,7 +188,7 @@ class TabularCMDPEnv(gymnasium.Env):
         states = self.model.labels.get("states")
         actions = self.model.labels.get("actions")
 
-        def name(labels, index):
+        def name(labels: list[str] | None, index: int) -> str:
             return f"{labels[index]}" if labels and index < len(labels) else str(index)
 
         if self.state is None:

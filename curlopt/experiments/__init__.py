@@ -7,17 +7,17 @@ Nothing heavy is imported here: matplotlib loads when a figure is drawn, Ray whe
 its executor is chosen.
 """
 
-from .outputs.runs import ConfigurationRuns
 from .executors import LocalExecutor, RayExecutor
-from .simulation.loop import checkpoint_times, run
-from .study.planning import Configuration, Task, configuration_key, plan_study
 from .outputs.figures.plots import plot_study
-from .runner import StudyResult, run_study
-from .study.spec import SettingSpec, Study, StudyAlgorithm
-from .study.reader import load_study
+from .outputs.runs import ConfigurationRuns
 from .outputs.summary import write_study_summary
 from .presets import EXPERIMENTS, PROFILES, AlgorithmSpec, Experiment, Scale, experiment_study, plan_tasks, reproduce
+from .runner import StudyResult, run_study
+from .simulation.loop import checkpoint_times, run
 from .simulation.trace import EpochRecord, Trace, load_trace
+from .study.planning import Configuration, Task, configuration_key, plan_study
+from .study.reader import load_study
+from .study.spec import SettingSpec, Study, StudyAlgorithm
 
 __all__ = [
     "run", "checkpoint_times", "Trace", "EpochRecord", "load_trace",

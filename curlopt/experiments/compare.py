@@ -40,13 +40,13 @@ from typing import Any
 import numpy as np
 
 from ..backends.registry import backend_class, get_backend, installed_backends
+from ..backends.results import ProgramVariant, SolveResult, Status
 from ..errors import CurloptError, UnsupportedUtilityError, UtilityCodeError
 from ..models.cmdp import CMDP
+from ..programs.blocks import Program
 from ..programs.occupancy import OccupancyProgram
 from ..programs.optimistic import OptimisticProgram
-from ..programs.blocks import Program
 from ..programs.tightness import tightness
-from ..backends.results import ProgramVariant, Status
 from .simulation.loop import ChainSimulator
 
 __all__ = ["PROGRAMS", "MAX_INSTANCES", "SolverRow", "ComparisonReport", "compare_solvers", "program_instances",
@@ -179,10 +179,10 @@ class ComparisonReport:
                 f"{1e3 * d['max_time']:.2f} ms" if d["max_time"] is not None else "-",
                 f"{d['mean_iterations']:.1f}" if d["mean_iterations"] is not None else "-",
             ))
-        widths = [max(len(str(x)) for x in column) for column in zip(header, *lines)]
-        out = ["  ".join(str(x).ljust(w) for x, w in zip(header, widths))]
+        widths = [max(len(str(x)) for x in column) for column in zip(header, *lines, strict=True)]
+        out = ["  ".join(str(x).ljust(w) for x, w in zip(header, widths, strict=True))]
         out.append("  ".join("-" * w for w in widths))
-        out += ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)) for line in lines]
+        out += ["  ".join(str(x).ljust(w) for x, w in zip(line, widths, strict=True)) for line in lines]
         return "\n".join(out + self.explanation())
 
     def explanation(self) -> list[str]:
@@ -223,7 +223,8 @@ def _simulate_counts(model: CMDP, steps: int, snapshots: int, rng: np.random.Gen
     """
     S, A = model.n_states, model.n_actions
     policy = rng.dirichlet(np.ones(A), size=S)
-    simulator = ChainSimulator(model.transitions if model.sparse else model.kernel, *rng.spawn(2))
+    actions, transitions = rng.spawn(2)
+    simulator = ChainSimulator(model.transitions if model.sparse else model.kernel, actions, transitions)
     start = max(10, S * A)  # about one visit per pair
     times = np.unique(np.geomspace(start, max(steps, 10 * start), snapshots).astype(int))
     counts = np.zeros(S * A * S)
@@ -371,7 +372,7 @@ def _fewer_instances(program: str, requested: int, ran: int) -> list[str]:
             f" coincide after rounding to whole steps."]
 
 
-def _residual(program: Program, result) -> float:
+def _residual(program: Program, result: SolveResult) -> float:
     if not result.status.has_solution or result.x is None:
         return math.nan
     residuals = program.residuals(result.x, include_constraints=result.program is ProgramVariant.TIGHT)

@@ -53,8 +53,11 @@ import threading
 import time as clock
 import traceback
 import warnings
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from multiprocessing.sharedctypes import Synchronized
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import CurloptError
 
@@ -63,8 +66,8 @@ FORCE_JOBS_VARIABLE = "CURLOPT_FORCE_JOBS"
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .study.planning import Task
     from .simulation.trace import Trace
+    from .study.planning import Task
 
 __all__ = ["LocalExecutor", "RayExecutor", "make_executor", "default_jobs", "execute_task"]
 
@@ -104,7 +107,7 @@ def _capped(jobs: int | None, force: bool | None) -> tuple[int | None, str]:
 
 
 def make_executor(name: str = "local", jobs: int | None = None, address: str | None = None,
-                  force_jobs: bool | None = None):
+                  force_jobs: bool | None = None) -> LocalExecutor | RayExecutor:
     """``"local"`` → :class:`LocalExecutor`, ``"ray"`` → :class:`RayExecutor`.
 
     ``jobs`` above the number of cores is reduced to it (with a note in
@@ -118,7 +121,7 @@ def make_executor(name: str = "local", jobs: int | None = None, address: str | N
     raise CurloptError(f"executor must be 'local' or 'ray', got {name!r}.")
 
 
-def execute_task(task: "Task", progress: bool | None = False) -> "Trace":
+def execute_task(task: Task, progress: bool | None = False) -> Trace:
     """Run one task and return its :class:`~curlopt.experiments.Trace` (``meta["sweep"]`` set).
 
     This is what every executor runs; it builds everything from names (or the
@@ -141,7 +144,7 @@ def execute_task(task: "Task", progress: bool | None = False) -> "Trace":
     return trace
 
 
-def _run_guarded(task: "Task", progress: bool | None) -> tuple["Trace | None", str | None]:
+def _run_guarded(task: Task, progress: bool | None) -> tuple[Trace | None, str | None]:
     """Run a task; turn any exception into a one-line message (the sweep goes on without that run)."""
     try:
         return execute_task(task, progress=progress), None
@@ -157,7 +160,7 @@ def _run_guarded(task: "Task", progress: bool | None) -> tuple["Trace | None", s
 CaughtWarning = tuple[str, type, str, int, str]
 
 
-def _run_catching(task: "Task", progress: bool | None) -> tuple["Trace | None", str | None, list[CaughtWarning]]:
+def _run_catching(task: Task, progress: bool | None) -> tuple[Trace | None, str | None, list[CaughtWarning]]:
     """:func:`_run_guarded` in a worker process, with the warnings it raised caught and returned (each once).
 
     A worker's own ``warnings.showwarning`` would print Python's two-line format on the worker's stderr; the
@@ -166,7 +169,8 @@ def _run_catching(task: "Task", progress: bool | None) -> tuple["Trace | None", 
     """
     found: dict[tuple, CaughtWarning] = {}  # each distinct warning once, however often it is raised
 
-    def collect(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ARG001
+    def collect(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                file: TextIO | None = None, line: str | None = None) -> None:  # warnings.showwarning's signature
         key = (str(message), category, filename, lineno)
         if key in found:
             return
@@ -189,7 +193,7 @@ def _picklable(category: type) -> bool:
 
     try:
         return pickle.loads(pickle.dumps(category)) is category
-    except Exception:  # noqa: BLE001 - a class defined where it cannot be found again by name
+    except Exception:  # any: a class defined where it cannot be found again by name
         return False
 
 
@@ -235,7 +239,7 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="curlopt-parent-watch", daemon=True).start()
 
 
-def _init_worker(lock, counter, per_run_progress: bool, parent: int | None = None) -> None:
+def _init_worker(lock: Any, counter: Synchronized[int], per_run_progress: bool, parent: int | None = None) -> None:
     """Pool initializer: die with the parent; share tqdm's write lock and give this worker a line for its run's bar."""
     if parent is not None:
         _die_with_parent(parent)
@@ -254,14 +258,14 @@ def _init_worker(lock, counter, per_run_progress: bool, parent: int | None = Non
         base = auto.tqdm
 
         class _Positioned(base):  # type: ignore[misc, valid-type]
-            def __init__(self, *args, **kwargs):
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
                 kwargs.setdefault("position", slot)
                 super().__init__(*args, **kwargs)
 
         auto.tqdm = _Positioned
 
 
-def _pool_task(task: "Task", per_run_progress: bool) -> tuple["Trace | None", str | None, list[CaughtWarning]]:
+def _pool_task(task: Task, per_run_progress: bool) -> tuple[Trace | None, str | None, list[CaughtWarning]]:
     return _run_catching(task, None if per_run_progress else False)
 
 
@@ -277,7 +281,7 @@ class LocalExecutor:
         text = "local (in this process" if self.jobs == 1 else f"local ({self.jobs} worker processes"
         return text + (f"; {self.note})" if self.note else ")")
 
-    def run(self, tasks: Iterable["Task"], per_run_progress: bool = False) -> Iterator[Outcome]:
+    def run(self, tasks: Iterable[Task], per_run_progress: bool = False) -> Iterator[Outcome]:
         """Yield ``(task, trace, error)`` for every task, in the order they finish."""
         tasks = list(tasks)
         if not tasks:
@@ -289,7 +293,7 @@ class LocalExecutor:
             return
         yield from self._pool(tasks, per_run_progress)
 
-    def _pool(self, tasks: list["Task"], per_run_progress: bool) -> Iterator[Outcome]:
+    def _pool(self, tasks: list[Task], per_run_progress: bool) -> Iterator[Outcome]:
         import multiprocessing
         from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
         from concurrent.futures.process import BrokenProcessPool
@@ -334,7 +338,7 @@ class LocalExecutor:
 
 
 # -- Ray ------------------------------------------------------------------------------------------------------------
-def _import_ray():
+def _import_ray() -> ModuleType:
     try:
         import ray
     except ImportError:
@@ -342,7 +346,7 @@ def _import_ray():
     return ray
 
 
-def _ray_task(task: "Task") -> tuple["Trace | None", str | None, list[CaughtWarning]]:
+def _ray_task(task: Task) -> tuple[Trace | None, str | None, list[CaughtWarning]]:
     return _run_catching(task, False)
 
 
@@ -356,7 +360,7 @@ class _ToCurloptLogger(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             text = " ".join(record.getMessage().split())
-        except Exception:  # noqa: BLE001 - a record that cannot be formatted is not worth a crash
+        except Exception:  # any: a record that cannot be formatted is not worth a crash
             text = " ".join(str(record.msg).split())
         RAY_LOGGER.log(record.levelno, "%s (from ray)", text)
 
@@ -397,7 +401,7 @@ class RayExecutor:
         return (f"ray ({where}" + (f", at most {self.jobs} runs in flight" if self.jobs else "")
                 + (f"; {self.note})" if self.note else ")"))
 
-    def run(self, tasks: Iterable["Task"], per_run_progress: bool = False) -> Iterator[Outcome]:
+    def run(self, tasks: Iterable[Task], per_run_progress: bool = False) -> Iterator[Outcome]:
         """Yield ``(task, trace, error)`` for every task, in the order they finish.
 
         Warnings raised in the Ray workers, and Ray's own log messages, are shown in this process through its
@@ -410,7 +414,7 @@ class RayExecutor:
         with ray_logs_to_curlopt():
             yield from self._run(ray, tasks)
 
-    def _run(self, ray, tasks: list["Task"]) -> Iterator[Outcome]:
+    def _run(self, ray: ModuleType, tasks: list[Task]) -> Iterator[Outcome]:
         started_here = False
         in_flight: dict[Any, Task] = {}
         registry: dict = {}

@@ -32,13 +32,14 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ..errors import CurloptError
-from .study.planning import Configuration, Task, agent_parameters, plan_study
 from .runner import StudyResult, execute_task, format_duration, run_study, task_status
+from .study.planning import Configuration, Task, agent_parameters, plan_study
 from .study.spec import MAX_SEEDS, SettingSpec, Study, StudyAlgorithm
 
 __all__ = [

@@ -51,19 +51,24 @@ import math
 import os
 import sys
 import time as clock
+from collections.abc import Callable, Set
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CurloptError
 from ..fileio import atomic_write_text, write_error
-from .study.planning import OPTION_NAMES, Configuration, Plan, Task, option_label, plan_study, value_label
-from .executors import execute_task, make_executor
+from .executors import LocalExecutor, RayExecutor, execute_task, make_executor
+from .outputs.figures.style import SUMMARY_HASH_KEY  # re-exported: the runner writes it into every figure
 from .outputs.lock import FolderLock
 from .outputs.solve_failures import failed_solves_warning
-from .outputs.figures.style import SUMMARY_HASH_KEY  # re-exported: the runner writes it into every figure
-from .study.spec import EXECUTORS, Study
+from .study.planning import OPTION_NAMES, Configuration, Plan, Task, option_label, plan_study, value_label
 from .study.reader import load_study
+from .study.spec import EXECUTORS, Study
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .outputs.runs import ConfigurationRuns
+    from .simulation.trace import Trace
 
 __all__ = ["StudyResult", "run_study", "execute_task", "task_status", "format_duration", "write_json",
            "SUMMARY_HASH_KEY"]
@@ -272,7 +277,7 @@ def run_study(
     result = _new_result(plan, out, executor, dry_run)
     _announce(plan, say, heading)
 
-    if dry_run:
+    if runner is None:  # a dry run
         _print_plan(plan, out, say)
         result.wall_time = clock.perf_counter() - started
         return result
@@ -287,7 +292,7 @@ def run_study(
     return result
 
 
-def _run_plan(plan: Plan, runner, out: Path, result: StudyResult, progress: bool | None, figures: bool,
+def _run_plan(plan: Plan, runner: LocalExecutor | RayExecutor, out: Path, result: StudyResult, progress: bool | None, figures: bool,
               say: Callable[[str], None]) -> None:
     """Describe the study in ``out``, run its pending tasks, then write the summary (under the folder's lock)."""
     _write_descriptions(plan, out)
@@ -366,7 +371,7 @@ def _summarise(result: StudyResult, plan: Plan, out: Path, finished: dict[str, A
     """Group the finished runs by configuration and write the tables, figures and report (when any run finished)."""
     study = plan.study
     result.groups = collect_runs(plan, out, {task.key for task, _ in result.failed}, finished)
-    empty = [c.label for c, g in zip(plan.configurations, result.groups) if g is None]
+    empty = [c.label for c, g in zip(plan.configurations, result.groups, strict=True) if g is None]
     result.groups = [g for g in result.groups if g is not None]
     notes = list(plan.notes) + [f"{label}: no finished run." for label in empty]
     if study.profile:
@@ -444,7 +449,7 @@ def _write_descriptions(plan: Plan, out: Path) -> None:
     })
 
 
-def _execute(pending: list[Task], runner, out: Path, result: StudyResult, progress: bool | None,
+def _execute(pending: list[Task], runner: LocalExecutor | RayExecutor, out: Path, result: StudyResult, progress: bool | None,
              say: Callable[[str], None], name: str, finished: dict[str, Any]) -> None:
     if not pending:
         return
@@ -458,11 +463,12 @@ def _execute(pending: list[Task], runner, out: Path, result: StudyResult, progre
     per_run = show and _stderr_is_terminal()
     try:
         for task, trace, error in runner.run(pending, per_run_progress=per_run):
-            if error is None:
+            if trace is not None:  # a run gives its trace, or the error that stopped it
                 _save_run(trace, out / task.relative_path, bar.write if bar is not None else say)
                 result.executed.append(task)
                 finished[task.key] = trace
             else:
+                error = error or "the run gave neither a trace nor an error"
                 result.failed.append((task, error))
                 (bar.write if bar is not None else say)(f"error: run {task.key} failed: {error}")
             if bar is not None:
@@ -472,7 +478,7 @@ def _execute(pending: list[Task], runner, out: Path, result: StudyResult, progre
             bar.close()
 
 
-def _save_run(trace, path: Path, say: Callable[[str], None]) -> None:
+def _save_run(trace: Trace, path: Path, say: Callable[[str], None]) -> None:
     """Write a finished run's trace; a directory in its place is moved aside first.
 
     A write failure (full disk, permissions) stops the study with one line,
@@ -497,7 +503,8 @@ def _free_name(path: Path) -> Path:
     return candidate
 
 
-def collect_runs(plan: Plan, out: Path, failed: set[str] = frozenset(), loaded: dict[str, Any] | None = None) -> list:
+def collect_runs(plan: Plan, out: Path, failed: Set[str] = frozenset(),
+                 loaded: dict[str, Any] | None = None) -> list[ConfigurationRuns | None]:
     """One :class:`ConfigurationRuns` per configuration (None for one without a finished run), in study order.
 
     ``loaded`` maps task keys to traces already in memory (checked or just run); the others are read from ``out``.
@@ -548,7 +555,7 @@ def _write_outputs(result: StudyResult, study: Study, out: Path, notes: list[str
         from .outputs.report import write_report
 
         result.report = write_report(out, groups=result.groups, rows=result.rows, figures=figures, notes=notes)
-    except Exception as exc:  # noqa: BLE001  (a report failure is one line, whatever it is)
+    except Exception as exc:  # any: a report failure is one line, whatever it is
         say(f"note: report skipped: {' '.join(str(exc).split()) or type(exc).__name__}")
 
 

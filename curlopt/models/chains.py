@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import scipy.sparse as sp
 
 from ..errors import ModelError
@@ -88,7 +90,7 @@ def _reached(adjacency: np.ndarray, start: int) -> np.ndarray:
     return seen
 
 
-def _strongly_connected(adjacency: np.ndarray) -> bool:
+def _strongly_connected(adjacency: npt.ArrayLike) -> bool:
     """Every state reaches state 0 and is reached from it.
 
     Plain numpy rather than scipy's ``connected_components``: every run checks its model's
@@ -146,7 +148,7 @@ def check_ergodicity(kernel: Any) -> ErgodicityCheck:
         method = {"sufficient": SUFFICIENT_CHECK, "exact": EXACT_CHECK, "undecided": UNDECIDED_CHECK}[found.method]
         return ErgodicityCheck(found.ergodic, found.communicating, method, found.policy, found.recurrent_classes,
                                found.transient_states)
-    support = _kernel(kernel) > 0
+    support = np.asarray(_kernel(kernel) > 0)
     n_states, n_actions = support.shape[:2]
     communicating = _strongly_connected(support.any(axis=1))
     if _strongly_connected(support.all(axis=1)):
@@ -157,7 +159,7 @@ def check_ergodicity(kernel: Any) -> ErgodicityCheck:
         while True:
             # stays[s, a]: every successor of (s, a) is inside the candidate closed set.
             stays = ~support[:, :, ~inside].any(axis=2)
-            keep = inside & stays.any(axis=1)
+            keep = inside & np.any(stays, axis=1)
             if np.array_equal(keep, inside):
                 break
             inside = keep
@@ -200,6 +202,7 @@ def ergodicity_warning_text(model: CMDP, check: ErgodicityCheck) -> str | None:
         return (f"model {model.name!r}: ergodicity {check.method}. The occupancy programs assume every policy's"
                 " chain is irreducible; on this model that assumption is not checked.")
     classes = check.recurrent_classes or []
+    assert check.policy is not None  # a check that finds the model not ergodic names a policy showing it
     text = (
         f"model {model.name!r} is not ergodic: under the deterministic policy {_describe_policy(model, check.policy)}"
         f" the chain has {len(classes)} recurrent class{'es' if len(classes) != 1 else ''}"

@@ -46,9 +46,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..utilities import library as U
 from ..errors import CurloptError, ModelError, UtilityError
 from ..fileio import MAX_READ_BYTES, atomic_write_text, read_bytes_limited
+from ..utilities import library as U
 from .cmdp import CMDP
 
 __all__ = ["save_model", "load_model", "utility_to_spec", "utility_from_spec", "MODEL_FORMAT"]

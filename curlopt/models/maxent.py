@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelError
-from .cmdp import CMDP, check_model_size
 from ..utilities.library import Entropy
+from .cmdp import CMDP, check_model_size
 from .registry import build_model
 
 __all__ = ["maxent_model"]

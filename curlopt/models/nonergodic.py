@@ -12,8 +12,8 @@ import math
 import numpy as np
 
 from ..errors import ModelError
-from .cmdp import CMDP
 from ..utilities.library import Linear, LinearBound
+from .cmdp import CMDP
 
 __all__ = ["nonergodic_model", "STATES", "ACTIONS"]
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ModelError
-from .cmdp import CMDP, check_model_size, choose_storage
 from ..utilities.library import Linear, LinearBound
+from .cmdp import CMDP, check_model_size, choose_storage
 
 __all__ = ["queue_model", "SERVICE_GRID", "FLOW_GRID"]
 
@@ -90,7 +90,8 @@ def queue_model(
         kernel=kernel,
         initial=initial,
         name="queue",
-        labels={"actions": [f"a={ai:g},b={bi:g}" for ai, bi in zip(a, b)], "states": [f"x={x}" for x in range(n_states)]},
+        labels={"actions": [f"a={ai:g},b={bi:g}" for ai, bi in zip(a, b, strict=True)],
+                "states": [f"x={x}" for x in range(n_states)]},
     )
 
 

@@ -9,8 +9,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ModelError
-from .cmdp import CMDP, check_model_size, choose_storage, policy_kernel, stationary_occupancy
 from ..utilities.library import Linear, LinearBound, SumOfLogs
+from .cmdp import CMDP, check_model_size, choose_storage, policy_kernel, stationary_occupancy
 
 __all__ = ["random_model", "sparse_ergodic_kernel", "OBJECTIVES", "SUPPORT_FLOOR"]
 
@@ -20,13 +20,13 @@ OBJECTIVES = ("linear", "log")
 SUPPORT_FLOOR = 1e-12
 
 
-def _count(value, name: str, minimum: int) -> int:
+def _count(value: Any, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ModelError(f"{name} must be an integer >= {minimum}, got {value!r}.")
     return int(value)
 
 
-def _positive(value, name: str, allow_zero: bool = False) -> float:
+def _positive(value: Any, name: str, allow_zero: bool = False) -> float:
     ok = not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
     try:
         ok = ok and math.isfinite(value)
@@ -158,7 +158,7 @@ def _successors(value: Any, n_states: int) -> int:
     return int(value)
 
 
-def _sizes(n_states, n_actions, n_rewards, n_costs) -> tuple[int, int, int, int]:
+def _sizes(n_states: Any, n_actions: Any, n_rewards: Any, n_costs: Any) -> tuple[int, int, int, int]:
     """``(S, A, K, d)``, each checked to be an integer in range."""
     S = _count(n_states, "n_states", 1)
     A = _count(n_actions, "n_actions", 1)

@@ -8,7 +8,8 @@ registers it.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import ModelError
 from .cmdp import CMDP

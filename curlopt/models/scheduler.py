@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelError
-from .cmdp import CMDP, check_model_size, choose_storage
 from ..utilities.library import LinearBound, SumOfLogs
+from .cmdp import CMDP, check_model_size, choose_storage
 
 __all__ = ["scheduler_model", "default_sla", "CLIENT_REWARDS", "STAY_PROBABILITY", "CLIENT_STATES"]
 

@@ -36,7 +36,7 @@ class SparseErgodicity:
     transient_states: list[int] | None = None
 
 
-def chain_classes(adjacency) -> tuple[list[list[int]], list[int]]:
+def chain_classes(adjacency: np.ndarray | sp.sparray | sp.spmatrix) -> tuple[list[list[int]], list[int]]:
     """Recurrent classes and transient states of a chain given by its (S, S) support (dense or scipy sparse).
 
     A strongly connected component is a recurrent class iff no edge leaves it.
@@ -76,7 +76,7 @@ def sparse_ergodicity(kernel: sp.sparray, n_states: int, n_actions: int, max_rou
     for target in _source_representatives(every):
         inside, stays, used = _closed_set_avoiding(support, predecessors, target, n_states, n_actions,
                                                    max_rounds - rounds)
-        if inside is None:
+        if inside is None or stays is None:  # both or neither
             return SparseErgodicity(None, communicating, "undecided")
         rounds += used
         if inside.any():
@@ -101,7 +101,7 @@ def _source_representatives(graph: sp.csr_array) -> list[int]:
 
 
 def _closed_set_avoiding(support: sp.csr_array, predecessors: sp.csc_array, target: int, n_states: int,
-                         n_actions: int, max_rounds: int):
+                         n_actions: int, max_rounds: int) -> tuple[np.ndarray | None, np.ndarray | None, int]:
     """The largest set avoiding ``target`` closed under some policy: ``(inside, stays, rounds)``.
 
     ``inside`` (S,) marks the set, ``stays`` (S, A) the actions whose successors all lie in it; ``(None, None,

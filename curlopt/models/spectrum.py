@@ -34,7 +34,7 @@ SHIFT = 1e-5
 SMALL_CHAIN = 256
 
 
-def second_modulus(chain, dense_limit: int) -> float:
+def second_modulus(chain: np.ndarray | sp.sparray | sp.spmatrix, dense_limit: int) -> float:
     """``|λ_2|``, the second-largest eigenvalue modulus of the stochastic matrix ``chain`` (S, S).
 
     ``chain`` is a dense array or a scipy sparse matrix; ``dense_limit`` is the most states given to a dense
@@ -58,7 +58,7 @@ def second_modulus(chain, dense_limit: int) -> float:
             f" eigenvalues can be badly conditioned, and a dense eigensolver is used only up to {dense_limit:,}"
             " states."
         )
-    dense = chain.toarray() if sp.issparse(chain) else np.asarray(chain)
+    dense = np.asarray(chain) if isinstance(chain, np.ndarray) else chain.toarray()
     return float(np.sort(np.abs(np.linalg.eigvals(dense)))[::-1][1])
 
 

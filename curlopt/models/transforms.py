@@ -181,7 +181,9 @@ def lazy_model(base: str | CMDP = "random", stay: float = 0.9, **base_params: An
         own = sp.csr_array((np.ones(S * A), (np.arange(S * A), np.repeat(np.arange(S), A))), shape=(S * A, S))
         kernel: Any = sp.csr_array(stay * own + (1.0 - stay) * model.transitions)
     else:
-        kernel = (1.0 - stay) * model.kernel
+        dense = model.kernel
+        assert dense is not None  # a model with transitions has its dense view
+        kernel = (1.0 - stay) * dense
         kernel[np.arange(S), :, np.arange(S)] += stay
     return CMDP(
         rewards=model.rewards,

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -95,7 +95,7 @@ class _MasterAccess:
     (:class:`~curlopt.backends.highs.solution.SolutionReader`), or through highspy's lists where the C API cannot
     be reached (the same values, slower). The caller passes the model's size, which it keeps itself."""
 
-    def __init__(self, highs) -> None:
+    def __init__(self, highs: Any) -> None:
         self.highs = highs
         reader = SolutionReader.create(highs)
         self._api = reader if reader is not None and reader.has_int32_basis() else None
@@ -158,6 +158,8 @@ class CompiledBoxColumns(CompiledProgram):
         HiGHS's own run time over the last attempt's master solves.
     """
 
+    backend: BoxColumnsBackend
+
     #: HiGHS's ``simplex_strategy`` for the master unless the options set one: 4, the primal simplex (new columns
     #: keep the basis primal feasible; the ``highs-columns`` master showed a dual-simplex stall)
     SIMPLEX_STRATEGY = 4
@@ -199,7 +201,7 @@ class CompiledBoxColumns(CompiledProgram):
         self._block_row = np.zeros(0, dtype=np.int64)
         self._memory: dict[str, np.ndarray] | None = None       # the last basis, by part
         self._solves, self._data_version = 0, -1
-        self.highs = None
+        self.highs: Any = None                                 # the highspy.Highs, made at the first build
         self._synced = False                                    # whether HiGHS holds the current pool and blocks
         self._n_cols = self._n_rows = 0
         self._phase2_cost = np.zeros(0)
@@ -338,10 +340,10 @@ class CompiledBoxColumns(CompiledProgram):
         p = np.bincount(slots, weights=(weights[:, None] * self._pool_vertex[used]).ravel(),
                         minlength=master.n_pairs * master.W).astype(float, copy=False).reshape(master.n_pairs, master.W)
         if self._block_pair.size:
-            block_values = np.clip(block_values, 0.0, None)
+            block_values = np.maximum(block_values, 0.0)
             rho[self._block_pair] += block_values[:, 0]
             p[self._block_pair] += block_values[:, :1] * master.lower[self._block_pair] + block_values[:, 1:]
-        return np.concatenate([rho, master.to_entries(np.clip(p, 0.0, None))])
+        return np.concatenate([rho, master.to_entries(np.maximum(p, 0.0))])
 
     # -- HiGHS's model ----------------------------------------------------------------------------------------------
 
@@ -373,8 +375,7 @@ class CompiledBoxColumns(CompiledProgram):
         self._n_cols, self._n_rows = n_cols, n_rows
         self._g_pushed = g_key
         self._synced = True
-        if self._memory is not None:
-            self._restore_basis()
+        self._restore_basis()
 
     def _finite(self, values: np.ndarray) -> np.ndarray:
         """``values`` with numpy's infinities as HiGHS's."""
@@ -396,21 +397,27 @@ class CompiledBoxColumns(CompiledProgram):
         from their vertices ``before``, and the ρ columns of the blocks ``blocks`` (positions among the blocks) on
         their new boxes."""
         master = self.master
-        rows, values = master.flow_coefficients(self._pool_pair[pool], self._pool_vertex[pool])
-        rows = np.where(self._pool_vertex[pool] != before, rows, -1)   # an unchanged coefficient stays
-        cols = np.broadcast_to(self._pool_index[pool][:, None], rows.shape)
+        pairs, after = self._pool_pair[pool], self._pool_vertex[pool]
+        flow_rows = master.flow_row[pairs]
+        column, slot = np.nonzero((after != before) & (flow_rows >= 0))     # an unchanged coefficient stays
+        rows = flow_rows[column, slot]
+        values = (rows == master.own_row[pairs[column]]) - after[column, slot]
+        self._change(rows, self._pool_index[pool[column]], values)
         if blocks.size:
             pairs, index = self._block_pair[blocks], self._block_index[blocks][:, None]
-            flow_rows, flow_values = master.flow_coefficients(pairs, master.lower[pairs])
+            rows, values = master.flow_coefficients(pairs, master.lower[pairs])
             own = master.block_rho_coefficients(pairs)
             own_rows = self._block_row[blocks][:, None] + np.arange(own.shape[1])
-            rows = np.concatenate([rows.ravel(), flow_rows.ravel(), own_rows.ravel()])
-            values = np.concatenate([values.ravel(), flow_values.ravel(), own.ravel()])
-            cols = np.concatenate([cols.ravel(), np.broadcast_to(index, flow_rows.shape).ravel(),
+            rows, values = np.concatenate([rows.ravel(), own_rows.ravel()]), np.concatenate([values.ravel(), own.ravel()])
+            cols = np.concatenate([np.broadcast_to(index, pairs.shape + (master.W,)).ravel(),
                                    np.broadcast_to(index, own.shape).ravel()])
-        used = rows >= 0
+            used = rows >= 0
+            self._change(rows[used], cols[used], values[used])
+
+    def _change(self, rows: np.ndarray, cols: np.ndarray, values: np.ndarray) -> None:
+        """HiGHS's ``changeCoeff`` for each entry (Python lists: a loop over numpy scalars costs more)."""
         change = self.highs.changeCoeff
-        for row, col, value in zip(rows[used].tolist(), cols[used].tolist(), values[used].tolist()):
+        for row, col, value in zip(rows.tolist(), cols.tolist(), values.tolist(), strict=True):
             change(row, col, value)
 
     def _restore_basis(self) -> None:
@@ -421,6 +428,8 @@ class CompiledBoxColumns(CompiledProgram):
         singular basis itself; a basis it refuses only means a cold start (slower, not wrong).
         """
         memory = self._memory
+        if memory is None:
+            return
         cols = np.concatenate([memory["fixed"], memory["pool"], memory["block_cols"].ravel()]).astype(np.int32)
         rows = np.concatenate([memory["global_rows"], memory["block_rows"].ravel()]).astype(np.int32)
         if cols.size != self._n_cols or rows.size != self._n_rows:

@@ -111,8 +111,9 @@ class BoxMaster:
         groups = lin.param_groups
         self._upper_group, self._lower_group = groups["box_upper"], groups["box_lower"]
         self.lower = self.upper = np.zeros((self.n_pairs, self.W))
-        self.lower_sum = np.zeros(self.n_pairs)
+        self.free = np.ones((self.n_pairs, 1))
         self.usable = np.zeros(self.n_pairs, dtype=bool)
+        self.unusable = np.arange(self.n_pairs)
 
     def _slots(self, program: BoxOptimisticProgram) -> None:
         """Slots of each pair: their successors (-1 where invalid) and flow rows (-1 for the last state)."""
@@ -146,7 +147,7 @@ class BoxMaster:
             rows.append(S + t_column.row)
             values.append(t_column.data)
             cols.append(np.full(t_column.nnz, self.n_art))
-            cost.append([1.0])
+            cost.append(np.ones(1))
         self._fixed = (np.concatenate(rows).astype(np.int64), np.concatenate(cols), np.concatenate(values))
         self.fixed_cost = np.concatenate(cost)
         self.n_fixed = self.fixed_cost.size
@@ -161,8 +162,9 @@ class BoxMaster:
         lower = self._to_slots(np.maximum(values[self._lower_group], 0.0))      # box_lower: P^ - b; p >= 0 anyway
         moved = ((upper != self.upper) | (lower != self.lower)).any(axis=1)
         self.lower, self.upper = lower, upper
-        self.lower_sum = lower.sum(axis=1)
+        self.free = 1.0 - lower.sum(axis=1, keepdims=True)       # the mass left after the lower ends
         self.usable = box_usable(lower, upper)
+        self.unusable = np.flatnonzero(~self.usable)
         return moved
 
     def centre(self, pairs: np.ndarray) -> np.ndarray:
@@ -268,12 +270,11 @@ class BoxMaster:
         unusable pair; phase 1 prices with cost 0), and the slot order that gives it: shape (W,), the same for
         every pair, on the dense support, else (pairs, W). :meth:`best_vertices` turns it into vertices."""
         S = self.S
-        h = np.zeros(S)
-        h[: S - 1] = duals[1: S]
-        padded = np.append(duals[:S], 0.0)                   # own_row -1 (the last state) reads the 0
-        constant = -(duals[0] + padded[self.own_row] + self.extra_of_pair @ duals[S:])
-        if phase == 2:
-            constant += self.cost
+        h = np.append(duals[1: S], 0.0)                      # the flow duals; the last state's row is left out
+        # c - y·a = c - y(mass) - h(own state) - y(extra rows)·(its coefficients) + h·v
+        constant = (self.cost if phase == 2 else 0.0) - duals[0] - h[self.own_state]
+        if self.n_extra:
+            constant -= self.extra_of_pair @ duals[S:]
         if self.shared_ranking:     # one order of the states for every pair
             order = np.argsort(-h, kind="stable").astype(np.int32)
             low, room, ranked_h = self.lower[:, order], self.upper[:, order], h[order]
@@ -283,10 +284,12 @@ class BoxMaster:
             rows = np.arange(self.n_pairs)[:, None]
             low, room, ranked_h = self.lower[rows, order], self.upper[rows, order], slot_h[rows, order]
         room -= low
-        poured = np.clip((1.0 - self.lower_sum)[:, None] - (np.cumsum(room, axis=1) - room), 0.0, room)
+        # the mass left after the lower ends, poured by decreasing h (as box_vertices does)
+        poured = np.minimum(np.maximum(self.free - (np.cumsum(room, axis=1) - room), 0.0), room)
         poured += low
         reduced = constant + (poured @ ranked_h if self.shared_ranking else (poured * ranked_h).sum(axis=1))
-        reduced[~self.usable] = -np.inf
+        if self.unusable.size:
+            reduced[self.unusable] = -np.inf
         return reduced, order
 
     def best_vertices(self, pairs: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -306,7 +309,7 @@ class BoxMaster:
         offsets = (0, self.n_fixed, self.n_fixed + k)
         parts = (self._fixed, pool, blocks)
         rows = np.concatenate([part[0] for part in parts])
-        cols = np.concatenate([part[1] + offset for part, offset in zip(parts, offsets)])
+        cols = np.concatenate([part[1] + offset for part, offset in zip(parts, offsets, strict=True)])
         values = np.concatenate([part[2] for part in parts])
         n_rows, n_cols = self.n_global + n_blocks * width, self.n_fixed + k + n_blocks * width
         col_lower, col_upper = np.zeros(n_cols), np.full(n_cols, np.inf)

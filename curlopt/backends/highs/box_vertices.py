@@ -61,7 +61,7 @@ def box_vertices(order: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.
     room = upper[rows, order] - low
     free = 1.0 - lower.sum(axis=1)
     before = np.cumsum(room, axis=1) - room            # the room of the slots ranked above
-    poured = np.clip(free[:, None] - before, 0.0, room)
+    poured = np.minimum(np.maximum(free[:, None] - before, 0.0), room)
     vertices = np.empty_like(lower)
     vertices[rows, order] = low + poured
     return vertices

@@ -39,9 +39,10 @@ import os
 import socket
 import sys
 import time as clock
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ...errors import CurloptError
 from ...fileio import write_error
@@ -79,7 +80,7 @@ class LockHolder:
     command: str = ""
 
     @classmethod
-    def here(cls) -> "LockHolder":
+    def here(cls) -> LockHolder:
         started = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
         command = ""
         if sys.argv and sys.argv[0]:
@@ -89,7 +90,7 @@ class LockHolder:
         return cls(os.getpid(), socket.gethostname(), started, command)
 
     @classmethod
-    def parse(cls, text: str) -> "LockHolder | None":
+    def parse(cls, text: str) -> LockHolder | None:
         """The holder a lock file records; None for an empty or unreadable record."""
         try:
             data = json.loads(text)
@@ -159,7 +160,7 @@ class FolderLock:
         self.holder = LockHolder.here()
         self._fd: int | None = None
 
-    def __enter__(self) -> "FolderLock":
+    def __enter__(self) -> FolderLock:
         self.acquire()
         return self
 

@@ -46,20 +46,21 @@ import html
 import json
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
+from ...agents.base import PlanSource
 from ...errors import CurloptError
 from ...fileio import atomic_write_text
-from ...agents.base import PlanSource
 from .figures.epochs import SOURCES
 from .figures.frontier import SEED_RANGE_MAX, interval_kind
-from .summary import DASH, LOCATION_DIGITS, count_cell, stat_cell, clean_label, percent, significant, study_rows
+from .summary import DASH, LOCATION_DIGITS, clean_label, count_cell, percent, significant, stat_cell, study_rows
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .runs import ConfigurationRuns
     from .figures.report import ReportFigure
+    from .runs import ConfigurationRuns
 
 __all__ = ["StudyOutput", "load_study_output", "write_report", "render_report", "print_summary",
            "MAX_LISTED_EPOCHS", "REPORT_NAME", "SECTIONS", "ANSWER_COLUMNS"]
@@ -80,7 +81,7 @@ class StudyOutput:
 
     folder: Path
     record: dict[str, Any]
-    groups: list["ConfigurationRuns"]
+    groups: list[ConfigurationRuns]
     #: per configuration (in study order): its label, setting, record and the number of run files found
     configurations: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -94,7 +95,7 @@ class StudyOutput:
         return list(dict.fromkeys(_setting_name(group) for group in self.groups))
 
 
-def _setting_name(group: "ConfigurationRuns") -> str:
+def _setting_name(group: ConfigurationRuns) -> str:
     return str(getattr(group.setting, "name", group.setting))
 
 
@@ -131,9 +132,10 @@ def _settings(study: dict[str, Any]) -> dict[str, Any]:
     return settings
 
 
-def _load_group(folder: Path, config: dict[str, Any], study: dict[str, Any], setting: Any, notes: list[str]):
-    from .runs import ConfigurationRuns
+def _load_group(folder: Path, config: dict[str, Any], study: dict[str, Any], setting: Any,
+                notes: list[str]) -> ConfigurationRuns:
     from ..simulation.trace import load_trace
+    from .runs import ConfigurationRuns
 
     traces = []
     for seed in study.get("seeds") or []:
@@ -151,7 +153,7 @@ def _load_group(folder: Path, config: dict[str, Any], study: dict[str, Any], set
                              varied=dict(config.get("varied") or {}), traces=traces)
 
 
-def load_study_output(folder: str | Path, groups: Sequence["ConfigurationRuns"] | None = None) -> StudyOutput:
+def load_study_output(folder: str | Path, groups: Sequence[ConfigurationRuns] | None = None) -> StudyOutput:
     """Read a study output folder (``groups``: the finished runs already loaded, as the study runner has them).
 
     Raises
@@ -203,7 +205,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], caption: str = 
             f'<tbody>{"".join(body)}</tbody></table></div>')
 
 
-def _image(figure: "ReportFigure", alt: str) -> str:
+def _image(figure: ReportFigure, alt: str) -> str:
     data = base64.b64encode(figure.data).decode("ascii")
     caption = _e(figure.name) + (f' — <span class="warn">{_e(figure.caption)}</span>' if figure.caption else "")
     return (f'<figure><img src="data:image/png;base64,{data}" alt="{_e(alt)}">'
@@ -371,7 +373,7 @@ def _summary_section(output: StudyOutput, rows: Sequence[dict[str, Any]]) -> str
     return "".join(parts)
 
 
-def _by_setting(figures: Sequence["ReportFigure"], settings: Sequence[str]) -> dict[str, list["ReportFigure"]]:
+def _by_setting(figures: Sequence[ReportFigure], settings: Sequence[str]) -> dict[str, list[ReportFigure]]:
     grouped: dict[str, list] = {name: [] for name in list(settings) + [""]}
     for figure in figures:
         owner = max((s for s in settings if figure.name.startswith(f"{s}-")), key=len, default="")
@@ -413,7 +415,7 @@ def _answer_table(rows: Sequence[dict[str, Any]]) -> str:
     return _table(list(ANSWER_COLUMNS), table)
 
 
-def _results_section(output: StudyOutput, rows: Sequence[dict[str, Any]], figures: Sequence["ReportFigure"],
+def _results_section(output: StudyOutput, rows: Sequence[dict[str, Any]], figures: Sequence[ReportFigure],
                      notes: Sequence[str]) -> str:
     """The answer first: per setting the frontier and the compact table of R(T), C(T) and violations."""
     parts = ['<h2 id="results">Results</h2><p class="muted">R(T): regret after T steps; C(T): constraint violation'
@@ -435,7 +437,7 @@ def _results_section(output: StudyOutput, rows: Sequence[dict[str, Any]], figure
     return "".join(parts)
 
 
-def _curves_section(output: StudyOutput, figures: Sequence["ReportFigure"]) -> str:
+def _curves_section(output: StudyOutput, figures: Sequence[ReportFigure]) -> str:
     """Every figure but the frontiers (in the results) and the epochs (in their section), per setting."""
     parts = ['<h2 id="curves">Curves</h2>']
     order = ("overview", "objective", "regret", "constraints", "costs")
@@ -459,7 +461,7 @@ def _seconds(value: float) -> str:
     return f"{value * 1000:.3g} ms" if value < 1 else f"{value:.3g} s"
 
 
-def _epoch_rows(groups: Sequence["ConfigurationRuns"]) -> tuple[list[str], list[list[Any]]]:
+def _epoch_rows(groups: Sequence[ConfigurationRuns]) -> tuple[list[str], list[list[Any]]]:
     epochs = [(g, [e for trace in g.traces for e in trace.epochs]) for g in groups]
     seen_sources = {e.source for _, es in epochs for e in es}
     sources = [s for s in SOURCES if s in seen_sources] + sorted(seen_sources - set(SOURCES))
@@ -475,7 +477,7 @@ def _epoch_rows(groups: Sequence["ConfigurationRuns"]) -> tuple[list[str], list[
     return header, rows
 
 
-def _epochs_section(output: StudyOutput, figures: Sequence["ReportFigure"]) -> str:
+def _epochs_section(output: StudyOutput, figures: Sequence[ReportFigure]) -> str:
     parts = ['<h2 id="epochs">Epochs: solver time, policy source and status</h2><p class="muted">Counts over every'
              " epoch of every seed. Sources: tight (the ε-tight program), fallback (it was infeasible),"
              " least-violation (safe mode: it was infeasible and the least-violating policy was played),"
@@ -490,7 +492,7 @@ def _epochs_section(output: StudyOutput, figures: Sequence["ReportFigure"]) -> s
     return "".join(parts)
 
 
-def _failure_rows(group: "ConfigurationRuns") -> tuple[list[list[Any]], int]:
+def _failure_rows(group: ConfigurationRuns) -> tuple[list[list[Any]], int]:
     rows = []
     for trace in group.traces:
         for e in trace.epochs:
@@ -570,7 +572,7 @@ def render_report(output: StudyOutput, rows: Sequence[dict[str, Any]] | None = N
             + "".join(sections) + "</body></html>\n")
 
 
-def write_report(folder: str | Path, out: str | Path | None = None, *, groups: Sequence["ConfigurationRuns"] | None = None,
+def write_report(folder: str | Path, out: str | Path | None = None, *, groups: Sequence[ConfigurationRuns] | None = None,
                  rows: Sequence[dict[str, Any]] | None = None, figures: bool = True,
                  notes: Sequence[str] | None = None) -> Path:
     """Render the report of a study output folder to ``out`` (default ``<folder>/report.html``); return its path.

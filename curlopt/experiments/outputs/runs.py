@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..study.spec import SettingSpec
     from ..simulation.trace import Trace
+    from ..study.spec import SettingSpec
 
 __all__ = ["ConfigurationRuns"]
 
@@ -46,14 +46,14 @@ class ConfigurationRuns:
         The finished runs, sorted by seed.
     """
 
-    setting: "SettingSpec"
+    setting: SettingSpec
     algorithm: str
     agent: str
     label: str
     key: str
     options: dict[str, Any]
     varied: dict[str, Any] = field(default_factory=dict)
-    traces: list["Trace"] = field(default_factory=list)
+    traces: list[Trace] = field(default_factory=list)
 
     @property
     def seeds(self) -> list[int]:

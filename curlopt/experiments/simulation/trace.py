@@ -166,7 +166,7 @@ class Trace:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Trace":
+    def from_dict(cls, data: dict[str, Any]) -> Trace:
         if not isinstance(data, dict) or data.get("format") != TRACE_FORMAT:
             raise CurloptError("not a curlopt trace (the 'format' key is missing or wrong).")
         version = data.get("version")
@@ -218,7 +218,7 @@ def _upgrade_version_1(data: dict[str, Any]) -> dict[str, Any]:
     In version 1 the trigger ``linear`` was one global threshold (epoch e ends at
     some pair's e-th visit), which version 2 calls ``linear-global``.
     """
-    from ...agents.triggers import TRIGGERS, trigger_rule
+    from ...agents.triggers import TRIGGERS, make_trigger, trigger_rule
 
     data = dict(data)
     meta = data.get("meta")
@@ -230,7 +230,7 @@ def _upgrade_version_1(data: dict[str, Any]) -> dict[str, Any]:
         meta["trigger_renamed_from"] = "linear"
     name = meta.get("trigger")
     if "trigger_rule" not in meta and isinstance(name, str) and name in TRIGGERS:
-        meta["trigger_rule"] = trigger_rule(TRIGGERS[name]())
+        meta["trigger_rule"] = trigger_rule(make_trigger(name))
     data["meta"] = meta
     return data
 

@@ -33,12 +33,16 @@ import itertools
 import json
 import math
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ...errors import CurloptError, UnsupportedModelError, UnsupportedUtilityError
 from .spec import DEFAULT_MAX_RUNS, SettingSpec, Study, StudyAlgorithm, StudyError, canonical
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...models.cmdp import CMDP
 
 __all__ = ["Configuration", "Task", "Plan", "StudySize", "plan_study", "study_size", "check_size", "configuration_key",
            "agent_parameters", "option_label", "value_label", "MAX_KEY_LENGTH", "OPTION_NAMES"]
@@ -50,6 +54,8 @@ OPTION_NAMES = {"tightness_constant": "K_ε"}
 _SIMPLE_STRING = re.compile(r"[a-z][a-z0-9.]*(-[a-z0-9.]+)*\Z")
 _SIMPLE_NAME = re.compile(r"[a-z_][a-z0-9_]*\Z")
 _WORDS = {"true", "false", "none", "inf", "nan", "default"}
+#: builds the error naming a study key and what is wrong with its value
+_Fail = Callable[[str, str], StudyError]
 
 
 # -- configuration keys ---------------------------------------------------------------------------------------------
@@ -259,7 +265,10 @@ def plan_study(study: Study, say: Callable[[str], None] | None = None, max_runs:
         study where nothing can run: one line naming the key the value came from.
     """
     say = say or (lambda _message: None)
-    fail = lambda key, message: StudyError(f"{study.source}: {key}: {message}")  # noqa: E731
+
+    def fail(key: str, message: str) -> StudyError:
+        return StudyError(f"{study.source}: {key}: {message}")
+
     notes: list[str] = []
     takes = {algorithm.key: _taken(algorithm.agent) for algorithm in study.algorithms}
     _check_study_options(study, takes, fail)
@@ -345,7 +354,7 @@ def check_size(study: Study, size: StudySize, max_runs: int | None = None) -> No
 _Combination = tuple[dict[str, Any], dict[str, Any], dict[str, str]]
 
 
-def _check_study_options(study: Study, takes: dict[str, list[str]], fail) -> None:
+def _check_study_options(study: Study, takes: dict[str, list[str]], fail: _Fail) -> None:
     """Refuse an ``[options]`` or ``[grid]`` entry that no algorithm of the study takes."""
     for section, entries in (("[options]", study.options), ("[grid]", study.grid)):
         for name, _ in entries:
@@ -356,7 +365,7 @@ def _check_study_options(study: Study, takes: dict[str, list[str]], fail) -> Non
                            f"no algorithm of the study takes this option; they take: {', '.join(offered)}.")
 
 
-def _check_algorithm_options(algorithm: StudyAlgorithm, mine: list[str], fail) -> None:
+def _check_algorithm_options(algorithm: StudyAlgorithm, mine: list[str], fail: _Fail) -> None:
     """Refuse an algorithm's option or axis that its agent does not take, or that is set per run."""
     reserved = _reserved(algorithm.agent)
     for part, entries in (("options", algorithm.options), ("grid", algorithm.grid)):
@@ -391,7 +400,7 @@ def _combinations(study: Study, algorithm: StudyAlgorithm, mine: list[str], note
     axes = _axes(study, algorithm, mine, who, notes)
     combos = []
     for values in itertools.product(*[axis[1] for axis in axes]):
-        varied = {axis[0]: value for axis, value in zip(axes, values)}
+        varied = {axis[0]: value for axis, value in zip(axes, values, strict=True)}
         combos.append(({**fixed, **varied}, varied, {**sources, **{axis[0]: axis[2] for axis in axes}}))
     return combos
 
@@ -419,7 +428,7 @@ def _axes(study: Study, algorithm: StudyAlgorithm, mine: list[str], who: str,
 
 def _setting_configurations(study: Study, setting: SettingSpec,
                             expanded: list[tuple[StudyAlgorithm, list[_Combination]]], notes: list[str],
-                            fail) -> list[Configuration]:
+                            fail: _Fail) -> list[Configuration]:
     """The configurations of one setting, each checked on its model (backends once each).
 
     A configuration whose agent refuses the model is left out with a note in ``notes``.
@@ -461,7 +470,7 @@ def _configuration(study: Study, setting: SettingSpec, algorithm: StudyAlgorithm
                          automatic, tuple(sources.items()))
 
 
-def _check_backend(backend: str, setting: SettingSpec, model, where: str, fail) -> None:
+def _check_backend(backend: str, setting: SettingSpec, model: CMDP, where: str, fail: _Fail) -> None:
     """Refuse a backend that is unknown, not installed, or cannot express the setting's utilities."""
     from ...backends.registry import backend_class, backends_accepting
 
@@ -478,7 +487,7 @@ def _check_backend(backend: str, setting: SettingSpec, model, where: str, fail) 
                               f" of: {others}.")
 
 
-def _check_agent(configuration: Configuration, model, fail) -> str | None:
+def _check_agent(configuration: Configuration, model: CMDP, fail: _Fail) -> str | None:
     """Build the configuration's agent once: None if it builds, a note if it refuses the model; else StudyError."""
     from ...agents import make_agent
 
@@ -490,7 +499,7 @@ def _check_agent(configuration: Configuration, model, fail) -> str | None:
     except (UnsupportedModelError, UnsupportedUtilityError) as exc:
         return (f"{configuration.label} on {configuration.setting.name}: skipped, the agent refuses this model"
                 f" ({_one_line(exc)}).")
-    except Exception as exc:  # noqa: BLE001 - any failure to build is a bad option value
+    except Exception as exc:  # any failure to build is a bad option value
         problem = _one_line(exc)
     # Name the option at fault: the first one that fails on its own.
     automatic = {k: options[k] for k in configuration.automatic}
@@ -500,13 +509,13 @@ def _check_agent(configuration: Configuration, model, fail) -> str | None:
             make_agent(agent, model, **{**automatic, name: options[name]})
         except (UnsupportedModelError, UnsupportedUtilityError):
             continue
-        except Exception:  # noqa: BLE001
+        except Exception:  # any failure: this option is the one at fault
             return _raise(fail, sources[name], f"{name} = {_show(options[name])}: {problem}")
     given = ", ".join(f"{k} = {_show(v)}" for k, v in configuration.chosen_options().items())
     return _raise(fail, configuration.algorithm.where, f"with {given}: {problem}")
 
 
-def _raise(fail, where: str, message: str):
+def _raise(fail: _Fail, where: str, message: str) -> NoReturn:
     raise fail(where, message if message.endswith(".") else message + ".")
 
 

@@ -13,13 +13,26 @@ import json
 import os
 import re
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Literal, overload
 
 from ...errors import CurloptError
 from ..simulation.loop import MAX_CHECKPOINTS, MAX_STEPS
-from .spec import (DEFAULT_CHECKPOINTS, EXECUTORS, MAX_SEEDS, NAME_PATTERN, SettingSpec, Study, StudyAlgorithm,
-    StudyError, _one_line, canonical, default_label, is_option_value)
+from .spec import (
+    DEFAULT_CHECKPOINTS,
+    EXECUTORS,
+    MAX_SEEDS,
+    NAME_PATTERN,
+    SettingSpec,
+    Study,
+    StudyAlgorithm,
+    StudyError,
+    _one_line,
+    canonical,
+    default_label,
+    is_option_value,
+)
 
 __all__ = ["StudyReader", "load_study", "study_from_dict"]
 
@@ -70,6 +83,15 @@ class StudyReader:
             raise self.fail(key, f"must be a table, got {_type_name(value)} {_show(value)}.")
         return value
 
+    # A required value is there (a missing one raises): the overloads tell the type checker so.
+    @overload
+    def string(self, table: Mapping[str, Any], key: str, where: str, required: Literal[True],
+               pattern: re.Pattern | None = None) -> str: ...
+
+    @overload
+    def string(self, table: Mapping[str, Any], key: str, where: str, required: bool = False,
+               pattern: re.Pattern | None = None) -> str | None: ...
+
     def string(self, table: Mapping[str, Any], key: str, where: str, required: bool = False,
                pattern: re.Pattern | None = None) -> str | None:
         if key not in table:
@@ -82,6 +104,19 @@ class StudyReader:
         if pattern is not None and not pattern.match(value):
             raise self.fail(where, f"{value!r} is not a valid name; use {_NAME_RULE}.")
         return value
+
+    # An integer that is required, or has an integer default, is an int.
+    @overload
+    def integer(self, table: Mapping[str, Any], key: str, where: str, minimum: int, required: Literal[True],
+                default: int | None = None, maximum: int | None = None) -> int: ...
+
+    @overload
+    def integer(self, table: Mapping[str, Any], key: str, where: str, minimum: int, required: bool = False, *,
+                default: int, maximum: int | None = None) -> int: ...
+
+    @overload
+    def integer(self, table: Mapping[str, Any], key: str, where: str, minimum: int, required: bool = False,
+                default: None = None, maximum: int | None = None) -> int | None: ...
 
     def integer(self, table: Mapping[str, Any], key: str, where: str, minimum: int, required: bool = False,
                 default: int | None = None, maximum: int | None = None) -> int | None:
@@ -166,7 +201,7 @@ class StudyReader:
         if ("model" in data) == ("models" in data):
             raise self.fail("[model]", "give exactly one of [model] (one model) or [[models]] (several).")
         if "model" in data:
-            settings = (self.setting(data["model"], "[model]"),)
+            settings: tuple[SettingSpec, ...] = (self.setting(data["model"], "[model]"),)
         else:
             entries = data["models"]
             if not isinstance(entries, list) or not entries:
@@ -256,7 +291,7 @@ class StudyReader:
         else:
             if "params" in table:
                 raise self.fail(at("params"), "applies to built-in models (name = ...), not to a model file.")
-            file = self.string(table, "file", at("file"))
+            file = self.string(table, "file", at("file"), required=True)  # there: checked above
             path = Path(file)
             if not path.is_absolute():
                 path = self.base / path

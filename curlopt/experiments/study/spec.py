@@ -58,11 +58,15 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ...errors import CurloptError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...models.cmdp import CMDP
 
 __all__ = ["SettingSpec", "StudyAlgorithm", "Study", "StudyError",
            "DEFAULT_CHECKPOINTS", "DEFAULT_MAX_RUNS", "MAX_SEEDS", "NAME_PATTERN"]
@@ -113,7 +117,7 @@ class SettingSpec:
     file: str = ""
     file_sha256: str = ""
 
-    def build(self):
+    def build(self) -> CMDP:
         if self.file:
             from ...models.files import load_model
 
@@ -209,7 +213,7 @@ class Study:
         """The study after defaults, as JSON values (``study.json``)."""
         models = []
         for setting in self.settings:
-            entry = {"setting": setting.name}
+            entry: dict[str, Any] = {"setting": setting.name}
             if setting.file:
                 entry.update(file=setting.file, file_sha256=setting.file_sha256)
             else:

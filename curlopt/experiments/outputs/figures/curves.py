@@ -11,7 +11,8 @@ quantities in two columns, an odd last one spanning both (no empty panel).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ....errors import CurloptError
 from .panel import Metric, draw_panel, figure_legend, limits, metrics, panel_legend, prepare, side_metrics, union
@@ -20,6 +21,10 @@ from .titles import fit_axes_titles, fit_suptitle
 from .view import SettingView, setting_view
 
 if TYPE_CHECKING:  # pragma: no cover
+    import matplotlib.figure
+    import numpy as np
+    from matplotlib.typing import HashableList
+
     from ..runs import ConfigurationRuns
 
 __all__ = ["curve_figure"]
@@ -32,7 +37,8 @@ def _caption(view: SettingView) -> str:
     return f"{view.head} — lines: mean over {seeds}; bands: mean ± one sample standard deviation"
 
 
-def _grid_figure(Figure, rows: int, cols: int, width_per_col: float, height_per_row: float):
+def _grid_figure(Figure: type[matplotlib.figure.Figure], rows: int, cols: int, width_per_col: float,
+                 height_per_row: float) -> tuple[matplotlib.figure.Figure, np.ndarray]:
     fig = Figure(figsize=(max(7.5, width_per_col * cols), height_per_row * rows + 1.0), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False)
     return fig, axes
@@ -47,7 +53,7 @@ def _row_scales(view: SettingView, quantities: Sequence[Metric]) -> list[tuple[b
     return shared
 
 
-def _panel_grid(axes, view: SettingView, quantities: Sequence[Metric]) -> None:
+def _panel_grid(axes: np.ndarray, view: SettingView, quantities: Sequence[Metric]) -> None:
     """Rows = quantities, columns = panels of configurations; one legend under each column."""
     single = len(view.panels) == 1
     shared = _row_scales(view, quantities)
@@ -67,21 +73,22 @@ def _panel_grid(axes, view: SettingView, quantities: Sequence[Metric]) -> None:
         panel_legend(axes[-1][col], [axes[r][col] for r in range(len(quantities))], below=True)
 
 
-def _single_column(fig, axes, view: SettingView, quantities: Sequence[Metric]) -> None:
+def _single_column(fig: matplotlib.figure.Figure, axes: np.ndarray, view: SettingView, quantities: Sequence[Metric]) -> None:
     curves = view.panels[0][1]
     for row, metric in enumerate(quantities):
         draw_panel(axes[row][0], curves, metric, legend=False)
     figure_legend(fig, [axes[r][0] for r in range(len(quantities))])
 
 
-def _overview_single(Figure, view: SettingView, quantities: Sequence[Metric]):
+def _overview_single(Figure: type[matplotlib.figure.Figure], view: SettingView,
+                     quantities: Sequence[Metric]) -> matplotlib.figure.Figure:
     """All quantities of one panel of configurations: two columns, an odd last panel spanning both (no empty panel)."""
     n = len(quantities)
     cols = 1 if n == 1 else 2
     rows = math.ceil(n / cols)
-    layout = []
+    layout: list[HashableList[str]] = []
     for r in range(rows):
-        row = [quantities[min(r * cols + k, n - 1)].key for k in range(cols)]
+        row: HashableList[str] = [quantities[min(r * cols + k, n - 1)].key for k in range(cols)]
         if r * cols + cols > n:  # odd count: the last quantity spans the row
             row = [quantities[n - 1].key] * cols
         layout.append(row)
@@ -109,7 +116,8 @@ def _quantities(view: SettingView, kind: str) -> list[Metric] | None:
     raise CurloptError(f"unknown curve figure {kind!r}: objective, regret, constraints, costs or overview.")
 
 
-def curve_figure(view_or_groups: SettingView | Sequence["ConfigurationRuns"], kind: str):
+def curve_figure(view_or_groups: SettingView | Sequence[ConfigurationRuns],
+                 kind: str) -> matplotlib.figure.Figure | None:
     """A curve figure of one setting without saving it.
 
     ``kind`` is ``objective``, ``regret``, ``constraints`` (or ``costs``) or

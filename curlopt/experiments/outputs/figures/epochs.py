@@ -13,7 +13,8 @@ fit its panel and the figure (:mod:`.titles`).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +24,9 @@ from .titles import fit_axes_titles, fit_suptitle
 from .view import Curves, SettingView, setting_view
 
 if TYPE_CHECKING:  # pragma: no cover
+    import matplotlib.figure
+    from matplotlib.axes import Axes
+
     from ..runs import ConfigurationRuns
 
 __all__ = ["epochs_figure", "source_shares", "SOURCES"]
@@ -37,12 +41,12 @@ _SOURCE_COLOURS = {"tight": "#4c9a2a", "fallback": "#f0a030", "least-violation":
                    "update-rule": "#5b8db8"}
 
 
-def _source_order(groups: Sequence["ConfigurationRuns"]) -> list[str]:
+def _source_order(groups: Sequence[ConfigurationRuns]) -> list[str]:
     seen = {e.source for g in groups for trace in g.traces for e in trace.epochs}
     return [s for s in SOURCES if s in seen] + sorted(seen - set(SOURCES))
 
 
-def source_shares(group: "ConfigurationRuns", sources: Sequence[str]) -> np.ndarray:
+def source_shares(group: ConfigurationRuns, sources: Sequence[str]) -> np.ndarray:
     """Share of each source among a run's epochs, averaged over the seeds (runs without epochs left out)."""
     shares = []
     for trace in group.traces:
@@ -54,7 +58,7 @@ def source_shares(group: "ConfigurationRuns", sources: Sequence[str]) -> np.ndar
 
 
 # -- solve time per epoch --------------------------------------------------------------------------------------------
-def _epoch_times(group: "ConfigurationRuns") -> tuple[np.ndarray, np.ndarray, list[str]]:
+def _epoch_times(group: ConfigurationRuns) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Start (at least 1), solve time and solver status of every epoch of every seed."""
     starts, times, statuses = [], [], []
     for trace in group.traces:
@@ -65,13 +69,13 @@ def _epoch_times(group: "ConfigurationRuns") -> tuple[np.ndarray, np.ndarray, li
     return np.asarray(starts, dtype=float), np.asarray(times, dtype=float), statuses
 
 
-def _binned_median(group: "ConfigurationRuns", starts: np.ndarray, times: np.ndarray,
+def _binned_median(group: ConfigurationRuns, starts: np.ndarray, times: np.ndarray,
                    positive: np.ndarray) -> tuple[list[float], list[float]]:
     """The median solve time in 24 log-spaced bins of the epoch start (bins without epochs left out)."""
     t_end = max(float(trace.checkpoints["t"][-1]) for trace in group.traces)
     edges = np.geomspace(1.0, max(t_end, 2.0) * 1.0001, 25)
     centre, median = [], []
-    for lo, hi in zip(edges[:-1], edges[1:]):
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
         inside = positive & (starts >= lo) & (starts < hi)
         if np.any(inside):
             centre.append(math.sqrt(lo * hi))
@@ -79,7 +83,7 @@ def _binned_median(group: "ConfigurationRuns", starts: np.ndarray, times: np.nda
     return centre, median
 
 
-def _draw_times(ax, c: Curves, group: "ConfigurationRuns", label: str) -> tuple[int, int]:
+def _draw_times(ax: Axes, c: Curves, group: ConfigurationRuns, label: str) -> tuple[int, int]:
     """One configuration's dots, median line and crosses; ``(epochs without a solve, epochs not optimal)``."""
     starts, times, statuses = _epoch_times(group)
     positive = times > 0
@@ -97,7 +101,7 @@ def _draw_times(ax, c: Curves, group: "ConfigurationRuns", label: str) -> tuple[
     return unsolved, int(np.sum(flagged))
 
 
-def _time_panel(ax, title: str, curves: Sequence[Curves], groups: Sequence["ConfigurationRuns"], rows: int) -> None:
+def _time_panel(ax: Axes, title: str, curves: Sequence[Curves], groups: Sequence[ConfigurationRuns], rows: int) -> None:
     """The solve times of one panel of configurations, with its axes, notes and legend."""
     unsolved = bad = 0
     use_short = len({x.algorithm for x in curves}) == 1 and rows > 1 and all(x.short for x in curves)
@@ -106,7 +110,7 @@ def _time_panel(ax, title: str, curves: Sequence[Curves], groups: Sequence["Conf
         unsolved += missing
         bad += flagged
     ax.set_xscale("log")
-    if any(line.get_xydata().size for line in ax.get_lines()) or ax.collections:
+    if any(np.asarray(line.get_xydata()).size for line in ax.get_lines()) or ax.collections:
         ax.set_yscale("log")
         plain_log_labels(ax.yaxis)
     ax.set_xlabel("epoch start t_e (steps)")
@@ -125,7 +129,7 @@ def _time_panel(ax, title: str, curves: Sequence[Curves], groups: Sequence["Conf
         ax.legend(handles, labels, fontsize=7, loc="best", framealpha=0.85)
 
 
-def _share_time_scale(time_axes: Sequence) -> None:
+def _share_time_scale(time_axes: Sequence[Axes]) -> None:
     """One time scale for every log panel, so the configurations compare across panels."""
     limits = [ax.get_ylim() for ax in time_axes if ax.get_yscale() == "log"]
     if len(limits) > 1:
@@ -135,7 +139,7 @@ def _share_time_scale(time_axes: Sequence) -> None:
 
 
 # -- policy sources --------------------------------------------------------------------------------------------------
-def _source_bars(fig, bars, view: SettingView) -> None:
+def _source_bars(fig: matplotlib.figure.Figure, bars: Axes, view: SettingView) -> None:
     """One stacked bar of policy sources per configuration, the epochs per run beside it, the legend under all."""
     groups = view.groups
     sources = _source_order(groups)
@@ -147,7 +151,7 @@ def _source_bars(fig, bars, view: SettingView) -> None:
         bars.barh(y, shares[:, k], left=left, color=_SOURCE_COLOURS.get(source, "0.6"), edgecolor="white", lw=0.5,
                   label=_SOURCE_TEXT.get(source, source), height=0.7)
         left += shares[:, k]
-    for position, c in zip(y, ordered):
+    for position, c in zip(y, ordered, strict=True):
         epochs = [len(trace.epochs) for trace in groups[c.position].traces]
         bars.text(1.01, position, count_text(float(np.mean(epochs))), va="center", ha="left", fontsize=7,
                   gid="epochs-per-run")
@@ -162,7 +166,7 @@ def _source_bars(fig, bars, view: SettingView) -> None:
                loc="outside lower right", ncols=min(len(labels), 3), fontsize=7.5, frameon=False)
 
 
-def epochs_figure(view_or_groups: SettingView | Sequence["ConfigurationRuns"]):
+def epochs_figure(view_or_groups: SettingView | Sequence[ConfigurationRuns]) -> matplotlib.figure.Figure | None:
     """Solve time per epoch and the epochs' sources of one setting (None without epoch records), not saved."""
     Figure, Canvas = load_matplotlib()
     view = view_or_groups if isinstance(view_or_groups, SettingView) else setting_view(view_or_groups)

@@ -17,19 +17,24 @@ are labelled by :mod:`.labels`; the title is wrapped to the figure's width.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ....errors import CurloptError
 from ..summary import BOOTSTRAP_RESAMPLES, bootstrap_interval
 from .labels import draw_labels, place_labels
-from .style import MARKERS, PALETTE, clean, load_matplotlib, note, plain_log_labels, seed_text
+from .style import MARKERS, PALETTE, agg_renderer, clean, load_matplotlib, note, plain_log_labels, seed_text
 from .titles import fit_suptitle
 from .view import algorithm_label, short_label
 
 if TYPE_CHECKING:  # pragma: no cover
+    import matplotlib.figure
+    from matplotlib.axes import Axes
+    from matplotlib.legend import Legend
+
     from ..runs import ConfigurationRuns
 
 __all__ = ["FrontierPoint", "frontier_points", "frontier_figure", "SEED_RANGE_MAX", "interval_kind"]
@@ -74,7 +79,7 @@ class FrontierPoint:
         return interval_kind(self.seeds)
 
 
-def frontier_points(groups: Sequence["ConfigurationRuns"]) -> list[FrontierPoint]:
+def frontier_points(groups: Sequence[ConfigurationRuns]) -> list[FrontierPoint]:
     """The frontier's points, with the statistics of the summary table (same functions, same intervals)."""
     points = []
     for group in groups:
@@ -90,7 +95,7 @@ def frontier_points(groups: Sequence["ConfigurationRuns"]) -> list[FrontierPoint
     return points
 
 
-def _draw_points(ax, points: Sequence[FrontierPoint], style: dict[str, tuple[str, str]]) -> None:
+def _draw_points(ax: Axes, points: Sequence[FrontierPoint], style: dict[str, tuple[str, str]]) -> None:
     """Every point with its bars (none with one seed); gids ``point:``, ``xbar:``, ``ybar:`` and the label."""
     for point in points:
         color, marker = style[point.algorithm]
@@ -105,7 +110,8 @@ def _draw_points(ax, points: Sequence[FrontierPoint], style: dict[str, tuple[str
                                 ms=_MARKER_SIZE, color=color, mec=color, mfc=color if point.all_zero else "white",
                                 mew=_MARKER_EDGE, ecolor=color, elinewidth=0.9, capsize=2.5, alpha=0.95, zorder=3)
         container.lines[0].set_gid(f"point:{point.label}")
-        for axis, bars in zip("xy", container.lines[2]):
+        # both bars or none (one seed): shorter than "xy" when there are none
+        for axis, bars in zip("xy", container.lines[2], strict=False):
             bars.set_gid(f"{axis}bar:{point.label}")
             if point.bars == "range":
                 bars.set_linestyle(_RANGE_BARS)
@@ -117,7 +123,7 @@ def _violation_top(points: Sequence[FrontierPoint]) -> float:
                 for p in points] + [0.0])
 
 
-def _axes(ax, points: Sequence[FrontierPoint], groups: Sequence["ConfigurationRuns"]) -> None:
+def _axes(ax: Axes, points: Sequence[FrontierPoint], groups: Sequence[ConfigurationRuns]) -> None:
     """The line C = 0, the axis scales and labels, a y range that shows 0, and a note when no C(T) is > 0."""
     ax.axhline(0.0, color="0.35", lw=0.8, ls="-", zorder=1)
     lows = [p.regret_interval[0] for p in points if not math.isnan(p.regret_interval[0])]
@@ -181,13 +187,13 @@ def _title(points: Sequence[FrontierPoint], setting: Any) -> str:
             f"\neach point: one configuration, mean over {seed_text([p.seeds for p in points])}")
 
 
-def _fit_height(fig, ax, legend) -> bool:
+def _fit_height(fig: matplotlib.figure.Figure, ax: Axes, legend: Legend) -> bool:
     """Make the figure taller when the legend (hung from the top of the axes) is taller than the axes.
 
     Returns whether the layout it made is still current (False when the figure grew).
     """
     fig.draw_without_rendering()
-    renderer = fig.canvas.get_renderer()
+    renderer = agg_renderer(fig)
     missing = legend.get_window_extent(renderer).height - ax.get_window_extent(renderer).height
     if missing > 0:
         width, height = fig.get_size_inches()
@@ -195,7 +201,7 @@ def _fit_height(fig, ax, legend) -> bool:
     return missing <= 0
 
 
-def frontier_figure(groups: Sequence["ConfigurationRuns"]):
+def frontier_figure(groups: Sequence[ConfigurationRuns]) -> matplotlib.figure.Figure:
     """The regret–violation frontier of one setting (see the module docstring), not saved.
 
     Points are labelled with their varied options next to them when the labels

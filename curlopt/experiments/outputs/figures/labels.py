@@ -16,12 +16,20 @@ legend of numbers takes room from the axes). :func:`draw_labels` draws them.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .style import agg_renderer
+
 if TYPE_CHECKING:  # pragma: no cover
+    import matplotlib.figure
+    from matplotlib.axes import Axes
+    from matplotlib.backend_bases import RendererBase
+    from matplotlib.transforms import Bbox
+
     from .frontier import FrontierPoint
 
 __all__ = ["Placement", "place_labels", "draw_labels", "LABEL_PAD"]
@@ -36,14 +44,14 @@ _ROUNDING = 1e-6
 _RING = (14.0, 20.0, 28.0, 40.0, 54.0, 70.0, 90.0, 115.0, 140.0)
 
 
-def _text_size(ax, renderer, text: str, fontsize: float, weight: str = "normal") -> tuple[float, float]:
+def _text_size(ax: Axes, renderer: RendererBase, text: str, fontsize: float, weight: str = "normal") -> tuple[float, float]:
     probe = ax.text(0, 0, text, fontsize=fontsize, fontweight=weight)
     box = probe.get_window_extent(renderer)
     probe.remove()
     return box.width, box.height
 
 
-def _area(a, b) -> float:
+def _area(a: Box, b: Box) -> float:
     width = min(a[2], b[2]) - max(a[0], b[0])
     height = min(a[3], b[3]) - max(a[1], b[1])
     return max(width, 0.0) * max(height, 0.0)
@@ -53,8 +61,9 @@ def _grow(box: Box, pad: float) -> Box:
     return box[0] - pad, box[1] - pad, box[2] + pad, box[3] + pad
 
 
-def _place(sizes: Sequence[tuple[float, float]], centres: np.ndarray, axes_box, candidates,
-           obstacles: Sequence[Box] = (), bars: Sequence[Box] = ()) -> tuple[list, float]:
+def _place(sizes: Sequence[tuple[float, float]], centres: np.ndarray, axes_box: Bbox,
+           candidates: Callable[[float, float], Iterator[tuple[float, float]]], obstacles: Sequence[Box] = (),
+           bars: Sequence[Box] = ()) -> tuple[list[tuple[float, float]], float]:
     """Greedy placement: for each label the candidate centre (offset in pixels) with the least overlap.
 
     A label's box grown by :data:`LABEL_PAD` must not meet the labels already
@@ -66,7 +75,7 @@ def _place(sizes: Sequence[tuple[float, float]], centres: np.ndarray, axes_box, 
     placed: list[Box] = []
     chosen = []
     total = 0.0
-    for (width, height), (x, y) in zip(sizes, centres):
+    for (width, height), (x, y) in zip(sizes, centres, strict=True):
         best = None
         for dx, dy in candidates(width, height):
             box = (x + dx - width / 2, y + dy - height / 2, x + dx + width / 2, y + dy + height / 2)
@@ -103,10 +112,10 @@ def _ring(width: float, height: float) -> Iterator[tuple[float, float]]:
             yield distance * math.cos(math.radians(angle)), distance * math.sin(math.radians(angle))
 
 
-def _bar_boxes(ax, points: Sequence["FrontierPoint"], centres: np.ndarray) -> list[Box]:
+def _bar_boxes(ax: Axes, points: Sequence[FrontierPoint], centres: np.ndarray) -> list[Box]:
     """The error bars of the points as thin rectangles in pixels (3 pixels wide)."""
     bars = []
-    for point, (x, y) in zip(points, centres):
+    for point, (x, y) in zip(points, centres, strict=True):
         if math.isnan(point.regret_interval[0]):
             continue
         (x_low, y_low), (x_high, y_high) = ax.transData.transform(
@@ -117,7 +126,7 @@ def _bar_boxes(ax, points: Sequence["FrontierPoint"], centres: np.ndarray) -> li
     return bars
 
 
-def _obstacles(ax, renderer, dpi: float) -> list[Box]:
+def _obstacles(ax: Axes, renderer: RendererBase, dpi: float) -> list[Box]:
     """The drawn markers of the points (``point:`` lines, with their edge) and the notes, in pixels."""
     boxes = []
     for line in ax.lines:
@@ -127,8 +136,8 @@ def _obstacles(ax, renderer, dpi: float) -> list[Box]:
             boxes.append(_grow((box.x0, box.y0, box.x1, box.y1), edge))
     for text in ax.texts:
         if text.get_gid() == "note":
-            box = text.get_bbox_patch().get_window_extent(renderer) if text.get_bbox_patch() else \
-                text.get_window_extent(renderer)
+            patch = text.get_bbox_patch()
+            box = patch.get_window_extent(renderer) if patch is not None else text.get_window_extent(renderer)
             boxes.append((box.x0, box.y0, box.x1, box.y1))
     return boxes
 
@@ -148,7 +157,7 @@ class Placement:
         return self.overlap <= _ROUNDING * max(len(self.texts), 1)
 
 
-def place_labels(fig, ax, points: Sequence["FrontierPoint"], numbered: bool, laid_out: bool = False) -> Placement:
+def place_labels(fig: matplotlib.figure.Figure, ax: Axes, points: Sequence[FrontierPoint], numbered: bool, laid_out: bool = False) -> Placement:
     """Place the numbers or the option texts of the points on the figure as laid out now.
 
     Call it once the legend and the figure's size are final: the placement is
@@ -159,7 +168,7 @@ def place_labels(fig, ax, points: Sequence["FrontierPoint"], numbered: bool, lai
         fig.draw_without_rendering()  # the data-to-pixel transform is final from here on
     ax.set_xlim(ax.get_xlim())
     ax.set_ylim(ax.get_ylim())
-    renderer = fig.canvas.get_renderer()
+    renderer = agg_renderer(fig)
     centres = ax.transData.transform([(p.regret, p.violation) for p in points])
     axes_box = ax.get_window_extent(renderer)
     bars = _bar_boxes(ax, points, centres)
@@ -175,11 +184,12 @@ def place_labels(fig, ax, points: Sequence["FrontierPoint"], numbered: bool, lai
     return Placement(texts, offsets, overlap, numbered)
 
 
-def draw_labels(fig, ax, points: Sequence["FrontierPoint"], style: dict, placement: Placement) -> None:
+def draw_labels(fig: matplotlib.figure.Figure, ax: Axes, points: Sequence[FrontierPoint],
+                style: dict[str, tuple[str, str]], placement: Placement) -> None:
     """Draw the labels where :func:`place_labels` put them (gid ``label:<configuration>``; out of the layout)."""
     to_points = 72.0 / fig.dpi
     numbered = placement.numbered
-    for point, text, (dx, dy) in zip(points, placement.texts, placement.offsets):
+    for point, text, (dx, dy) in zip(points, placement.texts, placement.offsets, strict=True):
         color = style[point.algorithm][0]
         far = math.hypot(dx, dy) > _RING[1]
         annotation = ax.annotate(text, (point.regret, point.violation), xytext=(dx * to_points, dy * to_points),

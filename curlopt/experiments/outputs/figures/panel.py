@@ -14,14 +14,19 @@ figures.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..summary import significant
 from .style import OPTIMUM_STYLE, SLOPE_STYLE, ZERO_STYLE, note, plain_log_labels, shorten, t_text
 from .view import Curves, SettingView
+
+if TYPE_CHECKING:  # pragma: no cover
+    import matplotlib.figure
+    from matplotlib.axes import Axes
 
 __all__ = ["draw_panel", "Metric", "metrics", "side_metrics", "prepare", "limits", "union", "settle_time",
            "panel_legend", "figure_legend", "COINCIDE_TOLERANCE", "NEAR_TOLERANCE"]
@@ -101,17 +106,27 @@ def side_metrics(view: SettingView) -> list[Metric]:
         for m in range(view.n_constraints):
             name = view.constraint_names[m] if m < len(view.constraint_names) else ""
             title = f"constraint g_{m + 1}" + (f": {name}" if name else "")
-            result.append(Metric(f"g{m + 1}", lambda c, m=m: c.constraints[:, :, m], f"g_{m + 1}(ζ^(t))",
+            result.append(Metric(f"g{m + 1}", _constraint_values(m), f"g_{m + 1}(ζ^(t))",
                                  shorten(title), reference="zero"))
     elif view.curves:
         for i in range(view.curves[0].costs.shape[2]):
             name = view.cost_names[i] if i < len(view.cost_names) else ""
             title = f"average cost ζ_{i + 1}" + (f": {name}" if name else "") + " (no constraint)"
-            result.append(Metric(f"cost{i + 1}", lambda c, i=i: c.costs[:, :, i], f"ζ_{i + 1}(t)", shorten(title)))
+            result.append(Metric(f"cost{i + 1}", _cost_values(i), f"ζ_{i + 1}(t)", shorten(title)))
     return result
 
 
 # -- notes -----------------------------------------------------------------------------------------------------------
+def _constraint_values(m: int) -> Callable[[Curves], np.ndarray]:
+    """The values of constraint ``m`` of some curves, per seed and time."""
+    return lambda c: c.constraints[:, :, m]
+
+
+def _cost_values(i: int) -> Callable[[Curves], np.ndarray]:
+    """The values of average cost ``i`` of some curves, per seed and time."""
+    return lambda c: c.costs[:, :, i]
+
+
 def _legend_text(c: Curves, use_short: bool) -> str:
     text = (c.short or c.label) if use_short else c.label
     if c.infeasible:
@@ -248,7 +263,7 @@ def prepare(curves: Sequence[Curves], metric: Metric) -> tuple[bool, list[_Drawn
     means = [_mean_std(metric.values(c)) for c in curves]
     log = metric.log and any(np.any(mean[np.isfinite(mean)] > 0) for mean, _ in means)
     drawn = [_Drawn(c, np.asarray(c.t), mean, std, np.where(mean > 0, mean, np.nan) if log else mean)
-             for c, (mean, std) in zip(curves, means)]
+             for c, (mean, std) in zip(curves, means, strict=True)]
     extra: list[float] = []
     optimum = next((c.optimum for c in curves if c.optimum is not None), None)
     if metric.reference == "optimum" and optimum is not None:
@@ -267,7 +282,7 @@ def union(ranges: Sequence[tuple[float, float] | None]) -> tuple[float, float] |
 
 
 # -- drawing ---------------------------------------------------------------------------------------------------------
-def _slope_lines(ax, t_low: float, t_high: float, y_low: float, y_high: float) -> None:
+def _slope_lines(ax: Axes, t_low: float, t_high: float, y_low: float, y_high: float) -> None:
     """Reference lines c/√t, c = 10^k, that cross the shown range (fixed: they do not depend on the data)."""
     # c/√t is in [y_low, y_high] for some t in [t_low, t_high] iff c in [y_low·√t_low, y_high·√t_high]
     k_low = math.floor(math.log10(y_low * math.sqrt(t_low)))
@@ -281,7 +296,7 @@ def _slope_lines(ax, t_low: float, t_high: float, y_low: float, y_high: float) -
         first = False
 
 
-def _draw_curves(ax, drawn: list[_Drawn], use_short: bool) -> None:
+def _draw_curves(ax: Axes, drawn: list[_Drawn], use_short: bool) -> None:
     """The mean of every configuration as a line with markers, mean ± std as a band."""
     count = len(drawn)
     for index, d in enumerate(drawn):
@@ -294,7 +309,7 @@ def _draw_curves(ax, drawn: list[_Drawn], use_short: bool) -> None:
                             gid=f"band:{c.label}", zorder=2)
 
 
-def _reference_line(ax, curves: Sequence[Curves], metric: Metric) -> None:
+def _reference_line(ax: Axes, curves: Sequence[Curves], metric: Metric) -> None:
     optimum = next((c.optimum for c in curves if c.optimum is not None), None)
     if metric.reference == "optimum" and optimum is not None:
         ax.axhline(optimum, label="optimum f(λ*)", gid="optimum", zorder=2.5, **OPTIMUM_STYLE)
@@ -302,7 +317,7 @@ def _reference_line(ax, curves: Sequence[Curves], metric: Metric) -> None:
         ax.axhline(0.0, label="g = 0 (satisfied below)", gid="zero", zorder=2.5, **ZERO_STYLE)
 
 
-def _set_range(ax, drawn: list[_Drawn], metric: Metric, log: bool, y_range: tuple[float, float] | None) -> None:
+def _set_range(ax: Axes, drawn: list[_Drawn], metric: Metric, log: bool, y_range: tuple[float, float] | None) -> None:
     """Axis scales and y range; on the regret's log axis, the slope lines across the shown range."""
     ax.set_xscale("log")
     if log:
@@ -319,7 +334,7 @@ def _set_range(ax, drawn: list[_Drawn], metric: Metric, log: bool, y_range: tupl
             ax.set_ylim(low, high)
 
 
-def draw_panel(ax, curves: Sequence[Curves], metric: Metric, use_short: bool = False, legend: bool = True,
+def draw_panel(ax: Axes, curves: Sequence[Curves], metric: Metric, use_short: bool = False, legend: bool = True,
                ylim: tuple[float, float] | None = None, log: bool | None = None) -> list[str]:
     """Draw one quantity for some configurations; return the notes written in the panel.
 
@@ -350,7 +365,7 @@ def draw_panel(ax, curves: Sequence[Curves], metric: Metric, use_short: bool = F
 
 
 # -- legends ---------------------------------------------------------------------------------------------------------
-def _is_infeasible_handle(handle) -> bool:
+def _is_infeasible_handle(handle: Any) -> bool:  # any legend handle: a line or a collection
     try:
         return handle.get_marker() not in (None, "None", "") and handle.get_markerfacecolor() in ("white", "w") \
             and str(handle.get_gid() or "").startswith("curve:")
@@ -358,11 +373,11 @@ def _is_infeasible_handle(handle) -> bool:
         return False
 
 
-def _collect_handles(axes: Sequence[Any]) -> tuple[list, list[str]]:
+def _collect_handles(axes: Sequence[Axes]) -> tuple[list[Any], list[str]]:
     seen: dict[str, Any] = {}
     order: list[str] = []
     for ax in axes:
-        for handle, label in zip(*ax.get_legend_handles_labels()):
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             if label not in seen:
                 seen[label] = handle
                 order.append(label)
@@ -373,7 +388,7 @@ def _collect_handles(axes: Sequence[Any]) -> tuple[list, list[str]]:
     return [seen[label] for label in labels], labels
 
 
-def _legend_entries(axes: Sequence[Any]) -> tuple[list, list[str]]:
+def _legend_entries(axes: Sequence[Axes]) -> tuple[list[Any], list[str]]:
     """The entries of some panels, curves first, with a key to hollow markers when one is hollow."""
     handles, labels = _collect_handles(axes)
     if any(_is_infeasible_handle(h) for h in handles):
@@ -384,7 +399,7 @@ def _legend_entries(axes: Sequence[Any]) -> tuple[list, list[str]]:
     return handles, labels
 
 
-def panel_legend(ax, axes: Sequence[Any], below: bool = False) -> None:
+def panel_legend(ax: Axes, axes: Sequence[Axes], below: bool = False) -> None:
     """The legend of some panels in ``ax`` (in the panel, or under it with ``below``)."""
     handles, labels = _legend_entries(axes)
     if below:
@@ -394,7 +409,7 @@ def panel_legend(ax, axes: Sequence[Any], below: bool = False) -> None:
         ax.legend(handles, labels, fontsize=7, loc="best", framealpha=0.85)
 
 
-def figure_legend(fig, axes: Sequence[Any]) -> None:
+def figure_legend(fig: matplotlib.figure.Figure, axes: Sequence[Axes]) -> None:
     """The legend of some panels under the whole figure."""
     handles, labels = _legend_entries(axes)
     fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 3), fontsize=8, frameon=False)

@@ -86,16 +86,25 @@ the frontier and its labels, the epochs); this module ties them together.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .curves import curve_figure
 from .epochs import SOURCES, epochs_figure, source_shares
 from .frontier import FrontierPoint, frontier_figure, frontier_points
 from .panel import COINCIDE_TOLERANCE, NEAR_TOLERANCE, draw_panel, settle_time
 from .style import load_matplotlib, save_png
-from .view import (MAX_LINES, SINGLE_PANEL_MAX, Curves, SettingView, algorithm_label, curves_from_traces, setting_view,
-    short_label)
+from .view import (
+    MAX_LINES,
+    SINGLE_PANEL_MAX,
+    Curves,
+    SettingView,
+    algorithm_label,
+    curves_from_traces,
+    setting_view,
+    short_label,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..runs import ConfigurationRuns
@@ -106,7 +115,7 @@ __all__ = ["Curves", "curves_from_traces", "plot_study", "setting_figures", "set
            "MAX_LINES", "SINGLE_PANEL_MAX", "SOURCES"]
 
 
-def setting_figures(groups: Sequence["ConfigurationRuns"], frontier: bool = True,
+def setting_figures(groups: Sequence[ConfigurationRuns], frontier: bool = True,
                     epochs: bool = True) -> Iterator[tuple[str, Any]]:
     """``(file name, Figure)`` for every figure of one setting, built one at a time (see the module docstring)."""
     view = setting_view(groups)
@@ -124,7 +133,7 @@ def setting_figures(groups: Sequence["ConfigurationRuns"], frontier: bool = True
             yield f"{view.name}-epochs.png", figure
 
 
-def _by_setting(groups: Sequence["ConfigurationRuns"]) -> list[list["ConfigurationRuns"]]:
+def _by_setting(groups: Sequence[ConfigurationRuns]) -> list[list[ConfigurationRuns]]:
     ordered: dict[str, list] = {}
     for group in groups:
         if group is None or not group.traces:
@@ -133,7 +142,7 @@ def _by_setting(groups: Sequence["ConfigurationRuns"]) -> list[list["Configurati
     return list(ordered.values())
 
 
-def plot_study(groups: Sequence["ConfigurationRuns"], out_dir: str | Path,
+def plot_study(groups: Sequence[ConfigurationRuns], out_dir: str | Path,
                metadata: dict[str, str] | None = None) -> list[Path]:
     """Write every figure of a study under ``out_dir``; return the paths (see the module docstring).
 

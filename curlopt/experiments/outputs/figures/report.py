@@ -23,20 +23,25 @@ import math
 import struct
 import tempfile
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ....errors import CurloptError
+from ..summary import percent
 from .style import DPI, SUMMARY_HASH_KEY, ZERO_STYLE, dedupe_legend, load_matplotlib, note, plural
 from .titles import fit_axes_titles, fit_suptitle
 from .view import setting_view
-from ..summary import percent
 
 if TYPE_CHECKING:  # pragma: no cover
+    import matplotlib.figure
+    from matplotlib.axes import Axes
+
     from ..runs import ConfigurationRuns
+    from .view import Curves
 
 __all__ = ["ReportFigure", "png_text", "png_bytes", "study_figures", "exact_constraint_figure",
            "exact_constraint_png", "SUMMARY_HASH_KEY", "PNG_SIGNATURE"]
@@ -89,7 +94,7 @@ def png_text(data: bytes) -> dict[str, str]:
     return texts
 
 
-def png_bytes(figure) -> bytes:
+def png_bytes(figure: matplotlib.figure.Figure) -> bytes:
     """A figure rendered to PNG in memory (the resolution of the study's figures)."""
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=DPI)
@@ -113,7 +118,7 @@ def _caption(data: bytes, summary_hash: str | None) -> str:
     return "drawn from another summary.csv than the one in this folder: it may be out of date"
 
 
-def study_figures(folder: Path, groups: Sequence["ConfigurationRuns"]) -> tuple[list[ReportFigure], list[str]]:
+def study_figures(folder: Path, groups: Sequence[ConfigurationRuns]) -> tuple[list[ReportFigure], list[str]]:
     """The figures of a study output folder and notes on what was done to get them (see the module docstring)."""
     folder = Path(folder)
     summary_hash = _file_sha256(folder / "summary.csv")
@@ -141,7 +146,7 @@ def study_figures(folder: Path, groups: Sequence["ConfigurationRuns"]) -> tuple[
 
 
 # -- exact constraint values per epoch -------------------------------------------------------------------------------
-def _epoch_maxima(group: "ConfigurationRuns") -> tuple[np.ndarray, np.ndarray, int]:
+def _epoch_maxima(group: ConfigurationRuns) -> tuple[np.ndarray, np.ndarray, int]:
     """Start (at least 1) and max_m exact g_m of every epoch of every seed; the count of epochs without one."""
     starts, values, missing = [], [], 0
     for trace in group.traces:
@@ -160,7 +165,7 @@ def _binned_median(starts: np.ndarray, values: np.ndarray) -> tuple[list[float],
     """The median in 20 log-spaced bins of the epoch start (bins without epochs left out)."""
     edges = np.geomspace(1.0, max(float(np.max(starts)), 2.0) * 1.0001, 21)
     centre, median = [], []
-    for lo, hi in zip(edges[:-1], edges[1:]):
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
         inside = (starts >= lo) & (starts < hi)
         if np.any(inside):
             centre.append(math.sqrt(lo * hi))
@@ -168,7 +173,7 @@ def _binned_median(starts: np.ndarray, values: np.ndarray) -> tuple[list[float],
     return centre, median
 
 
-def _exact_panel(ax, title: str, curves, groups: Sequence["ConfigurationRuns"]) -> bool:
+def _exact_panel(ax: Axes, title: str, curves: Sequence[Curves], groups: Sequence[ConfigurationRuns]) -> bool:
     """One panel of configurations; False when none of them has an exact value."""
     missing, drawn = 0, False
     for c in curves:
@@ -197,7 +202,7 @@ def _exact_panel(ax, title: str, curves, groups: Sequence["ConfigurationRuns"]) 
     return drawn
 
 
-def exact_constraint_figure(groups: Sequence["ConfigurationRuns"]):
+def exact_constraint_figure(groups: Sequence[ConfigurationRuns]) -> matplotlib.figure.Figure | None:
     """The exact constraint values per epoch of one setting, not saved (None without constraints or values)."""
     Figure, Canvas = load_matplotlib()
     view = setting_view(groups)
@@ -216,7 +221,7 @@ def exact_constraint_figure(groups: Sequence["ConfigurationRuns"]):
     return fig
 
 
-def exact_constraint_png(groups: Sequence["ConfigurationRuns"]) -> bytes | None:
+def exact_constraint_png(groups: Sequence[ConfigurationRuns]) -> bytes | None:
     """:func:`exact_constraint_figure` as PNG bytes (None when there is nothing to draw)."""
     figure = exact_constraint_figure(groups)
     return None if figure is None else png_bytes(figure)

@@ -12,16 +12,23 @@ from __future__ import annotations
 import io
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from ....errors import CurloptError
 from ....fileio import atomic_write_bytes
 from ..summary import clean_label
 
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.axes import Axes
+    from matplotlib.axis import Axis
+    from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
+    from matplotlib.figure import Figure
+
 __all__ = ["DPI", "SUMMARY_HASH_KEY", "PALETTE", "LINESTYLES", "MARKERS", "OPTIMUM_STYLE", "ZERO_STYLE", "SLOPE_STYLE",
            "NOTE_STYLE", "load_matplotlib", "save_png", "clean", "plural", "count_text", "seed_text", "shorten",
-           "t_text", "note", "plain_log_labels", "dedupe_legend"]
+           "t_text", "note", "plain_log_labels", "dedupe_legend", "agg_renderer"]
 
 #: resolution of the PNG files
 DPI = 150
@@ -32,14 +39,14 @@ PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
 LINESTYLES: tuple[Any, ...] = ("-", (0, (5, 2)), (0, (1, 1.5)), (0, (6, 2, 1, 2)), (0, (2, 2)), (0, (8, 2, 1, 2, 1, 2)),
                                (0, (3, 1, 3, 4)), (0, (10, 3)), (0, (1, 3)))
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h")
-OPTIMUM_STYLE = dict(color="black", ls=(0, (6, 3)), lw=1.3)
-ZERO_STYLE = dict(color="black", ls="-", lw=1.0)
-SLOPE_STYLE = dict(color="0.45", ls=":", lw=1.0)
-NOTE_STYLE = dict(fontsize=6.5, color="0.15", va="bottom", ha="left",
+OPTIMUM_STYLE: dict[str, Any] = dict(color="black", ls=(0, (6, 3)), lw=1.3)
+ZERO_STYLE: dict[str, Any] = dict(color="black", ls="-", lw=1.0)
+SLOPE_STYLE: dict[str, Any] = dict(color="0.45", ls=":", lw=1.0)
+NOTE_STYLE: dict[str, Any] = dict(fontsize=6.5, color="0.15", va="bottom", ha="left",
                   bbox=dict(boxstyle="round,pad=0.25", facecolor="white", edgecolor="0.7", alpha=0.85, lw=0.5))
 
 
-def load_matplotlib():
+def load_matplotlib() -> tuple[type[Figure], type[FigureCanvasAgg]]:
     """``(Figure, FigureCanvasAgg)``: no pyplot, no change of the process-wide backend.
 
     Raises
@@ -55,7 +62,13 @@ def load_matplotlib():
     return Figure, FigureCanvasAgg
 
 
-def save_png(figure, path: str | os.PathLike, metadata: dict[str, str] | None = None) -> Path:
+def agg_renderer(fig: Figure) -> RendererAgg:
+    """The renderer of a figure on the Agg canvas (every figure here is: :func:`load_matplotlib`'s canvas)."""
+    # matplotlib types ``fig.canvas`` as the base canvas, which has no ``get_renderer``
+    return cast("FigureCanvasAgg", fig.canvas).get_renderer()
+
+
+def save_png(figure: Figure, path: str | os.PathLike, metadata: dict[str, str] | None = None) -> Path:
     """Render ``figure`` to PNG and write it atomically (its folder is created if needed); return the path.
 
     ``metadata`` is written into the PNG's text chunks (e.g. ``{"curlopt-summary-sha256": ...}``).
@@ -106,7 +119,7 @@ def t_text(t: float) -> str:
 
 
 # -- axes ------------------------------------------------------------------------------------------------------------
-def note(ax, lines: list[str], width: int = 80) -> None:
+def note(ax: Axes, lines: list[str], width: int = 80) -> None:
     """A small boxed note in the lower left corner of a panel (wrapped; not part of the layout)."""
     if lines:
         import textwrap
@@ -116,21 +129,21 @@ def note(ax, lines: list[str], width: int = 80) -> None:
         box.set_in_layout(False)
 
 
-def plain_log_labels(axis) -> None:
+def plain_log_labels(axis: Axis) -> None:
     """Tick labels of a log axis as plain numbers (``0.3``, ``2``), where matplotlib would write ``3×10^-1``."""
     from matplotlib.ticker import LogFormatterSciNotation
 
     class Plain(LogFormatterSciNotation):
-        def __call__(self, x, pos=None):
+        def __call__(self, x: float, pos: int | None = None) -> str:
             return f"{x:g}" if super().__call__(x, pos) else ""
 
     axis.set_major_formatter(Plain())
     axis.set_minor_formatter(Plain(labelOnlyBase=False, minor_thresholds=(1.2, 0.5)))
 
 
-def dedupe_legend(ax) -> tuple[list, list[str]]:
+def dedupe_legend(ax: Axes) -> tuple[list[Any], list[str]]:
     """The legend handles and labels of ``ax``, each label once (its first handle)."""
     seen: dict[str, Any] = {}
-    for handle, label in zip(*ax.get_legend_handles_labels()):
+    for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
         seen.setdefault(label, handle)
     return list(seen.values()), list(seen)

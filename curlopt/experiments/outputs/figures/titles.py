@@ -11,7 +11,8 @@ subject), then between words. The figure must have its Agg canvas
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["fit_suptitle", "fit_axes_titles", "wrap_to_width", "TITLE_MARGIN", "SURE_FIT"]
 

@@ -13,8 +13,9 @@ groups of different algorithms share a column).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,8 +23,8 @@ from ....errors import CurloptError
 from .style import LINESTYLES, MARKERS, PALETTE, clean, seed_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..runs import ConfigurationRuns
     from ...simulation.trace import Trace
+    from ..runs import ConfigurationRuns
 
 __all__ = ["Curves", "curves_from_traces", "SettingView", "setting_view", "short_label", "algorithm_label",
            "SINGLE_PANEL_MAX", "MAX_LINES"]
@@ -75,7 +76,7 @@ class Curves:
         return self.violation_mean > 0.0
 
 
-def curves_from_traces(label: str, color: Any, traces: Sequence["Trace"]) -> Curves:
+def curves_from_traces(label: str, color: Any, traces: Sequence[Trace]) -> Curves:
     """Stack the traces of one configuration (same checkpoint times, as in a study)."""
     if not traces:
         raise CurloptError(f"no traces to plot for {label}.")
@@ -83,7 +84,10 @@ def curves_from_traces(label: str, color: Any, traces: Sequence["Trace"]) -> Cur
     for trace in traces[1:]:
         if not np.array_equal(trace.checkpoints["t"], t):
             raise CurloptError(f"the traces of {label} have different checkpoint times (different T); plot them apart.")
-    stack = lambda key: np.stack([np.asarray(tr.checkpoints[key], dtype=float) for tr in traces])  # noqa: E731
+
+    def stack(key: str) -> np.ndarray:
+        return np.stack([np.asarray(tr.checkpoints[key], dtype=float) for tr in traces])
+
     optimum = traces[0].optimum.get("objective") if traces[0].optimum else None
     violation = stack("violation")
     constraints = stack("constraints")
@@ -105,12 +109,12 @@ def _option_text(name: str, value: Any) -> str:
         return f"{name}={value}"
 
 
-def short_label(group: "ConfigurationRuns") -> str:
+def short_label(group: ConfigurationRuns) -> str:
     """The varied options of a configuration, e.g. ``radius=experiment, K_ε=3`` (empty without a grid)."""
     return ", ".join(_option_text(name, value) for name, value in group.varied.items())
 
 
-def algorithm_label(group: "ConfigurationRuns") -> str:
+def algorithm_label(group: ConfigurationRuns) -> str:
     """The configuration's label without its varied options (``UC-CURL``)."""
     short = short_label(group)
     if short and group.label.endswith(f" ({short})"):
@@ -196,7 +200,7 @@ def _panels(curves: list[Curves]) -> list[tuple[str, list[Curves]]]:
     return panels
 
 
-def setting_view(groups: Sequence["ConfigurationRuns"]) -> SettingView:
+def setting_view(groups: Sequence[ConfigurationRuns]) -> SettingView:
     """The curves of one setting's configurations (in the given order), styled and split into panels."""
     groups = [g for g in groups if g is not None and g.traces]
     if not groups:
@@ -222,5 +226,6 @@ def setting_view(groups: Sequence["ConfigurationRuns"]) -> SettingView:
 
 def _style_view(view: SettingView) -> None:
     view.panels = _panels(view.curves)
-    styled = {id(original): c for original, c in zip(view.curves, [c for _, cs in view.panels for c in cs])}
+    in_panels = [c for _, cs in view.panels for c in cs]  # every curve once, each styled
+    styled = {id(original): c for original, c in zip(view.curves, in_panels, strict=True)}
     view.curves = [styled[id(c)] for c in view.curves]
