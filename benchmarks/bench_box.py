@@ -14,12 +14,12 @@ change of load on the shared machine hits both; medians over the turns, and CPU 
   replayed into both backends alternately, each epoch's ``program.update`` + ``compiled.solve()`` timed; the
   largest difference of the optimal values, the share of re-solves that the kept basis answered (no simplex
   iteration, one pricing round), and pricing rounds per epoch.
-* **UC-CURL, whole runs** (radius ``experiment``, linear epochs, seed 0) on the queue (S, A) = (6, 16) and on
-  the scheduler's kernel (16, 2) with a max-min objective (the paper's sum of logs is not an LP, so neither
-  ``highs`` nor ``highs-columns`` takes it): ``highs`` against ``highs-columns``;
+* **UC-CURL, whole runs** (radius ``experiment``, linear and doubling epochs, seed 0, T = 500,000) on the queue
+  (S, A) = (6, 16) and on the scheduler's kernel (16, 2) with a max-min objective (the paper's sum of logs is not
+  an LP, so neither ``highs`` nor ``highs-columns`` takes it): ``highs`` against ``highs-columns``, the figures
+  behind UC-CURL's ``auto`` choice (``curlopt.agents.curl.optimistic_backend``);
 * **UC-CURL per re-solve, by size**: the epoch data of one UC-CURL run replayed into both backends in turn, on
-  those two models and random ones up to (30, 10): where UC-CURL's ``auto`` choice switches from the whole LP
-  to column generation (``curlopt.agents.curl.COLUMNS_FROM_ENTRIES``).
+  those two models and random ones up to (30, 10).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
@@ -156,7 +157,8 @@ def ucrl_per_epoch(say: Callable[[str], None], targets: Targets, steps: int) -> 
             if name == "highs-box-columns":
                 kept += result.iterations == 0 and compiled[name].last_rounds == 1
                 rounds += compiled[name].last_rounds
-    gap = float(np.nanmax(np.abs(np.subtract(values["highs"], values["highs-box-columns"]))))
+    difference = np.abs(np.subtract(values["highs"], values["highs-box-columns"]))
+    gap = float(np.nanmax(difference))
     rows = [[name, f"{1e3 * statistics.median(cpu[name]):.3f}", f"{1e3 * statistics.fmean(cpu[name]):.3f}",
              f"{sum(cpu[name]):.2f}"] for name in names]
     say(f"\nThe epoch data of one UCRL-CMDP run (queue, T = {steps:,}, {len(data)} epochs) replayed into both backends"
@@ -165,10 +167,38 @@ def ucrl_per_epoch(say: Callable[[str], None], targets: Targets, steps: int) -> 
     share = kept / len(data)
     say(f"largest |difference| of the optimal values: {gap:.2g}; re-solves answered by the kept basis (no simplex"
         f" iteration, one pricing round): {share:.0%}; pricing rounds per epoch: {rounds / len(data):.2f}")
+    apart = np.flatnonzero(difference > 1e-9)
+    if apart.size:  # which one is off: the whole LP solved apart, with feasibility tolerances 10 times tighter
+        tight = np.array([_tight_value(BoxOptimisticProgram(model, steps, counts=data[i][0])) for i in apart])
+        columns_off = np.max(np.abs(np.asarray(values["highs-box-columns"])[apart] - tight))
+        highs_off = np.max(np.abs(np.asarray(values["highs"])[apart] - tight))
+        say(f"  {apart.size} epoch(s) differ by more than 1e-9; against the whole LP solved by scipy's linprog with"
+            f" feasibility tolerances 1e-10, highs-box-columns is off by at most {columns_off:.2g}, highs by"
+            f" {highs_off:.2g} (highs may use its 1e-9 row tolerance on the box rows; a vertex column meets them"
+            " exactly)")
     whole, box = sum(cpu["highs"]), sum(cpu["highs-box-columns"])
     targets.add("box", "UCRL-CMDP re-solve (queue, same epoch data): highs / highs-box-columns, CPU",
                 f"{1e3 * box / len(data):.3f} ms", f"{1e3 * whole / len(data):.3f} ms", ratio(whole / box), "report",
                 None, f"values within {gap:.1g}; kept basis optimal in {share:.0%}")
+
+
+def _tight_value(program) -> float:
+    """The LP optimum of ``program`` by ``scipy.optimize.linprog`` (HiGHS's dual simplex, no presolve) with
+    feasibility tolerances 1e-10 (HiGHS's smallest): a reference apart from both backends."""
+    from scipy.optimize import linprog
+
+    from curlopt.programs.lp import LPForm
+
+    form = LPForm(program)
+    matrix = form.matrix(program.linear.param_values).tocsr()
+    equal = form.row_lower == form.row_upper
+    upper, lower = ~equal & np.isfinite(form.row_upper), ~equal & np.isfinite(form.row_lower)
+    result = linprog(-form.cost, A_ub=sp.vstack([matrix[upper], -matrix[lower]]),
+                     b_ub=np.concatenate([form.row_upper[upper], -form.row_lower[lower]]), A_eq=matrix[equal],
+                     b_eq=form.row_lower[equal], bounds=list(zip(form.col_lower, form.col_upper, strict=True)),
+                     method="highs-ds", options={"presolve": False, "primal_feasibility_tolerance": 1e-10,
+                                                 "dual_feasibility_tolerance": 1e-10})
+    return -result.fun + form.offset if result.status == 0 else math.nan
 
 
 def _scheduler_max_min():
@@ -186,25 +216,28 @@ def uc_curl_whole_runs(say: Callable[[str], None], targets: Targets, steps: int,
     from curlopt.models import queue_model
 
     models = {"queue (6,16)": queue_model(), "scheduler (16,2), max-min": _scheduler_max_min()}
-    names = ("highs", "highs-columns")
-    runs = {(label, name): [] for label in models for name in names}
+    names, triggers = ("highs", "highs-columns"), ("linear", "doubling")
+    runs: dict[tuple[str, str, str], list[dict]] = {(m, t, n): [] for m in models for t in triggers for n in names}
     for _ in range(repeats):
-        for label, model in models.items():
-            for name in names:
-                run = _agent_run("uc-curl", model, steps, backend=name, trigger="linear", radius="experiment")
-                run.pop("trace")
-                runs[label, name].append(run)
+        for (label, trigger, name), chosen in runs.items():
+            run = _agent_run("uc-curl", models[label], steps, backend=name, trigger=trigger, radius="experiment")
+            run.pop("trace")
+            chosen.append(run)
     rows = []
     for label in models:
-        whole, columns = _median(runs[label, "highs"], "cpu"), _median(runs[label, "highs-columns"], "cpu")
-        for name in names:
-            chosen = runs[label, name]
-            rows.append([label, name, chosen[0]["epochs"], f"{_median(chosen, 'cpu'):.2f}",
-                         f"{_median(chosen, 'wall'):.2f}", f"{1e3 * _median(chosen, 'cpu') / chosen[0]['epochs']:.2f}"])
-        targets.add("box", f"UC-CURL run ({label}, linear, T = {steps:,}): highs / highs-columns, CPU",
-                    f"{columns:.2f} s", f"{whole:.2f} s", ratio(whole / columns), "report", None)
-    say(f"\nUC-CURL (radius experiment, linear epochs, seed 0), T = {steps:,}, {repeats} turn(s), medians:")
-    say(table(["model", "backend", "epochs", "CPU s", "wall s", "CPU ms/epoch"], rows, "llrrrr"))
+        for trigger in triggers:
+            whole, columns = (_median(runs[label, trigger, name], "cpu") for name in names)
+            for name in names:
+                chosen = runs[label, trigger, name]
+                cpu = _median(chosen, "cpu")
+                rows.append([label, trigger, name, chosen[0]["epochs"], f"{cpu:.2f}", f"{_median(chosen, 'wall'):.2f}",
+                             f"{1e3 * cpu / chosen[0]['epochs']:.2f}", ratio(whole / columns) if name != "highs" else ""])
+            targets.add("box", f"UC-CURL run ({label}, {trigger}, T = {steps:,}): highs / highs-columns, CPU",
+                        f"{columns:.2f} s", f"{whole:.2f} s", ratio(whole / columns), "report", None)
+    say(f"\nUC-CURL (radius experiment, seed 0), T = {steps:,}, {repeats} turn(s) of every (model, trigger, backend),"
+        " medians:")
+    say(table(["model", "epochs rule", "backend", "epochs", "CPU s", "wall s", "CPU ms/epoch", "highs / columns"],
+              rows, "lllrrrrr"))
 
 
 def _optimistic_epoch_data(model, steps: int) -> list[tuple[np.ndarray, int, float]]:
@@ -246,9 +279,7 @@ def _replay_optimistic(model, data, names) -> dict:
 
 
 def uc_curl_by_size(say: Callable[[str], None], targets: Targets, quick: bool) -> None:
-    """UC-CURL's optimistic program per re-solve, highs against highs-columns, from the paper's sizes up: where
-    UC-CURL's ``auto`` switches (curlopt.agents.curl.COLUMNS_FROM_ENTRIES)."""
-    from curlopt.agents.curl import COLUMNS_FROM_ENTRIES
+    """UC-CURL's optimistic program per re-solve, highs against highs-columns, from the paper's sizes up."""
     from curlopt.models import queue_model, random_model
 
     sizes = [("queue (6,16)", queue_model(), 50_000), ("scheduler (16,2), max-min", _scheduler_max_min(), 50_000),
@@ -265,16 +296,16 @@ def uc_curl_by_size(say: Callable[[str], None], targets: Targets, quick: bool) -
         gap = float(np.nanmax(np.abs(np.subtract(out["highs"]["value"], out["highs-columns"]["value"]))))
         entries = model.n_states ** 2 * model.n_actions
         rows.append([label, entries, len(data), f"{1e3 * whole:.2f}", f"{1e3 * columns:.2f}", ratio(whole / columns),
-                     f"{gap:.1g}", "highs-columns" if entries >= COLUMNS_FROM_ENTRIES else "highs"])
+                     f"{gap:.1g}"])
     say("\nUC-CURL's optimistic program per re-solve (update + solve, CPU mean over the epochs of one run's data, linear"
         " epochs, experiment radius), the two backends taking turns on the same data:")
-    say(table(["model", "S²·A", "epochs", "highs ms", "highs-columns ms", "highs / columns", "max |Δ value|",
-               "auto chooses"], rows, "lrrrrrrl"))
+    say(table(["model", "S²·A", "epochs", "highs ms", "highs-columns ms", "highs / columns", "max |Δ value|"], rows,
+              "lrrrrrr"))
 
 
 def run_item(say: Callable[[str], None], targets: Targets, quick: bool = False, repeats: int | None = None) -> None:
     repeats = repeats or (1 if quick else 3)
-    ucrl_steps, curl_steps = (100_000, 50_000) if quick else (500_000, 200_000)
+    ucrl_steps, curl_steps = (100_000, 100_000) if quick else (500_000, 500_000)
     ucrl_whole_runs(say, targets, ucrl_steps, repeats)
     ucrl_per_epoch(say, targets, 50_000 if quick else 100_000)
     uc_curl_whole_runs(say, targets, curl_steps, max(1, repeats - 1))

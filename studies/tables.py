@@ -8,7 +8,7 @@ Those pages quote the shipped studies through blocks between markers::
 
 ``NAME`` is a folder under docs/studies/ (its summary.csv; with ``time``, also its checkpoints.csv for the mean
 regret and violation at the listed times; with ``pooled``, one row per configuration over all the study's
-models). This script rewrites every block from those files::
+models; with ``pooled anytime``, the same with the anytime columns). This script rewrites every block from those files::
 
     python studies/tables.py            # rewrite the blocks in the pages
     python studies/tables.py --check    # exit 1 if a block differs from what the files give (the test suite runs this)
@@ -103,16 +103,19 @@ def time_table(name: str, times: list[int]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def pooled_table(name: str) -> str:
+def pooled_table(name: str, anytime: bool = False) -> str:
     """Per configuration, over every model (setting) of the study: runs with C(T) = 0, mean R(T) and C(T) over
-    all runs, and the models on which every seed kept C(T) = 0."""
+    all runs, and the models on which every seed kept C(T) = 0. With ``anytime``, also the share of steps played
+    under a policy that violates on the true kernel, the share of checkpoints t >= T/10 with C(t) > 0 (both means
+    over runs) and the runs with C(t) = 0 at every checkpoint from T/10 on."""
     rows = _read(STUDIES / name / "summary.csv")
     by_label: dict[str, list[dict[str, str]]] = {}
     for row in rows:
         by_label.setdefault(row["label"], []).append(row)
     lines = ["| configuration | models | runs | T | runs with C(T) = 0 | models with C(T) = 0 on every seed |"
-             " mean R(T) | mean C(T) | violating epochs |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             " mean R(T) | mean C(T) | violating epochs |" + (" violating steps | C(t) > 0 at t ≥ T/10 |"
+                                                             " runs with C(t) = 0 from T/10 |" if anytime else ""),
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if anytime else "")]
     for label, members in by_label.items():
         seeds = [int(r["seeds"]) for r in members]
         runs = sum(seeds)
@@ -123,6 +126,9 @@ def pooled_table(name: str) -> str:
             f"| {label} | {len(members)} | {runs} | {int(members[0]['steps']):,} | {zero}/{runs} ({zero / runs:.0%}) |"
             f" {all_zero}/{len(members)} | {_number(str(mean('regret_mean')))} | {_number(str(mean('violation_mean')))} |"
             f" {mean('violating_epoch_share'):.1%} |"
+            + (f" {mean('violating_step_share'):.1%} | {mean('violating_checkpoint_share'):.1%} |"
+               f" {sum(round(float(r['anytime_zero_share']) * n) for r, n in zip(members, seeds))}/{runs} |"
+               if anytime else "")
         )
     return "\n".join(lines) + "\n"
 
@@ -134,6 +140,8 @@ def render(spec: str) -> str:
         return time_table(name, [int(t) for t in words[2].split(",")])
     if len(words) == 2 and words[1] == "pooled":
         return pooled_table(name)
+    if len(words) == 3 and words[1:] == ["pooled", "anytime"]:
+        return pooled_table(name, anytime=True)
     if len(words) != 1:
         raise SystemExit(f"cannot read table spec {spec!r}")
     return summary_table(name)

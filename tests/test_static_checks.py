@@ -2,9 +2,7 @@
 
 ``ruff check`` (the rule set of ``[tool.ruff.lint]``) and ``mypy`` (``[tool.mypy]``: every module of the package
 is analysed, since each module's types depend on the others) run as the developer runs them, from the repository
-root. Their findings are asserted empty for the paths in :data:`CHECKED`: the package but for the
-modules still being edited (the agents, some backends, three experiment modules). Checking the whole package is the one-line change
-``CHECKED = ["curlopt"]``.
+root. Their findings are asserted empty for the paths in :data:`CHECKED`: the whole package.
 
 The public API is typed: every function and method reachable from ``curlopt``'s exports and from the ``__all__``
 of the checked modules has annotated parameters and return (the rule mypy's ``disallow_untyped_defs`` and
@@ -32,21 +30,7 @@ import curlopt
 ROOT = Path(__file__).resolve().parents[1]
 
 #: the paths (relative to the repository root) whose findings must be empty: a package folder or a module
-CHECKED = [
-    "curlopt/__init__.py", "curlopt/errors.py", "curlopt/fileio.py", "curlopt/optimum.py", "curlopt/diagnostics.py",
-    "curlopt/models", "curlopt/envs", "curlopt/cli", "curlopt/utilities", "curlopt/programs", "curlopt/testing",
-    "curlopt/experiments/__init__.py", "curlopt/experiments/compare.py", "curlopt/experiments/executors.py",
-    "curlopt/experiments/presets.py", "curlopt/experiments/runner.py", "curlopt/experiments/study",
-    "curlopt/experiments/simulation/__init__.py", "curlopt/experiments/simulation/streams.py",
-    "curlopt/experiments/simulation/trace.py", "curlopt/experiments/outputs/__init__.py",
-    "curlopt/experiments/outputs/lock.py", "curlopt/experiments/outputs/report.py",
-    "curlopt/experiments/outputs/runs.py", "curlopt/experiments/outputs/solve_failures.py",
-    "curlopt/experiments/outputs/figures",
-    "curlopt/backends/base.py", "curlopt/backends/results.py", "curlopt/backends/options.py",
-    "curlopt/backends/form_table.py", "curlopt/backends/registry.py", "curlopt/backends/scipy.py",
-    "curlopt/backends/cvxpy.py", "curlopt/backends/highs/backend.py", "curlopt/backends/highs/solution.py",
-    "curlopt/backends/highs/columns.py", "curlopt/backends/pyomo",
-]
+CHECKED = ["curlopt"]
 
 #: a mypy finding: ``path:line: severity: message``
 MYPY_LINE = re.compile(r"^(?P<path>[^:\s]+\.py):\d+(?::\d+)?: (?P<severity>error|note): ")

@@ -14,8 +14,17 @@ from .base import Agent, EpochPlan, PlanSource, ProgramAgent
 from .baselines import PrimalDual, UcrlCmdp, UnsupportedModelError
 from .curl import PsCurl, UcCurl
 from .safe import SafeCurl
-from .triggers import (TRIGGERS, DoublingTrigger, EpochTrigger, FixedLengthTrigger, GlobalLinearTrigger, LinearTrigger,
-    PerPairLinearTrigger, make_trigger, trigger_rule)
+from .triggers import (
+    TRIGGERS,
+    DoublingTrigger,
+    EpochTrigger,
+    FixedLengthTrigger,
+    GlobalLinearTrigger,
+    LinearTrigger,
+    PerPairLinearTrigger,
+    make_trigger,
+    trigger_rule,
+)
 
 __all__ = [
     "AGENTS", "Agent", "EpochPlan", "PlanSource", "ProgramAgent", "UcCurl", "PsCurl", "SafeCurl", "UcrlCmdp", "PrimalDual", "UnsupportedModelError",

@@ -28,13 +28,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..backends import Backend, resolve_backend
+from ..backends.results import SolveResult
 from ..errors import AgentError, BackendOptionError, CurloptError
 from ..models.cmdp import CMDP
-from ..programs.tightness import EPSILON_MAX, TIGHTNESS_CONSTANT_MAX, tightness
 from ..programs.blocks import Program
-from ..backends.results import SolveResult
 from ..programs.policy import check_unreached, extract_policy
 from ..programs.support import Support
+from ..programs.tightness import EPSILON_MAX, TIGHTNESS_CONSTANT_MAX, tightness
 from .estimates import agent_support, program_support, row_sums
 from .triggers import EpochTrigger, check_min_epoch_length, make_trigger, trigger_rule
 
@@ -344,7 +344,7 @@ class ProgramAgent(Agent):
 
     def __init__(
         self,
-        model,
+        model: CMDP,
         backend: str | Backend = "auto",
         trigger: str | EpochTrigger = "doubling",
         tightness_constant: float = 1.0,
@@ -410,22 +410,27 @@ class ProgramAgent(Agent):
     def _plan_from(self, result: SolveResult, eps: float) -> EpochPlan:
         """The epoch's plan from a solve result: its policy, or after a solver failure the previous
         epoch's policy (uniform in the first epoch), labelled."""
-        common = dict(epsilon=eps, status=result.status.value, solve_time=result.solve_time,
-                      iterations=result.iterations, message=result.message)
+        def plan(policy: np.ndarray, source: PlanSource, message: str = result.message,
+                 unreached: int | None = None) -> EpochPlan:
+            return EpochPlan(policy, source, epsilon=eps, status=result.status.value, solve_time=result.solve_time,
+                             iterations=result.iterations, message=message, unreached=unreached)
+
         if result.ok:
             # ProgramVariant and PlanSource share the values "tight" and "fallback".
             source = PlanSource(result.program.value)
             if result.occupancy is None:  # a backend that reports only a policy: nothing to fill
-                return EpochPlan(result.policy, source, **common)
+                if result.policy is None:
+                    raise AgentError(f"the backend reported {result.status.value} without an occupancy or a policy.")
+                return plan(result.policy, source)
             policy, mask = extract_policy(result.occupancy, self.model, self.unreached, costs=result.costs,
                                           uniform_policy=result.policy)
-            return EpochPlan(policy, source, unreached=int(mask.sum()), **common)
+            return plan(policy, source, unreached=int(mask.sum()))
         S, A = self.model.n_states, self.model.n_actions
         if self.policy is not None:
             why = f"solver failed ({result.status.value}); kept the previous epoch's policy"
-            return EpochPlan(self.policy, PlanSource.KEPT, **{**common, "message": _join(why, result.message)})
+            return plan(self.policy, PlanSource.KEPT, _join(why, result.message))
         why = f"solver failed ({result.status.value}) in the first epoch, with no previous policy; playing uniform"
-        return EpochPlan(np.full((S, A), 1.0 / A), PlanSource.UNIFORM, **{**common, "message": _join(why, result.message)})
+        return plan(np.full((S, A), 1.0 / A), PlanSource.UNIFORM, _join(why, result.message))
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "backend": self.backend.name, "tightness": self.tightness_constant,

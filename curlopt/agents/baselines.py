@@ -20,8 +20,8 @@ import numpy as np
 from ..backends import Backend
 from ..errors import AgentError, UnsupportedModelError
 from ..models.cmdp import CMDP
-from ..programs.optimistic import BoxOptimisticProgram
 from ..programs.blocks import Program
+from ..programs.optimistic import BoxOptimisticProgram
 from .base import Agent, EpochPlan, PlanSource, ProgramAgent
 from .estimates import FULL_SUPPORT_LIMIT
 from .triggers import FixedLengthTrigger
@@ -94,9 +94,13 @@ def _linear_pieces(model: CMDP, agent: str) -> tuple[np.ndarray, list[tuple[np.n
                 f"{agent} handles only linear constraints g(ζ) = w·ζ - b (docs/math.md §9), but constraint {m} of model"
                 f" {model.name!r} is {g!r}; {hint}."
             )
-        w, c = g.affine_pieces()
+        pieces = g.affine_pieces()
+        assert pieces is not None  # a linear utility has its affine pieces (checked above)
+        w, c = pieces
         constraints.append((np.asarray(w[0], dtype=float), float(c[0])))
-    w_obj, _ = model.objective.affine_pieces()
+    objective_pieces = model.objective.affine_pieces()
+    assert objective_pieces is not None  # a linear objective has its affine pieces (checked by the caller)
+    w_obj, _ = objective_pieces
     return np.asarray(w_obj[0], dtype=float), constraints
 
 
@@ -435,6 +439,7 @@ class PrimalDual(Agent):
         """``Q_r + bonus`` (S, A) and ``Q_c - bonus`` (M, S, A) of the current policy on ``P^``."""
         bonus = self.bonus / np.sqrt(np.maximum(1.0, self.visits))
         signals = np.concatenate([self.reward[None], self.costs])
+        assert self.policy is not None  # the first episode plays the uniform policy: there is always one
         q, _ = relative_values(self.estimated_kernel(), self.policy, signals)
         return q[0] + bonus, q[1:] - bonus
 

@@ -8,16 +8,17 @@ import numpy as np
 
 from ..backends import Backend
 from ..errors import AgentError, CurloptError
+from ..models.cmdp import CMDP
+from ..programs.blocks import Program
 from ..programs.occupancy import OccupancyProgram
 from ..programs.optimistic import OptimisticProgram, check_radius
-from ..programs.blocks import Program
 from ..programs.safe import SafeProgram
 from .base import ProgramAgent
 from .estimates import posterior_kernel, sample_posterior_kernel
 from .safe_sizing import constraint_scales, lipschitz_bounds
 from .triggers import EpochTrigger
 
-__all__ = ["UcCurl", "PsCurl", "MAX_PRIOR", "MARGINS", "COLUMNS_FROM_ENTRIES", "optimistic_backend", "sample_posterior_kernel"]
+__all__ = ["UcCurl", "PsCurl", "MAX_PRIOR", "MARGINS", "optimistic_backend", "sample_posterior_kernel"]
 
 #: how PS-CURL's tightness ε becomes each constraint's margin: as it is, or in the constraint's own units
 MARGINS = ("absolute", "range")
@@ -25,25 +26,21 @@ MARGINS = ("absolute", "range")
 #: the largest Dirichlet prior α0 PS-CURL takes
 MAX_PRIOR = 1e6
 
-#: UC-CURL's ``auto`` choice for LP-representable utilities: the whole LP on ``highs`` below this many kernel entries
-#: (S²·A, or the stored nonzeros of a sparse kernel), ``highs-columns`` (column generation) from there on. Measured per
-#: re-solve on the same epoch data (benchmarks/bench_box.py): at the paper's queue (6,16) and scheduler (16,2) the
-#: whole LP is as fast or faster; from about 1,000 entries column generation is faster, the more so the larger.
-COLUMNS_FROM_ENTRIES = 1000
-
-
 def optimistic_backend(model: Any, backend: Any) -> Any:
-    """UC-CURL's backend: ``backend`` as given, but ``"auto"`` with LP-representable utilities on a kernel of at
-    least :data:`COLUMNS_FROM_ENTRIES` entries is ``highs-columns``, which solves the same program faster there."""
+    """UC-CURL's backend: ``backend`` as given, but ``"auto"`` with LP-representable utilities is ``highs-columns``.
+
+    Column generation solves the same program as the whole LP on ``highs`` (the same optimal value; where the
+    optimum ties, possibly another optimal vertex) and was measured as fast or faster at every size: whole runs of
+    T = 500,000 on the queue (6,16) 1.0-1.3× faster, on the scheduler's kernel (16,2) 1.1-1.4×, and per re-solve
+    1.6× at (12,8) up to 13× at (60,10) (benchmarks/bench_box.py, benchmarks/README.md).
+    """
     from ..backends import installed_backends
     from ..models.cmdp import CMDP
 
     if not (isinstance(backend, str) and backend == "auto" and isinstance(model, CMDP)):
         return backend
-    entries = model.nnz if model.sparse else model.n_states ** 2 * model.n_actions
     lp = all(u.is_lp_representable for u in (model.objective, *model.constraints))
-    return "highs-columns" if lp and entries >= COLUMNS_FROM_ENTRIES and "highs-columns" in installed_backends() \
-        else backend
+    return "highs-columns" if lp and "highs-columns" in installed_backends() else backend
 
 
 class UcCurl(ProgramAgent):
@@ -54,10 +51,10 @@ class UcCurl(ProgramAgent):
     model : CMDP
         Rewards, costs and utilities (the kernel is not used).
     backend : str or Backend, default "auto"
-        Any backend that accepts the model's utilities; ``"auto"`` takes highs for
-        LP-representable utilities (``highs-columns``, the same optimal value by column
-        generation, once the kernel has :data:`COLUMNS_FROM_ENTRIES` entries or more), else
-        the first installed backend that accepts them.
+        Any backend that accepts the model's utilities; ``"auto"`` takes ``highs-columns``
+        for LP-representable utilities (the optimistic program by column generation: the
+        same optimal value as the whole LP on ``highs``, faster; see
+        :func:`optimistic_backend`), else the first installed backend that accepts them.
     trigger : {"doubling", "linear", "linear-global", "linear-per-pair"} or EpochTrigger, default "doubling"
         The epoch rule (see :mod:`curlopt.agents.triggers`); ``linear`` is the paper's.
     tightness_constant : float, default 1
@@ -104,7 +101,7 @@ class UcCurl(ProgramAgent):
 
     name = "uc-curl"
 
-    def __init__(self, model, backend: str | Backend = "auto", trigger: str | EpochTrigger = "doubling",
+    def __init__(self, model: CMDP, backend: str | Backend = "auto", trigger: str | EpochTrigger = "doubling",
                  tightness_constant: float = 1.0, horizon_lower_bound: float | None = None, seed: Any = None,
                  radius: str = "analysis", radius_scale: float = 1.0, unreached: str = "uniform",
                  support: str = "model", min_epoch_length: int = 1, **backend_options: Any):
@@ -120,7 +117,7 @@ class UcCurl(ProgramAgent):
     def _update_program(self, time, epsilon):
         self.program.update(counts=self.counts, time=time, epsilon=epsilon)
 
-    def describe(self):
+    def describe(self) -> dict[str, Any]:
         return {**super().describe(), "radius": self.radius, "radius_scale": self.radius_scale}
 
 
@@ -160,10 +157,11 @@ class PsCurl(ProgramAgent):
 
     name = "ps-curl"
 
-    def __init__(self, model, backend="auto", trigger="doubling", tightness_constant=1.0,
-                 horizon_lower_bound=None, seed=None, prior: float = 1.0, unreached: str = "uniform",
+    def __init__(self, model: CMDP, backend: str | Backend = "auto", trigger: str | EpochTrigger = "doubling",
+                 tightness_constant: float = 1.0, horizon_lower_bound: float | None = None, seed: Any = None,
+                 prior: float = 1.0, unreached: str = "uniform",
                  margin: str = "absolute", support: str = "model", min_epoch_length: int = 1,
-                 **backend_options):
+                 **backend_options: Any):
         for key in ("radius", "radius_scale"):
             if key in backend_options:
                 raise AgentError(
@@ -203,7 +201,7 @@ class PsCurl(ProgramAgent):
         margins = np.broadcast_to((epsilon * self.margin_scales)[:, None, None], (len(self.margin_scales), S, A))
         self.program.update(kernel=kernel, penalty=margins, epsilon=0.0)
 
-    def describe(self):
+    def describe(self) -> dict[str, Any]:
         return {**super().describe(), "prior": self.prior, "margin": self.margin}
 
 

@@ -29,15 +29,16 @@ from typing import Any
 import numpy as np
 
 from ..backends import Backend
+from ..backends.results import Status
 from ..errors import AgentError
+from ..models.cmdp import CMDP
 from ..programs.blocks import Program
 from ..programs.optimistic import check_radius
-from ..backends.results import Status
 from ..programs.safe import LeastViolationProgram, SafeProgram
-from .safe_sizing import bias_spans, constraint_scales, lipschitz_bounds, mixing_factor
 from .base import EpochPlan, PlanSource, ProgramAgent
 from .curl import MAX_PRIOR
 from .estimates import plug_in_estimate, posterior_kernel, posterior_width, radius_width
+from .safe_sizing import bias_spans, constraint_scales, lipschitz_bounds, mixing_factor
 from .triggers import EpochTrigger
 
 __all__ = ["SafeCurl", "KERNELS", "FALLBACKS", "SIZINGS", "MARGINS", "DEFAULT_PENALTY", "DEFAULT_BONUS"]
@@ -144,7 +145,7 @@ class SafeCurl(ProgramAgent):
 
     name = "safe-curl"
 
-    def __init__(self, model, backend: str | Backend = "auto", trigger: str | EpochTrigger = "linear",
+    def __init__(self, model: CMDP, backend: str | Backend = "auto", trigger: str | EpochTrigger = "linear",
                  tightness_constant: float = 1.0, horizon_lower_bound: float | None = None, seed: Any = None,
                  kernel: str = "posterior", radius: str = "experiment", radius_scale: float = 1.0,
                  prior: float = 1.0, bonus: float = DEFAULT_BONUS, penalty: float | None = None, sizing: str = "range",
@@ -252,18 +253,19 @@ class SafeCurl(ProgramAgent):
         result = self.compiled.solve(fallback=False)
         if result.status is not Status.INFEASIBLE:
             return self._plan_from(result, eps)
-        self.least_violation.update(kernel=self.program.kernel, penalty=self.weights[1])
+        self.least_violation.update(kernel=self.program.kernel, penalty=self.weights[1])  # type: ignore[attr-defined]  # the safe program has a kernel; Program does not declare one
+        assert self.compiled_least_violation is not None  # built with least_violation
         lv = self.compiled_least_violation.solve()
         plan = self._plan_from(lv, eps)
         if not lv.ok:
             return plan  # a failed solve: kept / uniform, as for any agent
         message = (f"the safe program (ε={eps:.6g}) is infeasible; played the least-violation policy"
-                   f" (largest penalised constraint value {self.least_violation.level(lv.x):.6g})")
+                   f" (largest penalised constraint value {self.least_violation.level(lv.x) if lv.x is not None else math.nan:.6g})")
         return replace(plan, source=PlanSource.LEAST_VIOLATION, message=message,
                        solve_time=result.solve_time + lv.solve_time,
                        iterations=(result.iterations or 0) + (lv.iterations or 0))
 
-    def describe(self):
+    def describe(self) -> dict[str, Any]:
         out = {**super().describe(), "kernel": self.kernel_source, "bonus": self.bonus, "penalty": self.penalty,
                "sizing": self.sizing, "fallback": self.fallback, "margin": self.margin}
         if self.kernel_source == "plug-in":

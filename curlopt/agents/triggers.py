@@ -68,7 +68,8 @@ class DoublingTrigger:
     name = "doubling"
     rule = "an epoch ends when some pair's visits within it reach max(1, its visits before it)"
 
-    def limits(self, visits_before, previous_epoch_visits, epoch_start):
+    def limits(self, visits_before: np.ndarray, previous_epoch_visits: np.ndarray,
+               epoch_start: int) -> tuple[np.ndarray, float]:
         return np.maximum(1.0, visits_before), math.inf
 
 
@@ -107,7 +108,8 @@ class LinearTrigger:
         self._returned: np.ndarray | None = None
         self._start: int | None = None
 
-    def limits(self, visits_before, previous_epoch_visits, epoch_start):
+    def limits(self, visits_before: np.ndarray, previous_epoch_visits: np.ndarray,
+               epoch_start: int) -> tuple[np.ndarray, float]:
         if self._start is not None and epoch_start < self._start:
             # Time went back: a new run, even if nobody called reset() (e.g. a wrapper that does not forward it).
             self.reset()
@@ -140,7 +142,8 @@ class GlobalLinearTrigger:
     name = "linear-global"
     rule = "epoch e ends when some pair has been visited e times within it (one threshold for all pairs)"
 
-    def limits(self, visits_before, previous_epoch_visits, epoch_start):
+    def limits(self, visits_before: np.ndarray, previous_epoch_visits: np.ndarray,
+               epoch_start: int) -> tuple[np.ndarray, float]:
         largest = float(np.max(previous_epoch_visits)) if np.size(previous_epoch_visits) else 0.0
         return np.full(np.shape(visits_before), max(1.0, largest + 1.0)), math.inf
 
@@ -158,7 +161,8 @@ class PerPairLinearTrigger:
     name = "linear-per-pair"
     rule = "an epoch ends when some pair's visits within it reach max(1, its own visits in the previous epoch + 1)"
 
-    def limits(self, visits_before, previous_epoch_visits, epoch_start):
+    def limits(self, visits_before: np.ndarray, previous_epoch_visits: np.ndarray,
+               epoch_start: int) -> tuple[np.ndarray, float]:
         return np.maximum(1.0, previous_epoch_visits + 1.0), math.inf
 
 
@@ -179,12 +183,13 @@ class FixedLengthTrigger:
         self.length = int(length)
         self.rule = f"epochs of {self.length} steps, whatever the counts"
 
-    def limits(self, visits_before, previous_epoch_visits, epoch_start):
+    def limits(self, visits_before: np.ndarray, previous_epoch_visits: np.ndarray,
+               epoch_start: int) -> tuple[np.ndarray, float]:
         return np.full(np.shape(visits_before), math.inf), float(self.length)
 
 
 #: triggers by name (the CLI's --epochs choices)
-TRIGGERS = {"doubling": DoublingTrigger, "linear": LinearTrigger, "linear-global": GlobalLinearTrigger,
+TRIGGERS: dict[str, type[EpochTrigger]] = {"doubling": DoublingTrigger, "linear": LinearTrigger, "linear-global": GlobalLinearTrigger,
             "linear-per-pair": PerPairLinearTrigger}
 
 

@@ -5,8 +5,16 @@ it compiles a program.
 """
 
 from .base import Backend, CompiledProgram, RawSolution
-from .registry import (auto_candidates, backend_names, backends_accepting, choose_backend, get_backend,
-    installed_backends, register_backend, resolve_backend)
+from .registry import (
+    auto_candidates,
+    backend_names,
+    backends_accepting,
+    choose_backend,
+    get_backend,
+    installed_backends,
+    register_backend,
+    resolve_backend,
+)
 
 __all__ = [
     "Backend",

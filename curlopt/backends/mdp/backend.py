@@ -36,7 +36,7 @@ import numpy as np
 from ...programs.blocks import Program
 from ...utilities.library import CustomUtility, Utility
 from ..base import Backend, CompiledProgram, RawSolution
-from ..cvxpy import CVXPY_FORMS
+from ..cvxpy import CVXPY_FORMS, CvxpyBackend
 from ..highs.backend import HIGHS_OPTIONS
 from ..options import INTEGER, NONE, NUMBER, Option, positive_integer, string_keys
 from ..results import Status
@@ -167,7 +167,7 @@ class MdpColumnsBackend(Backend):
         return CvxpyBackend(solvers=self.solvers, solver_options=self.solver_options)
 
     @property
-    def conic(self):
+    def conic(self) -> CvxpyBackend:
         """The cvxpy backend whose solvers and settings the conic master uses (built on first use)."""
         if self._conic is None:
             self._conic = self._conic_backend()
@@ -200,6 +200,7 @@ class DelegatedProgram(CompiledProgram):
     def __init__(self, backend: MdpColumnsBackend, program: Program):
         super().__init__(backend, program)
         utilities = [program.objective, *program.constraints]
+        self.delegate: Backend
         if all(u.is_lp_representable for u in utilities):
             from ..highs.backend import HighsBackend
 

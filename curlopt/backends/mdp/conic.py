@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import Any, Sequence, cast
+from collections.abc import Sequence
+from typing import Any, cast
 
 import numpy as np
 

@@ -144,7 +144,7 @@ class LinearMaster:
         cost, offset = np.zeros(width), 0.0
         row = 1
         if mode != "violation":
-            w, c = self.f_pieces  # type: ignore[misc]
+            w, c = self.f_pieces
             if epigraph:
                 blocks.append(np.hstack([-(w @ rewards), np.ones((w.shape[0], 1))]))
                 lower.append(np.full(w.shape[0], -np.inf))
@@ -175,7 +175,7 @@ class LinearMaster:
         """The affine upper model (module doc) from HiGHS's row duals (for a maximisation: d value / d bound)."""
         a, b, kappa = np.zeros(n_rewards), np.zeros(n_costs), 0.0
         if mode != "violation":
-            w, c = self.f_pieces  # type: ignore[misc]
+            w, c = self.f_pieces
             if "epigraph" in groups:
                 a, kappa = epigraph_model((w, c), duals[groups["epigraph"]])
             else:

@@ -182,7 +182,7 @@ class _System:
             if m not in active and float(self.rows[m].value(zeta)) + self.epsilon > SOLVED:
                 return "row", m
         reduced = self.rewards.T @ np.asarray(self.f.gradient(lam), dtype=float) - theta
-        for m, multiplier in zip(active, mu):
+        for m, multiplier in zip(active, mu, strict=True):
             reduced -= multiplier * (self.costs.T @ np.asarray(self.rows[m].gradient(zeta), dtype=float))
         reduced[weights > 0] = -np.inf
         best = int(np.argmax(reduced))

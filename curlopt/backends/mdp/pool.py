@@ -98,16 +98,16 @@ class ColumnPool:
     def keep(self, mask: np.ndarray) -> None:
         """Keep only the columns where ``mask`` is True (a policy leaves with all its columns)."""
         mask = np.asarray(mask, dtype=bool)
-        kept_policies = {c.actions.tobytes() for c, keep in zip(self.columns, mask) if keep}
+        kept_policies = {c.actions.tobytes() for c, keep in zip(self.columns, mask, strict=True) if keep}
         mask = np.array([c.actions.tobytes() in kept_policies for c in self.columns], dtype=bool)
-        self.columns = [c for c, keep in zip(self.columns, mask) if keep]
+        self.columns = [c for c, keep in zip(self.columns, mask, strict=True) if keep]
         self._policies = kept_policies
         self.rewards, self.costs = self.rewards[:, mask], self.costs[:, mask]
 
     def occupancy(self, weights: np.ndarray) -> np.ndarray:
         """The mixture ``Σ_j w_j ρ_j`` as an (S, A) array."""
         rho = np.zeros((self.n_states, self.n_actions))
-        for column, weight in zip(self.columns, weights):
+        for column, weight in zip(self.columns, weights, strict=True):
             if weight > 0.0:
                 rho[column.states, column.actions[column.states]] += weight * column.distribution
         return rho

@@ -59,7 +59,7 @@ class OccupancyProblem:
     cost_signals: np.ndarray
 
     @classmethod
-    def read(cls, program: Program) -> "OccupancyProblem":
+    def read(cls, program: Program) -> OccupancyProblem:
         """The problem of ``program`` with its current data (bonus and penalty weights included)."""
         model = program.model
         if type(program) is OccupancyProgram:

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, cast
+from typing import cast
 
 import numpy as np
 
-from ..base import call_utility
 from ...utilities.library import Utility
+from ..base import call_utility
 from ..results import Status
 from .chains import KernelMatrix
 from .pool import ColumnPool
@@ -84,7 +85,7 @@ class Outcome:
 
     @classmethod
     def ended(cls, ending: str, weights: np.ndarray | None = None, gap: float = math.nan,
-              message: str = "") -> "Outcome":
+              message: str = "") -> Outcome:
         """The outcome of one of the search's own :data:`ENDINGS`."""
         return cls(ENDINGS[ending], weights, gap, message, ending)
 

@@ -17,8 +17,8 @@ classes). Values are kept relative to state 0 so that they stay bounded.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

@@ -27,12 +27,13 @@ from __future__ import annotations
 import csv
 import io
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
 from ...fileio import atomic_write_text
+from ..simulation.trace import Trace
 from .runs import ConfigurationRuns
 
 __all__ = ["checkpoint_rows", "write_checkpoint_table", "violating_step_shares"]
@@ -47,7 +48,7 @@ def _finite_mean(stack: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.where(count > 0, total / np.maximum(count, 1), np.nan), count
 
 
-def violating_step_shares(trace, times) -> np.ndarray:
+def violating_step_shares(trace: Trace, times: np.ndarray) -> np.ndarray:
     """For each time t, the share of the steps 1..t played under a policy that violates on the true kernel.
 
     An epoch (``start``, ``length``) covers the steps ``start .. start + length - 1``; it counts as violating
@@ -62,7 +63,7 @@ def violating_step_shares(trace, times) -> np.ndarray:
         starts.append(float(epoch.start))
         lengths.append(float(max(int(epoch.length), 0)))
         evaluated.append(known)
-        flags.append(bool(known and values.size and np.max(values) > 0.0))
+        flags.append(bool(values is not None and known and values.size and np.max(values) > 0.0))
     if not starts:
         return np.full(times.shape, np.nan)
     start, length = np.asarray(starts), np.asarray(lengths)

@@ -76,16 +76,17 @@ import math
 import os
 import re
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...fileio import atomic_write_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .runs import ConfigurationRuns
     from ..simulation.trace import Trace
+    from .runs import ConfigurationRuns
 
 __all__ = ["write_study_summary", "study_rows", "study_columns", "study_markdown", "bootstrap_interval",
            "epoch_violation_shares", "anytime_violation", "ANYTIME_START_FRACTION", "mean_unreached", "mean_std",
@@ -182,7 +183,7 @@ def bootstrap_interval(values: Sequence[float]) -> tuple[float, float]:
     return float(interval.low), float(interval.high)
 
 
-def epoch_violation_shares(trace: "Trace") -> tuple[float, float]:
+def epoch_violation_shares(trace: Trace) -> tuple[float, float]:
     """``(share of epochs, share of steps)`` whose policy violates a constraint on the true kernel.
 
     An epoch violates when the largest of its exact ``g_m`` (``exact_constraints``)
@@ -203,11 +204,11 @@ def epoch_violation_shares(trace: "Trace") -> tuple[float, float]:
         return math.nan, math.nan
     share_epochs = float(np.mean(flags))
     total = sum(lengths)
-    share_steps = float(sum(n for n, bad in zip(lengths, flags) if bad) / total) if total > 0 else math.nan
+    share_steps = float(sum(n for n, bad in zip(lengths, flags, strict=True) if bad) / total) if total > 0 else math.nan
     return share_epochs, share_steps
 
 
-def anytime_violation(trace: "Trace", start_fraction: float = ANYTIME_START_FRACTION) -> tuple[float, bool]:
+def anytime_violation(trace: Trace, start_fraction: float = ANYTIME_START_FRACTION) -> tuple[float, bool]:
     """``(share, never)`` over the checkpoints ``t >= t0 = start_fraction · T``: the share with ``C(t) > 0``, and
     whether ``C(t) = 0`` at every one of them.
 
@@ -226,9 +227,9 @@ def anytime_violation(trace: "Trace", start_fraction: float = ANYTIME_START_FRAC
     return float(np.mean(violating)), not bool(np.any(violating))
 
 
-def mean_unreached(trace: "Trace") -> float:
+def mean_unreached(trace: Trace) -> float:
     """Mean of the epochs' ``unreached`` counts (epochs that do not record one are left out; NaN if none does)."""
-    counts = [epoch.unreached for epoch in trace.epochs if getattr(epoch, "unreached", None) is not None]
+    counts = [count for count in (getattr(epoch, "unreached", None) for epoch in trace.epochs) if count is not None]
     return float(np.mean(counts)) if counts else math.nan
 
 
@@ -239,15 +240,15 @@ def _nanmean(values: Sequence[float]) -> float:
 
 
 # -- rows -----------------------------------------------------------------------------------------------------------
-def _setting_name(group: "ConfigurationRuns") -> str:
+def _setting_name(group: ConfigurationRuns) -> str:
     return str(getattr(group.setting, "name", group.setting))
 
 
-def _groups(groups: Sequence["ConfigurationRuns | None"]) -> list["ConfigurationRuns"]:
+def _groups(groups: Sequence[ConfigurationRuns | None]) -> list[ConfigurationRuns]:
     return [group for group in groups if group is not None]
 
 
-def _varied_names(groups: Sequence["ConfigurationRuns"]) -> list[str]:
+def _varied_names(groups: Sequence[ConfigurationRuns]) -> list[str]:
     names: list[str] = []
     for group in groups:
         for name in group.varied:
@@ -274,7 +275,7 @@ def _interval_stats(row: dict[str, Any], name: str, values: Sequence[float]) -> 
     row[f"{name}_ci_low"], row[f"{name}_ci_high"] = bootstrap_interval(values)
 
 
-def _row(group: "ConfigurationRuns") -> dict[str, Any]:
+def _row(group: ConfigurationRuns) -> dict[str, Any]:
     traces = list(group.traces)
     summaries = [trace.summary() for trace in traces]
     first_meta = traces[0].meta if traces else {}
@@ -319,7 +320,7 @@ def _row(group: "ConfigurationRuns") -> dict[str, Any]:
     return row
 
 
-def study_rows(groups: Sequence["ConfigurationRuns"]) -> list[dict[str, Any]]:
+def study_rows(groups: Sequence[ConfigurationRuns]) -> list[dict[str, Any]]:
     """One row per configuration, in the given order, with the columns of :func:`study_columns`.
 
     Rows also carry two private keys, ``_constraints`` (M of the setting) and
@@ -352,7 +353,7 @@ def _study_csv_value(column: str, value: Any) -> str:
     return _csv_value(value)
 
 
-def _study_csv_text(rows: Sequence[dict[str, Any]], groups: Sequence["ConfigurationRuns"]) -> str:
+def _study_csv_text(rows: Sequence[dict[str, Any]], groups: Sequence[ConfigurationRuns]) -> str:
     n_constraints = max((row["_constraints"] for row in rows), default=0)
     columns = study_columns(n_constraints, _varied_names(groups))
     buffer = io.StringIO()
@@ -471,7 +472,7 @@ def _range_text(values: Sequence[int], word: str) -> str:
     return f"{distinct[0]:,}–{distinct[-1]:,} {word}s"
 
 
-def study_markdown(groups: Sequence["ConfigurationRuns"], rows: Sequence[dict[str, Any]], title: str = "",
+def study_markdown(groups: Sequence[ConfigurationRuns], rows: Sequence[dict[str, Any]], title: str = "",
                    description: str = "", notes: Sequence[str] = ()) -> str:
     """The summary as Markdown: one table per setting (cells ``mean ± std [95% interval]``) and a legend."""
     groups = _groups(groups)
@@ -581,7 +582,7 @@ def _legend(n_constraints: int) -> list[str]:
 
 
 # -- files ----------------------------------------------------------------------------------------------------------
-def write_study_summary(groups: Sequence["ConfigurationRuns"], out: str | os.PathLike, title: str = "",
+def write_study_summary(groups: Sequence[ConfigurationRuns], out: str | os.PathLike, title: str = "",
                         description: str = "", notes: Sequence[str] = ()) -> tuple[Path, Path, list[dict[str, Any]]]:
     """Write ``summary.csv`` and ``summary.md`` of a study under ``out``.
 

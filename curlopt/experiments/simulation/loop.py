@@ -165,7 +165,7 @@ def _fast_epoch(state, policy_rows, kernel_rows, thresholds, cap, actions: Unifo
         block = min(cap - done, size)
         size = min(BLOCK, 4 * size)
         before = len(pairs)
-        steps = zip(actions.peek(block).tolist(), transitions.peek(block).tolist())
+        steps = zip(actions.peek(block).tolist(), transitions.peek(block).tolist(), strict=True)
         s, ended = _step_block(steps, s, policy_rows, kernel_rows, successors, n_actions, pairs, visits,
                                thresholds if checked else None)
         used = len(pairs) - before
@@ -335,6 +335,7 @@ def run(
     optimum = _optimum(model, agent) if model is not None else None
     recorder = _Recorder(agent.model, steps, checkpoints, None if optimum is None else optimum["objective"])
     evaluator = _ExactEvaluator(model) if _known(model) else None
+    step: ChainSimulator | _GenericStepper
     if path == "fast":
         # Transitions come from the environment's own generator, in the order env.step would draw them.
         step = ChainSimulator(model.transitions if model.sparse else model.kernel, actions, unwrapped.np_random)
@@ -505,7 +506,7 @@ class _GenericStepper:
         return _generic_epoch(self.env, state, policy_rows, limit, cap, self.actions, n_actions, self.known)
 
 
-def _play(agent: Agent, steps: int, state: int, step, recorder: _Recorder, evaluator: "_ExactEvaluator | None",
+def _play(agent: Agent, steps: int, state: int, step, recorder: _Recorder, evaluator: _ExactEvaluator | None,
           bar) -> list[EpochRecord]:
     """The epochs of a run: plan, step until the trigger fires, record, learn; returns the epoch records."""
     S, A = agent.model.n_states, agent.model.n_actions
