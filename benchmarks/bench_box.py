@@ -14,12 +14,12 @@ change of load on the shared machine hits both; medians over the turns, and CPU 
   replayed into both backends alternately, each epoch's ``program.update`` + ``compiled.solve()`` timed; the
   largest difference of the optimal values, the share of re-solves that the kept basis answered (no simplex
   iteration, one pricing round), and pricing rounds per epoch.
-* **UC-CURL, whole runs** (radius ``experiment``, linear and doubling epochs, seed 0, T = 500,000) on the queue
-  (S, A) = (6, 16) and on the scheduler's kernel (16, 2) with a max-min objective (the paper's sum of logs is not
-  an LP, so neither ``highs`` nor ``highs-columns`` takes it): ``highs`` against ``highs-columns``, the figures
-  behind UC-CURL's ``auto`` choice (``curlopt.agents.curl.optimistic_backend``);
+* **UC-CURL, whole runs** (both radii, linear epochs, seed 0, T = 500,000) on the queue (S, A) = (6, 16) and on
+  the scheduler's kernel (16, 2) with a max-min objective (the paper's sum of logs is not an LP, so neither
+  ``highs`` nor ``highs-columns`` takes it): ``highs`` against ``highs-columns``;
 * **UC-CURL per re-solve, by size**: the epoch data of one UC-CURL run replayed into both backends in turn, on
-  those two models and random ones up to (30, 10).
+  those two models and random ones up to (30, 10), both radii. These two are the figures behind UC-CURL's
+  ``auto`` choice (``curlopt.agents.curl.optimistic_backend``).
 """
 
 from __future__ import annotations
@@ -216,37 +216,36 @@ def uc_curl_whole_runs(say: Callable[[str], None], targets: Targets, steps: int,
     from curlopt.models import queue_model
 
     models = {"queue (6,16)": queue_model(), "scheduler (16,2), max-min": _scheduler_max_min()}
-    names, triggers = ("highs", "highs-columns"), ("linear", "doubling")
-    runs: dict[tuple[str, str, str], list[dict]] = {(m, t, n): [] for m in models for t in triggers for n in names}
+    names, radii = ("highs", "highs-columns"), ("experiment", "analysis")
+    runs: dict[tuple[str, str, str], list[dict]] = {(m, r, n): [] for m in models for r in radii for n in names}
     for _ in range(repeats):
-        for (label, trigger, name), chosen in runs.items():
-            run = _agent_run("uc-curl", models[label], steps, backend=name, trigger=trigger, radius="experiment")
+        for (label, radius, name), chosen in runs.items():
+            run = _agent_run("uc-curl", models[label], steps, backend=name, trigger="linear", radius=radius)
             run.pop("trace")
             chosen.append(run)
     rows = []
     for label in models:
-        for trigger in triggers:
-            whole, columns = (_median(runs[label, trigger, name], "cpu") for name in names)
+        for radius in radii:
+            whole, columns = (_median(runs[label, radius, name], "cpu") for name in names)
             for name in names:
-                chosen = runs[label, trigger, name]
+                chosen = runs[label, radius, name]
                 cpu = _median(chosen, "cpu")
-                rows.append([label, trigger, name, chosen[0]["epochs"], f"{cpu:.2f}", f"{_median(chosen, 'wall'):.2f}",
+                rows.append([label, radius, name, chosen[0]["epochs"], f"{cpu:.2f}", f"{_median(chosen, 'wall'):.2f}",
                              f"{1e3 * cpu / chosen[0]['epochs']:.2f}", ratio(whole / columns) if name != "highs" else ""])
-            targets.add("box", f"UC-CURL run ({label}, {trigger}, T = {steps:,}): highs / highs-columns, CPU",
+            targets.add("box", f"UC-CURL run ({label}, {radius} radius, T = {steps:,}): highs / highs-columns, CPU",
                         f"{columns:.2f} s", f"{whole:.2f} s", ratio(whole / columns), "report", None)
-    say(f"\nUC-CURL (radius experiment, seed 0), T = {steps:,}, {repeats} turn(s) of every (model, trigger, backend),"
-        " medians:")
-    say(table(["model", "epochs rule", "backend", "epochs", "CPU s", "wall s", "CPU ms/epoch", "highs / columns"],
+    say(f"\nUC-CURL (linear epochs, seed 0), T = {steps:,}, {repeats} turn(s) of every (model, radius, backend), medians:")
+    say(table(["model", "radius", "backend", "epochs", "CPU s", "wall s", "CPU ms/epoch", "highs / columns"],
               rows, "lllrrrrr"))
 
 
-def _optimistic_epoch_data(model, steps: int) -> list[tuple[np.ndarray, int, float]]:
-    """The counts, start and ε of every epoch of a UC-CURL run (highs-columns, linear epochs, experiment radius)."""
+def _optimistic_epoch_data(model, steps: int, radius: str) -> list[tuple[np.ndarray, int, float]]:
+    """The counts, start and ε of every epoch of a UC-CURL run (highs-columns, linear epochs)."""
     from curlopt.agents import make_agent
     from curlopt.envs import make
     from curlopt.experiments.simulation import loop
 
-    agent = make_agent("uc-curl", model, backend="highs-columns", trigger="linear", radius="experiment")
+    agent = make_agent("uc-curl", model, backend="highs-columns", trigger="linear", radius=radius)
     data: list[tuple[np.ndarray, int, float]] = []
     update = agent._update_program
 
@@ -259,13 +258,13 @@ def _optimistic_epoch_data(model, steps: int) -> list[tuple[np.ndarray, int, flo
     return data
 
 
-def _replay_optimistic(model, data, names) -> dict:
+def _replay_optimistic(model, data, names, radius: str) -> dict:
     """Each epoch's data pushed into one compiled optimistic program per backend, the backends taking turns: CPU
     per update + solve, and the optimal values."""
     from curlopt.backends import get_backend
     from curlopt.programs.optimistic import OptimisticProgram
 
-    programs = {name: OptimisticProgram(model, radius="experiment") for name in names}
+    programs = {name: OptimisticProgram(model, radius=radius) for name in names}
     compiled = {name: get_backend(name).compile(programs[name]) for name in names}
     out = {name: {"cpu": [], "value": []} for name in names}
     for counts, start, epsilon in data:
@@ -290,17 +289,17 @@ def uc_curl_by_size(say: Callable[[str], None], targets: Targets, quick: bool) -
     names = ("highs", "highs-columns")
     rows = []
     for label, model, steps in sizes:
-        data = _optimistic_epoch_data(model, steps)
-        out = _replay_optimistic(model, data, names)
-        whole, columns = (statistics.fmean(out[name]["cpu"]) for name in names)
-        gap = float(np.nanmax(np.abs(np.subtract(out["highs"]["value"], out["highs-columns"]["value"]))))
-        entries = model.n_states ** 2 * model.n_actions
-        rows.append([label, entries, len(data), f"{1e3 * whole:.2f}", f"{1e3 * columns:.2f}", ratio(whole / columns),
-                     f"{gap:.1g}"])
+        for radius in ("experiment", "analysis"):
+            data = _optimistic_epoch_data(model, steps, radius)
+            out = _replay_optimistic(model, data, names, radius)
+            whole, columns = (statistics.fmean(out[name]["cpu"]) for name in names)
+            gap = float(np.nanmax(np.abs(np.subtract(out["highs"]["value"], out["highs-columns"]["value"]))))
+            rows.append([label, radius, model.n_states ** 2 * model.n_actions, len(data), f"{1e3 * whole:.2f}",
+                         f"{1e3 * columns:.2f}", ratio(whole / columns), f"{gap:.1g}"])
     say("\nUC-CURL's optimistic program per re-solve (update + solve, CPU mean over the epochs of one run's data, linear"
-        " epochs, experiment radius), the two backends taking turns on the same data:")
-    say(table(["model", "S²·A", "epochs", "highs ms", "highs-columns ms", "highs / columns", "max |Δ value|"], rows,
-              "lrrrrrr"))
+        " epochs), the two backends taking turns on the same data:")
+    say(table(["model", "radius", "S²·A", "epochs", "highs ms", "highs-columns ms", "highs / columns", "max |Δ value|"],
+              rows, "llrrrrrr"))
 
 
 def run_item(say: Callable[[str], None], targets: Targets, quick: bool = False, repeats: int | None = None) -> None:

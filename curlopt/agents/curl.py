@@ -18,7 +18,7 @@ from .estimates import posterior_kernel, sample_posterior_kernel
 from .safe_sizing import constraint_scales, lipschitz_bounds
 from .triggers import EpochTrigger
 
-__all__ = ["UcCurl", "PsCurl", "MAX_PRIOR", "MARGINS", "optimistic_backend", "sample_posterior_kernel"]
+__all__ = ["UcCurl", "PsCurl", "MAX_PRIOR", "MARGINS", "COLUMNS_FROM_ENTRIES", "optimistic_backend", "sample_posterior_kernel"]
 
 #: how PS-CURL's tightness ε becomes each constraint's margin: as it is, or in the constraint's own units
 MARGINS = ("absolute", "range")
@@ -26,21 +26,32 @@ MARGINS = ("absolute", "range")
 #: the largest Dirichlet prior α0 PS-CURL takes
 MAX_PRIOR = 1e6
 
-def optimistic_backend(model: Any, backend: Any) -> Any:
-    """UC-CURL's backend: ``backend`` as given, but ``"auto"`` with LP-representable utilities is ``highs-columns``.
+#: UC-CURL's ``auto`` choice for LP-representable utilities: the whole LP on ``highs`` below this many kernel entries
+#: (S²·A, or the stored nonzeros of a sparse kernel), column generation on ``highs-columns`` from there on
+COLUMNS_FROM_ENTRIES = 1000
 
-    Column generation solves the same program as the whole LP on ``highs`` (the same optimal value; where the
-    optimum ties, possibly another optimal vertex) and was measured as fast or faster at every size: whole runs of
-    T = 500,000 on the queue (6,16) 1.0-1.3× faster, on the scheduler's kernel (16,2) 1.1-1.4×, and per re-solve
-    1.6× at (12,8) up to 13× at (60,10) (benchmarks/bench_box.py, benchmarks/README.md).
+
+def optimistic_backend(model: Any, backend: Any) -> Any:
+    """UC-CURL's backend: ``backend`` as given, but ``"auto"`` with LP-representable utilities is ``highs-columns``
+    on a kernel of :data:`COLUMNS_FROM_ENTRIES` entries or more.
+
+    Both solve the same program (the same optimal value; where the optimum ties, possibly another optimal vertex).
+    Measured (benchmarks/bench_box.py, benchmarks/README.md): at the paper's sizes neither is faster throughout —
+    whole runs of T = 500,000 on the queue (6,16) and the scheduler's kernel (16,2) take from 0.7 to 1.4 times
+    ``highs``'s time with ``highs-columns``, by model and radius —, so the whole LP stays; from about 1,000
+    entries on, column generation is faster under both radii (per re-solve 1.1-1.6× at (12,8), 1.3-3× at (20,5),
+    4-5× at (30,10), 13× at (60,10)).
     """
     from ..backends import installed_backends
     from ..models.cmdp import CMDP
 
     if not (isinstance(backend, str) and backend == "auto" and isinstance(model, CMDP)):
         return backend
+    entries = model.nnz if model.sparse else model.n_states ** 2 * model.n_actions
     lp = all(u.is_lp_representable for u in (model.objective, *model.constraints))
-    return "highs-columns" if lp and "highs-columns" in installed_backends() else backend
+    if lp and entries >= COLUMNS_FROM_ENTRIES and "highs-columns" in installed_backends():
+        return "highs-columns"
+    return backend
 
 
 class UcCurl(ProgramAgent):
@@ -51,9 +62,9 @@ class UcCurl(ProgramAgent):
     model : CMDP
         Rewards, costs and utilities (the kernel is not used).
     backend : str or Backend, default "auto"
-        Any backend that accepts the model's utilities; ``"auto"`` takes ``highs-columns``
-        for LP-representable utilities (the optimistic program by column generation: the
-        same optimal value as the whole LP on ``highs``, faster; see
+        Any backend that accepts the model's utilities; ``"auto"`` takes highs for
+        LP-representable utilities (``highs-columns``, the same optimal value by column
+        generation, once the kernel has :data:`COLUMNS_FROM_ENTRIES` entries or more: see
         :func:`optimistic_backend`), else the first installed backend that accepts them.
     trigger : {"doubling", "linear", "linear-global", "linear-per-pair"} or EpochTrigger, default "doubling"
         The epoch rule (see :mod:`curlopt.agents.triggers`); ``linear`` is the paper's.
