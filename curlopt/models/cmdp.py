@@ -449,8 +449,9 @@ def stationary_occupancy(kernel: np.ndarray, policy: np.ndarray) -> np.ndarray:
     """Stationary state-action occupancy ``ρ(s,a) = μ(s) π(a|s)`` of ``policy`` on ``kernel``.
 
     ``μ`` solves ``μ P_π = μ``, ``Σ μ = 1`` (least squares, exact for a unichain policy). For a sparse kernel
-    (S·A, S) the system, with its last balance row replaced by the normalisation, is solved by a sparse LU;
-    a policy whose chain has more than one recurrent class makes it singular, which raises ModelError.
+    (S·A, S) see :func:`_sparse_stationary`: power iteration where the chain mixes fast, a sparse LU with one
+    balance row replaced by ``μ(j) = 1`` otherwise; a policy whose chain has more than one recurrent class (found
+    by a search of its graph first) raises ModelError.
     """
     if sp.issparse(kernel):
         return _sparse_stationary(kernel, policy)
@@ -465,10 +466,97 @@ def stationary_occupancy(kernel: np.ndarray, policy: np.ndarray) -> np.ndarray:
     return mu[:, None] * policy
 
 
+#: power-iteration sweeps tried before the sparse LU (each costs one product with the chain's nonzeros)
+POWER_SWEEPS = 300
+#: a stationary vector is accepted when ``‖μ P_π − μ‖₁`` is at most this
+STATIONARY_RESIDUAL = 1e-12
+
+
 def _sparse_stationary(kernel: Any, policy: np.ndarray) -> np.ndarray:
+    """``μ(s) π(a|s)`` for a sparse kernel, by the cheaper of two exact routes.
+
+    1. Power iteration on the lazy chain ``(I + P_π)/2`` (same stationary vector, aperiodic), at most
+       :data:`POWER_SWEEPS` sweeps: a chain that mixes fast (random sparse graphs, the scheduler's product chains)
+       converges in a few hundred products, where a sparse LU of an expander-like graph fills in (8 s at
+       S = 5,000 with five successors, measured, against 0.01 s).
+    2. Otherwise a sparse LU of the balance equations with the row of one state j replaced by ``μ(j) = 1``. Why not
+       the normalisation row ``Σ μ = 1``: a dense row makes the factor fill in (6 s on the queue with
+       buffer 10,000, 0.02 s without it). Why j matters: a slowly mixing chain's μ can span hundreds of orders
+       of magnitude (the queue with an upward drift), and fixing a state of negligible mass loses the rest to
+       round-off, so j is the heaviest recurrent state of the iterate (a transient j has no solution), and the
+       solve is repeated from the heaviest state of its answer until that is j itself (at most four times; one or
+       two on the queue).
+    Before either, the chain's graph is searched for its closed classes: more than one raises ModelError (the
+    stationary law would depend on the start).
+    The answer must satisfy ``‖μ P_π − μ‖₁ ≤`` :data:`STATIONARY_RESIDUAL`; if neither route reaches it, the
+    normalised bordered system is solved as before (slower, never less accurate), so no route returns a vector
+    that is not stationary.
+    """
     import scipy.sparse.linalg as spla  # imported here: only sparse models need it
 
-    chain = policy_kernel(kernel, policy)
+    chain = sp.csr_array(policy_kernel(kernel, policy))
+    n = chain.shape[0]
+    closed, recurrent = _closed_classes(chain)
+    if closed > 1:
+        raise ModelError(
+            f"the stationary distribution is not unique: the chain of this policy has {closed} recurrent classes."
+        )
+    forward = sp.csr_array(chain.T)  # μ ↦ μ P_π as a matrix-vector product
+
+    def residual(mu: np.ndarray) -> float:
+        return float(np.abs(forward @ mu - mu).sum())
+
+    mu = np.full(n, 1.0 / n)
+    for _ in range(POWER_SWEEPS):
+        step = 0.5 * (mu + forward @ mu)
+        step /= step.sum()
+        converged = np.abs(step - mu).sum() <= 1e-15
+        mu = step
+        if converged:
+            break
+    if residual(mu) <= STATIONARY_RESIDUAL:
+        return mu[:, None] * policy
+
+    balance = sp.csc_array(sp.eye_array(n, format="csc") - forward)
+    # the pivot must be recurrent: fixing μ(j) = 1 at a transient state (true mass 0) has no solution
+    pivot = int(np.argmax(np.where(recurrent, mu, -1.0)))
+    for _ in range(4):
+        keep = np.arange(n) != pivot
+        try:
+            rest = spla.splu(sp.csc_array(balance[keep][:, keep])).solve(
+                -balance[keep][:, [pivot]].toarray().ravel())
+        except RuntimeError:  # numerically singular although the class is unique: the sure route below
+            break
+        mu = np.empty(n)
+        mu[pivot], mu[keep] = 1.0, rest
+        heaviest = int(np.argmax(mu))
+        mu = np.clip(mu, 0.0, None)
+        mu /= mu.sum()
+        if heaviest == pivot:
+            break
+        pivot = heaviest
+    if np.all(np.isfinite(mu)) and residual(mu) <= STATIONARY_RESIDUAL:
+        return mu[:, None] * policy
+    return _bordered_stationary(chain, policy)
+
+
+def _closed_classes(chain: sp.csr_array) -> tuple[int, np.ndarray]:
+    """How many closed communicating classes (recurrent classes) the chain's graph has, and a mask of the states in
+    them: O(nonzeros)."""
+    from scipy.sparse.csgraph import connected_components
+
+    count, labels = connected_components(chain, directed=True, connection="strong")
+    coo = chain.tocoo()
+    positive = coo.data > 0
+    source, target = labels[coo.row[positive]], labels[coo.col[positive]]
+    leaving = np.unique(source[source != target])  # classes with an edge out of them are not closed
+    return int(count - leaving.size), ~np.isin(labels, leaving)
+
+
+def _bordered_stationary(chain: sp.csr_array, policy: np.ndarray) -> np.ndarray:
+    """The balance equations with the last row replaced by ``Σ μ = 1``, by a sparse LU (the slow, sure route)."""
+    import scipy.sparse.linalg as spla
+
     n = chain.shape[0]
     system = sp.lil_array((chain.T - sp.eye_array(n)).tocsr())
     system[n - 1, :] = np.ones(n)
