@@ -518,25 +518,45 @@ def _sparse_stationary(kernel: Any, policy: np.ndarray) -> np.ndarray:
         return mu[:, None] * policy
 
     balance = sp.csc_array(sp.eye_array(n, format="csc") - forward)
-    # the pivot must be recurrent: fixing μ(j) = 1 at a transient state (true mass 0) has no solution
-    pivot = int(np.argmax(np.where(recurrent, mu, -1.0)))
-    for _ in range(4):
+
+    def pivoted(pivot: int) -> np.ndarray | None:
+        """μ with μ(pivot) = 1 by a sparse LU, or None when the factor is singular or the answer not finite."""
         keep = np.arange(n) != pivot
         try:
             rest = spla.splu(sp.csc_array(balance[keep][:, keep])).solve(
                 -balance[keep][:, [pivot]].toarray().ravel())
-        except RuntimeError:  # numerically singular although the class is unique: the sure route below
+        except RuntimeError:  # "Factor is exactly singular": round-off, the class being unique
+            return None
+        answer = np.empty(n)
+        answer[pivot], answer[keep] = 1.0, rest
+        return answer if np.all(np.isfinite(answer)) else None
+
+    # Candidate pivots, all recurrent (a transient state's true mass is 0: μ(j) = 1 has no solution there): the
+    # heaviest states of the power iterate, then states spread over the recurrent ones. A pivot of negligible true
+    # mass gives an answer ruined by round-off (entries of both signs); the first answer that is nonnegative to
+    # round-off names a heavy state, where the solve is repeated, until the pivot is its own answer's heaviest.
+    states = np.flatnonzero(recurrent)
+    heavy = states[np.argsort(-mu[states], kind="stable")[:8]]
+    spread = states[np.linspace(0, states.size - 1, num=min(16, states.size)).astype(int)]
+    tried: set[int] = set()
+    for candidate in dict.fromkeys([*heavy.tolist(), *spread.tolist()]):
+        pivot = int(candidate)
+        for _ in range(4):
+            if pivot in tried:
+                break
+            tried.add(pivot)
+            answer = pivoted(pivot)
+            if answer is None or answer.min() < -1e-9 * answer.max():
+                break
+            heaviest = int(np.argmax(answer))
+            if heaviest != pivot:
+                pivot = heaviest
+                continue
+            mu = np.clip(answer, 0.0, None)
+            mu /= mu.sum()
+            if residual(mu) <= STATIONARY_RESIDUAL:
+                return mu[:, None] * policy
             break
-        mu = np.empty(n)
-        mu[pivot], mu[keep] = 1.0, rest
-        heaviest = int(np.argmax(mu))
-        mu = np.clip(mu, 0.0, None)
-        mu /= mu.sum()
-        if heaviest == pivot:
-            break
-        pivot = heaviest
-    if np.all(np.isfinite(mu)) and residual(mu) <= STATIONARY_RESIDUAL:
-        return mu[:, None] * policy
     return _bordered_stationary(chain, policy)
 
 
@@ -564,10 +584,11 @@ def _bordered_stationary(chain: sp.csr_array, policy: np.ndarray) -> np.ndarray:
     rhs[-1] = 1.0
     try:
         mu = spla.splu(sp.csc_array(system)).solve(rhs)
-    except RuntimeError as exc:  # "Factor is exactly singular"
+    except RuntimeError as exc:  # "Factor is exactly singular"; the closed classes were counted before: one
         raise ModelError(
-            f"the stationary distribution is not unique ({exc}): the chain of this policy has more than one"
-            " recurrent class."
+            f"the stationary distribution of this policy's chain could not be computed ({exc}): its one"
+            " recurrent class is numerically singular in every factorisation tried (a power iteration, LUs pivoted"
+            " at up to 24 states, the normalised system)."
         ) from None
     mu = np.clip(mu, 0.0, None)
     mu /= mu.sum()
