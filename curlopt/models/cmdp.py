@@ -483,29 +483,33 @@ def _sparse_stationary(kernel: Any, policy: np.ndarray) -> np.ndarray:
        the normalisation row ``Σ μ = 1``: a dense row makes the factor fill in (6 s on the queue with
        buffer 10,000, 0.02 s without it). Why j matters: a slowly mixing chain's μ can span hundreds of orders
        of magnitude (the queue with an upward drift), and fixing a state of negligible mass loses the rest to
-       round-off, so j is the heaviest recurrent state of the iterate (a transient j has no solution), and the
-       solve is repeated from the heaviest state of its answer until that is j itself (at most four times; one or
-       two on the queue).
+       round-off, so j is tried among the heaviest recurrent states of the iterate and states spread over the
+       recurrent ones, until an answer is nonnegative and stationary (:func:`_pivoted_stationary`).
     Before either, the chain's graph is searched for its closed classes: more than one raises ModelError (the
     stationary law would depend on the start).
     The answer must satisfy ``‖μ P_π − μ‖₁ ≤`` :data:`STATIONARY_RESIDUAL`; if neither route reaches it, the
     normalised bordered system is solved as before (slower, never less accurate), so no route returns a vector
     that is not stationary.
     """
-    import scipy.sparse.linalg as spla  # imported here: only sparse models need it
-
     chain = sp.csr_array(policy_kernel(kernel, policy))
-    n = chain.shape[0]
     closed, recurrent = _closed_classes(chain)
     if closed > 1:
         raise ModelError(
             f"the stationary distribution is not unique: the chain of this policy has {closed} recurrent classes."
         )
     forward = sp.csr_array(chain.T)  # μ ↦ μ P_π as a matrix-vector product
+    guess = _power_iteration(forward)
+    mu = guess if _residual(forward, guess) <= STATIONARY_RESIDUAL else _pivoted_stationary(forward, recurrent, guess)
+    return (mu[:, None] * policy) if mu is not None else _bordered_stationary(chain, policy)
 
-    def residual(mu: np.ndarray) -> float:
-        return float(np.abs(forward @ mu - mu).sum())
 
+def _residual(forward: sp.csr_array, mu: np.ndarray) -> float:
+    return float(np.abs(forward @ mu - mu).sum())
+
+
+def _power_iteration(forward: sp.csr_array) -> np.ndarray:
+    """At most :data:`POWER_SWEEPS` sweeps of the lazy chain from the uniform law."""
+    n = forward.shape[0]
     mu = np.full(n, 1.0 / n)
     for _ in range(POWER_SWEEPS):
         step = 0.5 * (mu + forward @ mu)
@@ -514,13 +518,23 @@ def _sparse_stationary(kernel: Any, policy: np.ndarray) -> np.ndarray:
         mu = step
         if converged:
             break
-    if residual(mu) <= STATIONARY_RESIDUAL:
-        return mu[:, None] * policy
+    return mu
 
+
+def _pivoted_stationary(forward: sp.csr_array, recurrent: np.ndarray, guess: np.ndarray) -> np.ndarray | None:
+    """μ by sparse LUs pivoted at candidate states (see :func:`_sparse_stationary`), or None if none is stationary.
+
+    Candidates, all recurrent (a transient state's true mass is 0: μ(j) = 1 has no solution there): the heaviest
+    states of ``guess``, then states spread over the recurrent ones. A pivot of negligible true mass gives an answer
+    ruined by round-off (entries of both signs); the first answer that is nonnegative to round-off names a heavy
+    state, where the solve is repeated, until the pivot is its own answer's heaviest state.
+    """
+    import scipy.sparse.linalg as spla  # imported here: only sparse models need it
+
+    n = forward.shape[0]
     balance = sp.csc_array(sp.eye_array(n, format="csc") - forward)
 
     def pivoted(pivot: int) -> np.ndarray | None:
-        """μ with μ(pivot) = 1 by a sparse LU, or None when the factor is singular or the answer not finite."""
         keep = np.arange(n) != pivot
         try:
             rest = spla.splu(sp.csc_array(balance[keep][:, keep])).solve(
@@ -531,19 +545,13 @@ def _sparse_stationary(kernel: Any, policy: np.ndarray) -> np.ndarray:
         answer[pivot], answer[keep] = 1.0, rest
         return answer if np.all(np.isfinite(answer)) else None
 
-    # Candidate pivots, all recurrent (a transient state's true mass is 0: μ(j) = 1 has no solution there): the
-    # heaviest states of the power iterate, then states spread over the recurrent ones. A pivot of negligible true
-    # mass gives an answer ruined by round-off (entries of both signs); the first answer that is nonnegative to
-    # round-off names a heavy state, where the solve is repeated, until the pivot is its own answer's heaviest.
     states = np.flatnonzero(recurrent)
-    heavy = states[np.argsort(-mu[states], kind="stable")[:8]]
+    heavy = states[np.argsort(-guess[states], kind="stable")[:8]]
     spread = states[np.linspace(0, states.size - 1, num=min(16, states.size)).astype(int)]
     tried: set[int] = set()
     for candidate in dict.fromkeys([*heavy.tolist(), *spread.tolist()]):
         pivot = int(candidate)
-        for _ in range(4):
-            if pivot in tried:
-                break
+        while pivot not in tried and len(tried) < 32:
             tried.add(pivot)
             answer = pivoted(pivot)
             if answer is None or answer.min() < -1e-9 * answer.max():
@@ -554,10 +562,10 @@ def _sparse_stationary(kernel: Any, policy: np.ndarray) -> np.ndarray:
                 continue
             mu = np.clip(answer, 0.0, None)
             mu /= mu.sum()
-            if residual(mu) <= STATIONARY_RESIDUAL:
-                return mu[:, None] * policy
+            if _residual(forward, mu) <= STATIONARY_RESIDUAL:
+                return mu
             break
-    return _bordered_stationary(chain, policy)
+    return None
 
 
 def _closed_classes(chain: sp.csr_array) -> tuple[int, np.ndarray]:
@@ -588,7 +596,7 @@ def _bordered_stationary(chain: sp.csr_array, policy: np.ndarray) -> np.ndarray:
         raise ModelError(
             f"the stationary distribution of this policy's chain could not be computed ({exc}): its one"
             " recurrent class is numerically singular in every factorisation tried (a power iteration, LUs pivoted"
-            " at up to 24 states, the normalised system)."
+            " at up to 32 states, the normalised system)."
         ) from None
     mu = np.clip(mu, 0.0, None)
     mu /= mu.sum()
