@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import typer
 
@@ -26,27 +27,51 @@ def compare_command(
     param: list[str] = typer.Option(None, "--param", "-p", help="Model parameter key=value (repeatable)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the simulated run and posterior samples."),
     tolerance: float = typer.Option(1e-5, "--tolerance", help="Relative objective tolerance for agreement (a finite number >= 0)."),
+    backends: str = typer.Option(None, "--backends", help="Comma-separated backends to compare (default: every installed one; one that cannot express the model's utilities shows as refused)."),
+    time_limit: float = typer.Option(None, "--time-limit", help="Seconds per solve, given to every backend (its time_limit option); a solve that reaches it shows status time_limit."),
+    isolate: bool = typer.Option(None, "--isolate/--no-isolate", help="Run each backend and solver in a child process: peak memory, and a crash or a kill becomes a row (default: on for a model with S·A >= 5,000 or >= 100,000 kernel entries)."),
+    progress: bool = typer.Option(None, "--progress/--no-progress", help="One line on stderr as each backend and solver starts and ends (default: on for a large model, as --isolate)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
-    """Print backend, solver, status, objective, largest constraint residual, solve times and iterations.
+    """Print backend, solver, status, objective, gap, largest constraint residual, compile and solve times,
+    iterations and (isolated runs) peak memory.
 
     The mean objectives are over the instances every solver solved (the others are listed, with who failed them);
     a solver the backend does not take the program with is shown as refused; objectives that differ beyond
-    --tolerance on an instance are flagged; and the report says when fewer instances ran than --instances asked.
+    --tolerance on an instance are flagged; the gap is measured against the most accurate answer (named under the
+    table); and the report says when fewer instances ran than --instances asked. With --isolate (the default for a
+    large model) and --time-limit, a child still compiling or solving well past the limit is killed and its row says
+    so.
     """
     from ..backends.base import solver_output_to_stderr
-    from ..experiments.compare import check_tolerance, compare_solvers
-    from .logs import note, warn
+    from ..experiments.compare import (
+        check_backends,
+        check_time_limit,
+        check_tolerance,
+        compare_solvers,
+        isolation_default,
+    )
+    from .logs import LOGGER, note, warn
 
     check_tolerance(tolerance, "--tolerance")
+    check_time_limit(time_limit, "--time-limit")
+    names = None if backends is None else check_backends(
+        [name.strip() for name in backends.split(",") if name.strip()], "--backends")
     params = list(param or [])
     if size is not None:
         params += size_params(env, size, params)
     model = load_model(env, params)
     if size is not None and env == "queue":
         _check_queue_actions(size, model)
+    show = progress if progress is not None else isolation_default(model)[0]
+
+    def say(line: str) -> None:
+        if show and LOGGER.isEnabledFor(logging.WARNING):  # --quiet hides it, as it hides notes
+            typer.echo(line, err=True)
+
     with solver_output_to_stderr():  # whatever a solver prints goes to stderr: stdout is the report alone
-        report = compare_solvers(model, program=program, epochs=epochs, seed=seed, tolerance=tolerance)
+        report = compare_solvers(model, program=program, epochs=epochs, seed=seed, tolerance=tolerance,
+                                 backends=names, time_limit=time_limit, isolate=isolate, progress=say)
     if as_json:
         typer.echo(json.dumps({"env": env, **report.to_dict()}, indent=2))
     else:
