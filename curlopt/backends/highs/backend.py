@@ -184,6 +184,19 @@ def new_highs() -> highspy.Highs:
     return highs
 
 
+def run_highs(highs: highspy.Highs, left: float | None) -> float:
+    """``highs.run()`` within ``left`` seconds (None: no limit); returns HiGHS's run time of this run.
+
+    HiGHS's ``time_limit`` is on its run clock, which runs on over every solve of the object: the limit is set to
+    the clock's reading plus what is left.
+    """
+    before = highs.getRunTime()
+    if left is not None:
+        highs.setOptionValue("time_limit", before + max(left, 0.0))
+    highs.run()
+    return highs.getRunTime() - before
+
+
 def check_highs_options(options: dict[str, Any], owner: str = "the highs backend") -> None:
     """Raise :class:`BackendOptionError` unless HiGHS takes every option: each is set on a scratch,
     silent ``highspy.Highs()``; an unknown name or a refused value (wrong type, out of range, not one of
@@ -413,15 +426,11 @@ class CompiledHighs(CompiledProgram):
 
     def _run(self) -> tuple[str, int, float]:
         highs = self.highs
-        before = highs.getRunTime()
-        left = self.time_left()
-        if left is not None:  # HiGHS's time_limit is on its run clock, which runs on over every solve
-            highs.setOptionValue("time_limit", before + max(left, 0.0))
-        highs.run()
+        run_time = run_highs(highs, self.time_left())
         status = highs.getModelStatus()
         info = highs.getInfo()
         iterations = int(info.simplex_iteration_count) + max(0, int(info.ipm_iteration_count))
-        return status.name, iterations, highs.getRunTime() - before
+        return status.name, iterations, run_time
 
     def _solve(self, with_constraints: bool) -> RawSolution:
         self._sync(with_constraints)
