@@ -429,7 +429,8 @@ class CompiledHighs(CompiledProgram):
         run_time = run_highs(highs, self.time_left())
         status = highs.getModelStatus()
         info = highs.getInfo()
-        iterations = int(info.simplex_iteration_count) + max(0, int(info.ipm_iteration_count))
+        # HiGHS reports -1 for a count it has no value of (a solve that stopped before it began, kNotset)
+        iterations = max(0, int(info.simplex_iteration_count)) + max(0, int(info.ipm_iteration_count))
         return status.name, iterations, run_time
 
     def _solve(self, with_constraints: bool) -> RawSolution:

@@ -581,7 +581,7 @@ class CompiledColumnGeneration(CompiledProgram):
         run_time = run_highs(highs, self.time_left())
         self._solution = self._access.solution(self._n_rows)
         iterations = highs.getInfoValue("simplex_iteration_count")[1]
-        return highs.getModelStatus().name, int(iterations), run_time
+        return highs.getModelStatus().name, max(0, int(iterations)), run_time  # -1: HiGHS has no count
 
     def _set_phase(self, phase: int) -> None:
         """Phase 1: maximise minus the artificials' sum, every other cost 0; phase 2: the program's objective,
