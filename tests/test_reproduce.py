@@ -239,7 +239,8 @@ def test_the_profiles_set_the_options_the_paper_states_and_the_analysis_uses():
                                          "tightness_constant": 1, "unreached": "uniform"}
     assert options["ps-curl-doubling"] == {"backend": "highs", "trigger": "doubling", "tightness_constant": 1,
                                            "unreached": "uniform"}
-    assert options["ucrl-cmdp"] == {"backend": "highs", "unreached": "uniform"}
+    # UCRL-CMDP keeps its agent's default backend (the same box program by column generation); see below
+    assert options["ucrl-cmdp"] == {"backend": "highs-box-columns", "unreached": "uniform"}
     assert options["primal-dual"] == {"scale": True}
     assert paper.profile["name"] == "paper" and paper.default_out == Path("results/queue")
     assert any("silent" in note and "unreached=uniform" in note for note in paper.profile["notes"])
@@ -272,6 +273,68 @@ def test_the_profiles_set_the_options_the_paper_states_and_the_analysis_uses():
         "backend-highs_radius-experiment_tightness_constant-1_trigger-linear_unreached-uniform"
     assert keys["analysis"]["uc-curl-linear"] != keys["paper"]["uc-curl-linear"]
     assert keys["analysis"]["ps-curl-linear"] == keys["paper"]["ps-curl-linear"]
+
+
+def test_ucrl_cmdp_runs_on_its_agents_default_backend_unless_backend_is_given(tmp_path, capsys):
+    import inspect
+
+    from curlopt.agents import AGENTS
+    from curlopt.experiments.study.planning import plan_study
+
+    # the agent's own default, read from its signature: what `curlopt run queue -a ucrl-cmdp` uses
+    assert inspect.signature(AGENTS["ucrl-cmdp"]).parameters["backend"].default == "highs-box-columns"
+    curl = ["uc-curl-doubling", "uc-curl-linear", "ps-curl-doubling", "ps-curl-linear", "safe-curl"]
+
+    study, heading = experiment_study("queue", full=True)
+    assert study.profile["backends"] == {**{key: "highs" for key in curl}, "ucrl-cmdp": "highs-box-columns"}
+    assert "primal-dual" not in study.profile["backends"]  # it solves no program and takes no backend
+    assert study.profile["overrides"] == {}  # the preset's own choice, not an override
+    assert "ucrl-cmdp: highs-box-columns, its agent's default" in heading and heading.startswith("backend highs (")
+    assert any(note.startswith("Backends: highs for every algorithm that takes one, except UCRL-CMDP on"
+                               " highs-box-columns") for note in study.profile["notes"])
+    # its runs have their own folder: a resume never mixes them with runs made on the whole LP
+    keys = {c.algorithm.key: c.key for c in plan_study(study).configurations}
+    assert keys["ucrl-cmdp"] == "backend-highs-box-columns_unreached-uniform"
+
+    # --backend gives every algorithm that takes one the same backend, UCRL-CMDP included, and is recorded
+    for name in ("highs", "cvxpy"):
+        override, heading = experiment_study("queue", backend=name)
+        assert override.profile["backends"] == {key: name for key in curl + ["ucrl-cmdp"]}
+        assert _options(override)["ucrl-cmdp"] == {"backend": name, "unreached": "uniform"}
+        assert override.profile["overrides"] == {"backend": name}  # highs too: it moves UCRL-CMDP off its default
+        assert f"Overriding the profile: backend {name} (--backend)." in override.profile["notes"]
+        assert heading.startswith(f"backend {name} (reduced")
+    # one that changes no algorithm's backend is not an override
+    same, _ = experiment_study("queue", algorithms=["ucrl-cmdp"], backend="highs-box-columns")
+    assert same.profile["overrides"] == {} and same.profile["backends"] == {"ucrl-cmdp": "highs-box-columns"}
+
+    # an algorithm can keep its agent's default only where that is a named backend ("auto" would leave it unstated)
+    experiment = Experiment(name="mini", settings=(SettingSpec("queue", "queue"),),
+                            algorithms=(AlgorithmSpec("p", "P", "ps-curl", "linear", own_backend=True),),
+                            backend="highs", default=Scale(500, 1), full=Scale(1000, 2))
+    assert inspect.signature(AGENTS["ps-curl"]).parameters["backend"].default == "auto"
+    with pytest.raises(CurloptError, match="'p' keeps its agent's default backend, but agent 'ps-curl' has no named"):
+        experiment_study(experiment)
+    assert experiment_study(experiment, backend="highs")[0].profile["backends"] == {"p": "highs"}
+
+    # end to end: the runs report the backend they solved on, and study.json states each algorithm's
+    out = tmp_path / "backends"
+    args = ["reproduce", "queue", "--algorithms", "ps-curl-linear,ucrl-cmdp", "--steps", "600", "--seeds", "1",
+            "--jobs", "1", "--out", str(out), "--no-progress", "--no-figures"]
+    code, stdout, _ = _cli(args, capsys)
+    assert code == 0, stdout
+    assert "  ucrl-cmdp: UCRL-CMDP = ucrl-cmdp with backend=highs-box-columns, unreached=uniform" in stdout
+    record = json.loads((out / "study.json").read_text())
+    assert record["profile"]["backends"] == {"ps-curl-linear": "highs", "ucrl-cmdp": "highs-box-columns"}
+    ran = {path.parts[-3]: load_trace(path).meta["backend"] for path in (out / "runs").rglob("*.json.gz")}
+    assert ran == {"ps-curl-linear": "highs", "ucrl-cmdp": "highs-box-columns"}
+    code, stdout, _ = _cli(args + ["--backend", "highs"], capsys)
+    assert code == 0, stdout
+    ran = {path.parts[-2]: load_trace(path).meta["backend"] for path in (out / "runs").rglob("*.json.gz")
+           if path.parts[-3] == "ucrl-cmdp"}
+    assert ran == {"backend-highs-box-columns_unreached-uniform": "highs-box-columns",
+                   "backend-highs_unreached-uniform": "highs"}  # a run of each, side by side
+    assert json.loads((out / "study.json").read_text())["profile"]["overrides"] == {"backend": "highs"}
 
 
 def test_reproduce_is_the_study_runner_on_a_preset(tmp_path, capsys):

@@ -20,7 +20,7 @@ def reproduce_command(
     force_jobs: bool = typer.Option(False, "--force-jobs", help="Run --jobs workers even when that is more than the cores."),
     executor: str = typer.Option("local", "--executor", help="local (process pool) or ray."),
     address: str = typer.Option(None, "--address", help="Ray cluster address (default: start a local Ray)."),
-    backend: str = typer.Option(None, "--backend", "-b", help="Backend for every agent (default: highs for queue, cvxpy for scheduler)."),
+    backend: str = typer.Option(None, "--backend", "-b", help="One backend for every agent (default: the CURL agents on highs for queue, cvxpy for scheduler; UCRL-CMDP on its own default, highs-box-columns)."),
     out: str = typer.Option(None, "--out", "-o",
                             help="Output folder (default results/<experiment>, results/<experiment>-<profile> for a"
                                  " profile other than paper)."),

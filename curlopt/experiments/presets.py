@@ -3,6 +3,9 @@
 An *experiment* (``queue``, ``scheduler``) is one or more settings (a built-in
 model with parameters) times a list of algorithms (a registered agent and, for
 UC-CURL and PS-CURL, an epoch trigger) with a default backend and two scales.
+The default backend is that of the paper's CURL agents; an algorithm can keep
+its own agent's default instead (UCRL-CMDP: ``highs-box-columns``, its box
+program by column generation, the same program as the whole LP on ``highs``).
 :func:`experiment_study` turns it into a :class:`~curlopt.experiments.study.spec.Study`
 (the same object a study file gives) under a *profile* of agent options, and
 :func:`reproduce` runs that study with :func:`~curlopt.experiments.runner.run_study`:
@@ -24,8 +27,9 @@ Profiles (``--profile``):
     baselines as ``paper``.
 
 ``--tightness`` and ``--backend`` override the profile for every algorithm that
-takes them. The profile and every option are written to ``study.json`` and
-printed at the start.
+takes them (``--backend`` also for an algorithm that keeps its agent's default).
+The profile, every option and the backend each algorithm runs on are written to
+``study.json`` and printed at the start.
 """
 
 from __future__ import annotations
@@ -67,6 +71,9 @@ class AlgorithmSpec:
     extra : bool
         True for a configuration of the toolkit's own (safe mode), run beside the paper's and labelled as such;
         the profile's options, which state the paper's choices, do not apply to it.
+    own_backend : bool
+        True: the algorithm runs on its agent's default backend (the default of the agent's ``backend``
+        parameter) rather than the experiment's, unless a backend is given for every algorithm (``--backend``).
     """
 
     key: str
@@ -74,6 +81,7 @@ class AlgorithmSpec:
     agent: str
     trigger: str | None = None
     extra: bool = False
+    own_backend: bool = False
 
 
 @dataclass(frozen=True)
@@ -86,7 +94,11 @@ class Scale:
 
 @dataclass(frozen=True)
 class Experiment:
-    """Settings × algorithms, with a default backend and two scales (reduced default, published ``full``)."""
+    """Settings × algorithms, with a default backend and two scales (reduced default, published ``full``).
+
+    ``backend`` is the backend of the paper's CURL agents, and of every algorithm that takes one except those
+    whose :class:`AlgorithmSpec` keeps its agent's default (``own_backend``).
+    """
 
     name: str
     settings: tuple[SettingSpec, ...]
@@ -125,7 +137,9 @@ EXPERIMENTS: dict[str, Experiment] = {
         settings=(SettingSpec("queue", "queue", (), "single-server queue with flow and service control",
                               ("service cost 6 - 10a", "flow cost 2 - 8(1-b)²")),),
         algorithms=_curl_algorithms() + (
-            AlgorithmSpec("ucrl-cmdp", "UCRL-CMDP", "ucrl-cmdp"),
+            # its agent's default, highs-box-columns: the same box program as the whole LP on highs, by column
+            # generation (faster; where the optimum ties it may pick another optimal vertex)
+            AlgorithmSpec("ucrl-cmdp", "UCRL-CMDP", "ucrl-cmdp", own_backend=True),
             AlgorithmSpec("primal-dual", "Primal-dual", "primal-dual"),
             SAFE_MODE,
         ),
@@ -258,9 +272,10 @@ def experiment_study(
     steps = scale.steps if steps is None else steps
     _check_numbers(steps, checkpoints, tightness)
     seed_list = _seed_list(scale.seeds if seeds is None else seeds)
+    given = backend is not None
     backend = backend or exp.backend
     specs = _algorithm_specs(exp, algorithms)
-    chosen, notes = _study_algorithms(specs, prof, backend, tightness)
+    chosen, notes = _study_algorithms(specs, prof, backend, tightness, given)
     extras = [spec.label for spec in specs if spec.extra and spec.agent in {a.agent for a in chosen}]
     if extras:
         notes.append(f"{', '.join(extras)}: the toolkit's own agent at its defaults, beside the paper's configurations"
@@ -276,9 +291,9 @@ def experiment_study(
         name=exp.name, steps=steps, seeds=tuple(seed_list), settings=exp.settings, algorithms=tuple(chosen),
         description=exp.description, checkpoints=checkpoints, out=str(out),
         source=f"experiment {exp.name!r} (profile {prof.name})",
-        profile=_profile_record(exp, prof, chosen, backend, tightness, notes),
+        profile=_profile_record(exp, prof, specs, chosen, backend, given, tightness, notes),
     )
-    return study, f"backend {backend} ({_scale_text(exp, steps, len(seed_list))})"
+    return study, f"backend {backend} ({'; '.join(_other_backends(specs, chosen, backend) + [_scale_text(exp, steps, len(seed_list))])})"
 
 
 def _check_numbers(steps: Any, checkpoints: Any, tightness: Any) -> None:
@@ -303,9 +318,23 @@ def _algorithm_specs(exp: Experiment, algorithms: Sequence[str] | None) -> list[
     return specs
 
 
-def _study_algorithms(specs: list[AlgorithmSpec], prof: Profile, backend: str,
-                      tightness: float | None) -> tuple[list[StudyAlgorithm], list[str]]:
-    """Each spec as a study algorithm with the profile's options, and notes on those not registered here."""
+def _own_backend(spec: AlgorithmSpec, takes: dict[str, Any]) -> str:
+    """The default of the agent's ``backend`` parameter, for a spec that keeps it (a name, or an error)."""
+    default = takes["backend"].default
+    if not isinstance(default, str) or default == "auto":
+        # "auto" or an object would leave the backend the runs use unstated in the study record
+        raise CurloptError(f"algorithm {spec.key!r} keeps its agent's default backend, but agent {spec.agent!r}"
+                           f" has no named default backend (got {default!r}).")
+    return default
+
+
+def _study_algorithms(specs: list[AlgorithmSpec], prof: Profile, backend: str, tightness: float | None,
+                      given: bool = False) -> tuple[list[StudyAlgorithm], list[str]]:
+    """Each spec as a study algorithm with the profile's options, and notes on those not registered here.
+
+    ``backend`` goes to every agent that takes one, except a spec with ``own_backend`` (its agent's default)
+    when the backend was not ``given`` for every algorithm.
+    """
     from ..agents import AGENTS
 
     notes: list[str] = []
@@ -317,7 +346,7 @@ def _study_algorithms(specs: list[AlgorithmSpec], prof: Profile, backend: str,
         takes = agent_parameters(spec.agent)
         options: dict[str, Any] = {}
         if "backend" in takes:
-            options["backend"] = backend
+            options["backend"] = _own_backend(spec, takes) if spec.own_backend and not given else backend
         if spec.trigger is not None:
             if "trigger" not in takes:
                 raise CurloptError(f"algorithm {spec.key!r}: agent {spec.agent!r} takes no epoch trigger.")
@@ -332,29 +361,59 @@ def _study_algorithms(specs: list[AlgorithmSpec], prof: Profile, backend: str,
     return chosen, notes
 
 
-def _profile_record(exp: Experiment, prof: Profile, chosen: list[StudyAlgorithm], backend: str,
-                    tightness: float | None, notes: list[str]) -> dict[str, Any]:
-    """The study's profile record (``study.json``): the profile, the overrides, each algorithm's options, notes."""
+def _backends(chosen: list[StudyAlgorithm]) -> dict[str, str]:
+    """Algorithm key -> the backend it runs on, for the algorithms that take one."""
+    return {a.key: str(dict(a.options)["backend"]) for a in chosen if "backend" in dict(a.options)}
+
+
+def _other_backends(specs: list[AlgorithmSpec], chosen: list[StudyAlgorithm], backend: str) -> list[str]:
+    """``key: backend`` for each algorithm not on ``backend`` (for the heading of the announcement)."""
+    own = {s.key for s in specs if s.own_backend}
+    return [f"{key}: {name}" + (", its agent's default" if key in own else "")
+            for key, name in _backends(chosen).items() if name != backend]
+
+
+def _profile_record(exp: Experiment, prof: Profile, specs: list[AlgorithmSpec], chosen: list[StudyAlgorithm],
+                    backend: str, given: bool, tightness: float | None, notes: list[str]) -> dict[str, Any]:
+    """The study's profile record (``study.json``): the profile, the overrides, each algorithm's options and
+    backend, notes."""
     silent = sorted({f"{k}={_show(v)}" for a in chosen for k, v in prof.defaults.get(a.agent, {}).items()})
     record_notes = [f"Profile {prof.name}: {prof.description}."]
     if silent:
         agents = sorted({a.agent for a in chosen if prof.defaults.get(a.agent)})
         record_notes.append(f"Where the paper is silent, the toolkit's default: {', '.join(silent)}"
                             f" ({', '.join(agents)}).")
+    backends = _backends(chosen)
+    by_key = {s.key: s for s in specs}
+    defaults = {key: _default_backend(by_key[key]) if by_key[key].own_backend else exp.backend for key in backends}
+    # an override is a --backend that changes some algorithm's backend (one equal to every default changes nothing)
+    overridden = given and backends != defaults
+    if backends:
+        kept = [f"{by_key[key].label} on {name} (its agent's default)" for key, name in backends.items()
+                if by_key[key].own_backend and not given]
+        record_notes.append(
+            f"Backends: {backend} for every algorithm that takes one" + (" (--backend)" if given else "")
+            + (f", except {', '.join(kept)}; --backend sets one for all" if kept else "") + ".")
     overrides = []
     if tightness is not None:
         overrides.append(f"K_ε={_show(tightness)} (--tightness)")
-    if backend != exp.backend:
+    if overridden:
         overrides.append(f"backend {backend} (--backend)")
     if overrides:
         record_notes.append("Overriding the profile: " + ", ".join(overrides) + ".")
     return {
         "name": prof.name, "description": prof.description, "stated": prof.stated, "defaults": prof.defaults,
         "overrides": {k: v for k, v in (("tightness_constant", tightness),
-                                        ("backend", backend if backend != exp.backend else None)) if v is not None},
+                                        ("backend", backend if overridden else None)) if v is not None},
         "options": {a.key: dict(a.options) for a in chosen},
+        "backends": backends,
         "notes": record_notes + notes,
     }
+
+
+def _default_backend(spec: AlgorithmSpec) -> Any:
+    """The default of the ``backend`` parameter of ``spec``'s (registered) agent, whatever it is."""
+    return agent_parameters(spec.agent)["backend"].default
 
 
 def _scale_text(exp: Experiment, steps: int, n_seeds: int) -> str:
@@ -426,7 +485,8 @@ def reproduce(
     address : str, optional
         Ray cluster address (``ray.init(address=...)``); only with ``executor="ray"``.
     backend : str, optional
-        Backend for every agent that takes one; default the experiment's (queue: highs, scheduler: cvxpy).
+        Backend for every agent that takes one. Default: the experiment's (queue: highs, scheduler: cvxpy) for
+        every algorithm except those that keep their agent's default (queue: UCRL-CMDP on highs-box-columns).
     out : path, optional
         Output folder; default ``results/<experiment>`` (``results/<experiment>-<profile>`` for a profile other
         than ``paper``).
