@@ -129,3 +129,18 @@ def test_a_policy_whose_first_pivot_is_negligible_gets_its_detailed_balance_law(
     mu = stationary_occupancy(model.transitions, policy).sum(axis=1)
     np.testing.assert_allclose(mu, law, atol=1e-14)
     assert int(np.argmax(mu)) == int(np.argmax(law))
+
+
+@pytest.mark.parametrize("sweeps", [0, cmdp.POWER_SWEEPS])
+def test_a_leak_below_round_off_leaves_its_states_transient(monkeypatch, sweeps):
+    """{0, 1} leaks to {2, 3} with probability 1e-320: 1 − 1e-320 == 1 in floating point, so their block of the balance
+    equations is singular; the states are transient all the same (μ = 0 there) and {2, 3} is a closed class with
+    the law (1/3, 2/3) by detailed balance (2 → 3 w.p. 1/2, 3 → 2 w.p. 1/4)."""
+    monkeypatch.setattr(cmdp, "POWER_SWEEPS", sweeps)
+    leak = 1e-320
+    rows = [0, 0, 0, 1, 1, 2, 2, 3, 3]
+    cols = [0, 1, 2, 0, 1, 2, 3, 2, 3]
+    vals = [0.5 - leak, 0.5, leak, 0.5, 0.5, 0.5, 0.5, 0.25, 0.75]
+    kernel = sp.csr_array((vals, (rows, cols)), shape=(4, 4))
+    mu = stationary_occupancy(kernel, np.ones((4, 1)))[:, 0]
+    np.testing.assert_allclose(mu, [0.0, 0.0, 1 / 3, 2 / 3], atol=1e-14)

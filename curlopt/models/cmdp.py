@@ -486,10 +486,10 @@ def _sparse_stationary(kernel: Any, policy: np.ndarray) -> np.ndarray:
        round-off, so j is tried among the heaviest recurrent states of the iterate and states spread over the
        recurrent ones, until an answer is nonnegative and stationary (:func:`_pivoted_stationary`).
     Before either, the chain's graph is searched for its closed classes: more than one raises ModelError (the
-    stationary law would depend on the start).
+    stationary law would depend on the start); with one, every route works on that class alone (μ is 0 elsewhere).
     The answer must satisfy ``‖μ P_π − μ‖₁ ≤`` :data:`STATIONARY_RESIDUAL`; if neither route reaches it, the
-    normalised bordered system is solved as before (slower, never less accurate), so no route returns a vector
-    that is not stationary.
+    normalised bordered system is solved (slower), then dense least squares up to :data:`DENSE_FALLBACK_STATES`
+    states, so no route returns a vector that is not stationary; if none succeeds, ModelError says so.
     """
     chain = sp.csr_array(policy_kernel(kernel, policy))
     closed, recurrent = _closed_classes(chain)
@@ -497,10 +497,16 @@ def _sparse_stationary(kernel: Any, policy: np.ndarray) -> np.ndarray:
         raise ModelError(
             f"the stationary distribution is not unique: the chain of this policy has {closed} recurrent classes."
         )
-    forward = sp.csr_array(chain.T)  # μ ↦ μ P_π as a matrix-vector product
+    # μ is 0 outside the recurrent class, exactly: every route works on the class alone, which also keeps out
+    # transient states whose leak out is below round-off (1 − 1e-320 == 1: their block would be singular)
+    states = np.flatnonzero(recurrent)
+    block = sp.csr_array(chain[states][:, states]) if states.size < chain.shape[0] else chain
+    forward = sp.csr_array(block.T)  # μ ↦ μ P_π as a matrix-vector product
     guess = _power_iteration(forward)
-    mu = guess if _residual(forward, guess) <= STATIONARY_RESIDUAL else _pivoted_stationary(forward, recurrent, guess)
-    return (mu[:, None] * policy) if mu is not None else _bordered_stationary(chain, policy)
+    part = guess if _residual(forward, guess) <= STATIONARY_RESIDUAL else _pivoted_stationary(forward, guess)
+    mu = np.zeros(chain.shape[0])
+    mu[states] = part if part is not None else _bordered_stationary(block)
+    return mu[:, None] * policy
 
 
 def _residual(forward: sp.csr_array, mu: np.ndarray) -> float:
@@ -521,11 +527,11 @@ def _power_iteration(forward: sp.csr_array) -> np.ndarray:
     return mu
 
 
-def _pivoted_stationary(forward: sp.csr_array, recurrent: np.ndarray, guess: np.ndarray) -> np.ndarray | None:
+def _pivoted_stationary(forward: sp.csr_array, guess: np.ndarray) -> np.ndarray | None:
     """μ by sparse LUs pivoted at candidate states (see :func:`_sparse_stationary`), or None if none is stationary.
 
-    Candidates, all recurrent (a transient state's true mass is 0: μ(j) = 1 has no solution there): the heaviest
-    states of ``guess``, then states spread over the recurrent ones. A pivot of negligible true mass gives an answer
+    ``forward`` is the transposed chain of one closed class (every state recurrent: a transient state's true mass is
+    0, where μ(j) = 1 has no solution). Candidates: the heaviest states of ``guess``, then states spread over all. A pivot of negligible true mass gives an answer
     ruined by round-off (entries of both signs); the first answer that is nonnegative to round-off names a heavy
     state, where the solve is repeated, until the pivot is its own answer's heaviest state.
     """
@@ -545,9 +551,8 @@ def _pivoted_stationary(forward: sp.csr_array, recurrent: np.ndarray, guess: np.
         answer[pivot], answer[keep] = 1.0, rest
         return answer if np.all(np.isfinite(answer)) else None
 
-    states = np.flatnonzero(recurrent)
-    heavy = states[np.argsort(-guess[states], kind="stable")[:8]]
-    spread = states[np.linspace(0, states.size - 1, num=min(16, states.size)).astype(int)]
+    heavy = np.argsort(-guess, kind="stable")[:8]
+    spread = np.linspace(0, n - 1, num=min(16, n)).astype(int)
     tried: set[int] = set()
     for candidate in dict.fromkeys([*heavy.tolist(), *spread.tolist()]):
         pivot = int(candidate)
@@ -581,23 +586,38 @@ def _closed_classes(chain: sp.csr_array) -> tuple[int, np.ndarray]:
     return int(count - leaving.size), ~np.isin(labels, leaving)
 
 
-def _bordered_stationary(chain: sp.csr_array, policy: np.ndarray) -> np.ndarray:
-    """The balance equations with the last row replaced by ``Σ μ = 1``, by a sparse LU (the slow, sure route)."""
+#: up to this many states a class whose sparse factorisations all fail is solved densely (least squares)
+DENSE_FALLBACK_STATES = 5_000
+
+
+def _bordered_stationary(block: sp.csr_array) -> np.ndarray:
+    """μ of one closed class: the balance equations with the last row replaced by ``Σ μ = 1`` by a sparse LU; if that
+    is singular to round-off or not stationary, dense least squares (up to :data:`DENSE_FALLBACK_STATES` states)."""
     import scipy.sparse.linalg as spla
 
-    n = chain.shape[0]
-    system = sp.lil_array((chain.T - sp.eye_array(n)).tocsr())
+    n = block.shape[0]
+    system = sp.lil_array((block.T - sp.eye_array(n)).tocsr())
     system[n - 1, :] = np.ones(n)
     rhs = np.zeros(n)
     rhs[-1] = 1.0
+    forward = sp.csr_array(block.T)
     try:
-        mu = spla.splu(sp.csc_array(system)).solve(rhs)
-    except RuntimeError as exc:  # "Factor is exactly singular"; the closed classes were counted before: one
-        raise ModelError(
-            f"the stationary distribution of this policy's chain could not be computed ({exc}): its one"
-            " recurrent class is numerically singular in every factorisation tried (a power iteration, LUs pivoted"
-            " at up to 32 states, the normalised system)."
-        ) from None
-    mu = np.clip(mu, 0.0, None)
-    mu /= mu.sum()
-    return mu[:, None] * policy
+        mu = np.clip(spla.splu(sp.csc_array(system)).solve(rhs), 0.0, None)
+        if np.all(np.isfinite(mu)) and mu.sum() > 0:
+            mu /= mu.sum()
+            if _residual(forward, mu) <= STATIONARY_RESIDUAL:
+                return mu
+    except RuntimeError:  # "Factor is exactly singular": round-off, the class being closed and unique
+        pass
+    if n <= DENSE_FALLBACK_STATES:
+        dense = np.vstack([block.toarray().T - np.eye(n), np.ones((1, n))])
+        mu, *_ = np.linalg.lstsq(dense, np.append(np.zeros(n), 1.0), rcond=None)
+        mu = np.clip(mu, 0.0, None)
+        mu /= mu.sum()
+        if _residual(forward, mu) <= 1e-9:
+            return mu
+    raise ModelError(
+        f"the stationary distribution of this policy's chain could not be computed: its recurrent class of {n} states"
+        " is singular to round-off in every factorisation tried (a power iteration, LUs pivoted at up to 32 states,"
+        " the normalised system" + (", dense least squares)." if n <= DENSE_FALLBACK_STATES else ").")
+    )
