@@ -32,13 +32,17 @@ from ..backends.results import SolveResult
 from ..errors import AgentError, BackendOptionError, CurloptError
 from ..models.cmdp import CMDP
 from ..programs.blocks import Program
-from ..programs.policy import check_unreached, extract_policy
+from ..programs.policy import check_unreached, extract_policy, per_step_feasible
 from ..programs.support import Support
 from ..programs.tightness import EPSILON_MAX, TIGHTNESS_CONSTANT_MAX, tightness
 from .estimates import agent_support, program_support, row_sums
 from .triggers import EpochTrigger, check_min_epoch_length, make_trigger, trigger_rule
 
-__all__ = ["Agent", "EpochPlan", "PlanSource", "ProgramAgent"]
+__all__ = ["Agent", "EpochPlan", "PlanSource", "ProgramAgent", "PLANNING_PRIOR"]
+
+#: the Dirichlet prior of the posterior mean the optimistic agents' ``reach`` fill runs on
+#: (:meth:`ProgramAgent.planning_kernel`)
+PLANNING_PRIOR = 1.0
 
 
 class PlanSource(StrEnum):
@@ -303,8 +307,10 @@ class ProgramAgent(Agent):
     set before ``super().__init__``. The base class then plans each epoch: it updates
     and solves the program, extracts the policy from the solution's occupancy ρ with
     :func:`curlopt.programs.policy.extract_policy` and the agent's ``unreached`` rule
-    (``uniform`` or ``safe``) for the states ρ gives no mass, records how many states
-    that rule filled (``EpochPlan.unreached``), labels an infeasible ε-tight program's
+    (``uniform``, ``safe``, ``reach`` or ``reach-any``, the last two on :meth:`planning_kernel`) for the states ρ
+    gives no mass, records how many states that rule filled (``EpochPlan.unreached``; where
+    ``reach`` could not keep to per-step feasible actions, or could not fill at all, the plan's
+    message says how many states), labels an infeasible ε-tight program's
     replacement as :attr:`PlanSource.FALLBACK`, and after a solver failure keeps the
     previous epoch's policy (:attr:`PlanSource.KEPT`; uniform, :attr:`PlanSource.UNIFORM`,
     in the first epoch). docs/extending.md has a worked example.
@@ -323,8 +329,10 @@ class ProgramAgent(Agent):
         ``T_l``: with it, ``τ = max(t_e, T_l)``.
     seed : optional
         The agent's own seed.
-    unreached : {"uniform", "safe"}, default "uniform"
-        The policy in states the plan's occupancy does not reach.
+    unreached : {"uniform", "safe", "reach", "reach-any"}, default "uniform"
+        The policy in states the plan's occupancy does not reach (``reach``: the fewest expected steps back to
+        the plan's support on :meth:`planning_kernel`, by per-step feasible actions; ``reach-any``: by any
+        actions, whatever they cost).
     support : {"model", "full"}, default "model"
         The successors the agent's counts, estimates and programs allow (see :class:`Agent`); build the
         program on :attr:`program_support`.
@@ -356,6 +364,7 @@ class ProgramAgent(Agent):
         **backend_options: Any,
     ):
         self.unreached = check_unreached(unreached, AgentError)
+        self._feasible: np.ndarray | None = None   # the per-step feasible pairs, for ``reach``, when first needed
         if (isinstance(tightness_constant, bool) or not isinstance(tightness_constant, (int, float))
                 or not math.isfinite(tightness_constant) or tightness_constant < 0):
             raise AgentError(f"tightness_constant (K_ε) must be a finite number >= 0, got {tightness_constant!r}.")
@@ -422,15 +431,44 @@ class ProgramAgent(Agent):
                 if result.policy is None:
                     raise AgentError(f"the backend reported {result.status.value} without an occupancy or a policy.")
                 return plan(result.policy, source)
-            policy, mask = extract_policy(result.occupancy, self.model, self.unreached, costs=result.costs,
-                                          uniform_policy=result.policy)
-            return plan(policy, source, unreached=int(mask.sum()))
+            kernel, feasible = None, None
+            if self.unreached in ("reach", "reach-any"):
+                kernel = self.planning_kernel()
+            if self.unreached == "reach":
+                if self._feasible is None:   # the model's costs and constraints do not change: once per agent
+                    self._feasible = per_step_feasible(self.model)
+                feasible = self._feasible
+            policy, mask, fill = extract_policy(result.occupancy, self.model, self.unreached, costs=result.costs,
+                                                uniform_policy=result.policy, kernel=kernel, full_output=True,
+                                                feasible=feasible)
+            note = _reach_note(fill, int(mask.sum()))
+            message = "; ".join(part for part in (result.message, note) if part) if note else result.message
+            return plan(policy, source, message, unreached=int(mask.sum()))
         S, A = self.model.n_states, self.model.n_actions
         if self.policy is not None:
             why = f"solver failed ({result.status.value}); kept the previous epoch's policy"
             return plan(self.policy, PlanSource.KEPT, _join(why, result.message))
         why = f"solver failed ({result.status.value}) in the first epoch, with no previous policy; playing uniform"
         return plan(np.full((S, A), 1.0 / A), PlanSource.UNIFORM, _join(why, result.message))
+
+    def planning_kernel(self) -> Any:
+        """The kernel the ``reach`` and ``reach-any`` fills run on.
+
+        Agents that plan on one kernel (PS-CURL's posterior sample, safe mode's estimate) return it. Here, for the
+        optimistic agents (UC-CURL, UCRL-CMDP), whose programs choose a kernel inside a confidence set jointly
+        with the occupancy: that optimistic kernel ``p(s,a,s') / ρ(s,a)`` is 0/0 exactly in the states the fill
+        is for, so the fill uses the posterior mean of the counts the epoch planned with,
+        ``(n(s,a,s') + 1) / (N(s,a) + k(s,a))`` over the pair's ``k(s,a)`` allowed successors (a Dirichlet
+        prior of :data:`PLANNING_PRIOR`, PS-CURL's default). Not the centre of the set, ``n / N``: its zeros
+        read "never seen" as "impossible", so a feasible action tried twice without moving down looks as if it
+        could never leave its state (on the small queue, seed 4, such estimates made the fill give up the
+        per-step feasible actions of whole states for good). A dense (S, A, S) array on the dense support,
+        else a CSR (S·A, S) matrix.
+        """
+        alpha = self.entry_counts.reshape(self.support.shape) + PLANNING_PRIOR
+        if self.support.is_dense:
+            return alpha / alpha.sum(axis=2, keepdims=True)
+        return self.support.matrix(alpha / self.support.row_sums(alpha)[self.support.pairs])
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "backend": self.backend.name, "tightness": self.tightness_constant,
@@ -439,3 +477,23 @@ class ProgramAgent(Agent):
 
 def _join(first: str, second: str) -> str:
     return f"{first}: {second}" if second else first
+
+
+def _reach_note(fill: Any, unreached: int) -> str:
+    """What the ``reach`` fill could not do this epoch, for the plan's message ("" when it did everything)."""
+    if fill is None:
+        return ""
+    notes = []
+    if fill.no_feasible.any():
+        notes.append(f"reach fill: {int(fill.no_feasible.sum())} of the {unreached} unreached states have no per-step"
+                     " feasible action (g_m(c(s,a)) <= 0 for every m); all their actions were candidates")
+    if fill.widened.any():
+        notes.append(f"reach fill: {int(fill.widened.sum())} of the {unreached} unreached states need an action that"
+                     " is not per-step feasible on the way back to the plan's support; all their actions were candidates")
+    if fill.stranded.any():
+        notes.append(f"reach fill: {int(fill.stranded.sum())} of the {unreached} unreached states cannot reach the"
+                     " plan's support with certainty by any action under the planned kernel; played uniform there")
+    if not fill.converged:
+        notes.append(f"reach fill: policy iteration stopped after {fill.iterations} solves without converging"
+                     " (hitting times overflowed or the iteration cap); played its last policy, which reaches the support")
+    return "; ".join(notes)

@@ -157,9 +157,10 @@ class UcrlCmdp(ProgramAgent):
         The epoch length is ``ceil(T^epoch_exponent)``; in [0, 1].
     seed : optional
         The agent's own seed (UCRL-CMDP draws nothing).
-    unreached : {"uniform", "safe"}, default "uniform"
+    unreached : {"uniform", "safe", "reach", "reach-any"}, default "uniform"
         The policy in states the plan's occupancy does not reach, as for
-        :class:`~curlopt.agents.UcCurl` (:func:`curlopt.programs.policy.extract_policy`).
+        :class:`~curlopt.agents.UcCurl` (:func:`curlopt.programs.policy.extract_policy`; ``reach`` on the
+        posterior mean of the counts, as UC-CURL).
     support : {"model", "full"}, default "model"
         The successors the boxes allow (:mod:`curlopt.agents.estimates`): those the model declares (the
         stored transitions of a model stored sparse; every successor of a model stored dense), or every

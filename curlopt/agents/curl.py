@@ -84,11 +84,16 @@ class UcCurl(ProgramAgent):
         lowers regret and gives the constraints less protection (compare both).
     radius_scale : float, default 1
         A finite factor >= 0 multiplying β.
-    unreached : {"uniform", "safe"}, default "uniform"
+    unreached : {"uniform", "safe", "reach", "reach-any"}, default "uniform"
         The policy in states the plan's occupancy does not reach
-        (:func:`curlopt.programs.policy.extract_policy`): uniform over actions, or uniform
+        (:func:`curlopt.programs.policy.extract_policy`): uniform over actions (``uniform``), uniform
         over the actions that least increase the constraints, linearised at the
-        plan (uniform for a model without constraints).
+        plan (``safe``; uniform for a model without constraints), or uniform over the per-step feasible
+        actions (``g_m(c(s,a)) <= 0`` for every m, so the way back spends none of the constraints' budget) that
+        return to the plan's support in the fewest expected steps (``reach``; ``reach-any``: over all
+        actions, whatever they cost), on the posterior mean of the counts the epoch planned with. Not on the optimistic kernel the program chose with the occupancy:
+        that kernel is ``p(s,a,s') / ρ(s,a)``, 0/0 in exactly these states
+        (:meth:`~curlopt.agents.base.ProgramAgent.planning_kernel`).
     support : {"model", "full"}, default "model"
         The successors the optimistic kernels may use (:mod:`curlopt.agents.estimates`). ``model``:
         those the model declares (the stored transitions of a model stored sparse; every successor of
@@ -139,8 +144,11 @@ class PsCurl(ProgramAgent):
 
     Parameters
     ----------
-    model, backend, trigger, tightness_constant, horizon_lower_bound, seed, unreached
+    model, backend, trigger, tightness_constant, horizon_lower_bound, seed
         As for :class:`UcCurl`; ``seed`` drives the posterior samples.
+    unreached : {"uniform", "safe", "reach", "reach-any"}, default "uniform"
+        The policy in states the plan's occupancy does not reach, as for :class:`UcCurl`, but ``reach`` and
+        ``reach-any`` run on the posterior sample the epoch planned on.
     prior : float, default 1
         The Dirichlet prior ``0 < α0 <= MAX_PRIOR`` (10^6; 1 is uniform over kernels). Larger
         priors would only pin the sample to the uniform kernel, and beyond ~1e300 the
@@ -192,6 +200,10 @@ class PsCurl(ProgramAgent):
         """One posterior draw of the whole kernel on the agent's support: an (S, A, S) array on the dense
         support, else a CSR (S·A, S) matrix (see :func:`curlopt.agents.estimates.posterior_kernel`)."""
         return posterior_kernel(self.rng, self.support, self.entry_counts.reshape(self.support.shape), self.prior)
+
+    def planning_kernel(self) -> Any:
+        """The posterior sample the epoch planned on (the program keeps it), for ``reach`` and ``reach-any``."""
+        return self.program.kernel  # type: ignore[attr-defined]  # OccupancyProgram and SafeProgram keep their kernel
 
     def _build_program(self) -> Program:
         S, A = self.model.n_states, self.model.n_actions

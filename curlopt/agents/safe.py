@@ -118,8 +118,12 @@ class SafeCurl(ProgramAgent):
         When the safe program is infeasible: play the policy minimising the largest penalised
         constraint value (``least-violation``), or the program without constraint rows (``drop``,
         as UC-CURL and PS-CURL do).
-    unreached : {"uniform", "safe"}, default "safe"
-        The policy in states the plan does not reach (see :func:`curlopt.programs.policy.extract_policy`).
+    unreached : {"uniform", "safe", "reach", "reach-any"}, default "safe"
+        The policy in states the plan does not reach (see :func:`curlopt.programs.policy.extract_policy`);
+        ``reach`` returns to the plan's support in the fewest expected steps, by per-step feasible actions
+        (``g_m(c(s,a)) <= 0`` for every m, wherever a state has one that can), on the epoch's kernel ``Q``
+        (the posterior sample or the plug-in estimate the program, or its least-violation replacement, planned on);
+        ``reach-any`` by any actions, whatever they cost.
     margin : {"range", "absolute"}, default "range"
         The tightness ε enters row m as ``ε s_m``, with ``s_m = Σ_i L_{m,i} range(c_i)`` the constraint's
         own unit (``range``: with the bonus and penalty, which scale with the signals' ranges too, the
@@ -186,6 +190,11 @@ class SafeCurl(ProgramAgent):
         if self.kernel_source == "plug-in":
             return plug_in_estimate(self.support, counts)
         return posterior_kernel(self.rng, self.support, counts, self.prior)
+
+    def planning_kernel(self) -> Any:
+        """The epoch's kernel ``Q`` (the program keeps it; the least-violation program plans on it too), for
+        ``reach`` and ``reach-any``."""
+        return self.program.kernel  # type: ignore[attr-defined]  # SafeProgram keeps its kernel
 
     def uncertainty(self, time: int) -> np.ndarray:
         """``u(s,a)``: the L1 radius (plug-in) or the posterior width (posterior), capped at 2."""

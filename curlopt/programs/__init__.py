@@ -11,7 +11,19 @@ from .blocks import MAX_PROGRAM_BYTES, LinearRows, Program, VariableBlock, check
 from .lp import LPForm, piece_rows
 from .occupancy import OccupancyProgram
 from .optimistic import RADII, BoxOptimisticProgram, JointProgram, OptimisticProgram, box_radius, l1_radius
-from .policy import UNREACHED_FILLS, VISIT_TOLERANCE, extract_policy, policy_from_occupancy, unreached_states
+from .policy import (
+    PER_STEP_TOLERANCE,
+    REACH_MAX_ITERATIONS,
+    REACH_TOLERANCE,
+    UNREACHED_FILLS,
+    VISIT_TOLERANCE,
+    ReachFill,
+    extract_policy,
+    per_step_feasible,
+    policy_from_occupancy,
+    reach_fill,
+    unreached_states,
+)
 from .safe import LeastViolationProgram, SafeProgram
 from .support import Support, check_counts, check_kernel
 from .tightness import EPSILON_MAX, TIGHTNESS_CONSTANT_MAX, tightness
@@ -44,4 +56,10 @@ __all__ = [
     "unreached_states",
     "UNREACHED_FILLS",
     "VISIT_TOLERANCE",
+    "per_step_feasible",
+    "reach_fill",
+    "ReachFill",
+    "REACH_TOLERANCE",
+    "REACH_MAX_ITERATIONS",
+    "PER_STEP_TOLERANCE",
 ]
