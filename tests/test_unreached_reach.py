@@ -500,8 +500,9 @@ def test_uc_curl_reach_rows_are_the_exhaustive_optimum_on_its_estimate():
     np.testing.assert_allclose(agent.policy[0], [1.0, 0.0, 0.0], atol=1e-9)
 
 
-@pytest.mark.filterwarnings("ignore:model 'cmdp' is not ergodic")
-def test_reach_any_plays_the_fastest_way_back_whatever_it_costs_and_never_computes_feasibility():
+def counting_kernel_and_a_model_that_returns_to_zero():
+    """counting_kernel, and a model with its costs where every state moves to 0, which keeps itself (reward 1 at
+    (0, 0), the start): every plan puts its mass on (0, 0) and leaves states 1..7 to the fill."""
     kernel, costs = counting_kernel()
     rewards = np.zeros((1, 8, 2))
     rewards[0, 0, 0] = 1.0
@@ -509,6 +510,12 @@ def test_reach_any_plays_the_fastest_way_back_whatever_it_costs_and_never_comput
     to_zero[:, :, 0] = 1.0
     model = CMDP(rewards, costs[None], Linear([1.0]), [LinearBound([1.0], 1.0)], to_zero, initial=np.eye(8)[0],
                  storage="sparse")
+    return kernel, model
+
+
+@pytest.mark.filterwarnings("ignore:model 'cmdp' is not ergodic")
+def test_reach_any_plays_the_fastest_way_back_whatever_it_costs_and_never_computes_feasibility():
+    kernel, model = counting_kernel_and_a_model_that_returns_to_zero()
     agent = UcCurl(model, unreached="reach-any")
     agent.planning_kernel = lambda: kernel
     trace = run(agent, make(model), 10, seed=0, progress=False)
@@ -551,13 +558,7 @@ def test_stranded_states_are_reported_in_the_epoch_message():
 def test_the_counts_of_the_constrained_fill_are_in_the_epoch_message():
     """counting_kernel's costs on a model where every state moves to 0, which keeps itself (reward 1 at (0, 0), the
     start): every plan puts its mass on (0, 0), leaving states 1..7 to the fill, made on counting_kernel itself."""
-    kernel, costs = counting_kernel()
-    rewards = np.zeros((1, 8, 2))
-    rewards[0, 0, 0] = 1.0
-    to_zero = np.zeros((8, 2, 8))
-    to_zero[:, :, 0] = 1.0
-    model = CMDP(rewards, costs[None], Linear([1.0]), [LinearBound([1.0], 1.0)], to_zero, initial=np.eye(8)[0],
-                 storage="sparse")
+    kernel, model = counting_kernel_and_a_model_that_returns_to_zero()
     agent = UcCurl(model, unreached="reach")
     agent.planning_kernel = lambda: kernel
     trace = run(agent, make(model), 10, seed=0, progress=False)
