@@ -491,15 +491,19 @@ def _sparse_stationary(kernel: Any, policy: np.ndarray) -> np.ndarray:
     normalised bordered system is solved (slower), then dense least squares up to :data:`DENSE_FALLBACK_STATES`
     states, so no route returns a vector that is not stationary; if none succeeds, ModelError says so.
     """
+    from .sparse_chains import chain_classes  # imported here: its graph module costs 0.3 s, only sparse models pay
+
     chain = sp.csr_array(policy_kernel(kernel, policy))
-    closed, recurrent = _closed_classes(chain)
-    if closed > 1:
+    chain.eliminate_zeros()  # a zero-probability action leaves stored zeros, which are not edges
+    recurrent, _ = chain_classes(chain)
+    if len(recurrent) > 1:
         raise ModelError(
-            f"the stationary distribution is not unique: the chain of this policy has {closed} recurrent classes."
+            f"the stationary distribution is not unique: the chain of this policy has {len(recurrent)} recurrent"
+            " classes."
         )
     # μ is 0 outside the recurrent class, exactly: every route works on the class alone, which also keeps out
     # transient states whose leak out is below round-off (1 − 1e-320 == 1: their block would be singular)
-    states = np.flatnonzero(recurrent)
+    states = np.asarray(recurrent[0], dtype=np.intp)
     block = sp.csr_array(chain[states][:, states]) if states.size < chain.shape[0] else chain
     forward = sp.csr_array(block.T)  # μ ↦ μ P_π as a matrix-vector product
     guess = _power_iteration(forward)
@@ -571,19 +575,6 @@ def _pivoted_stationary(forward: sp.csr_array, guess: np.ndarray) -> np.ndarray 
                 return mu
             break
     return None
-
-
-def _closed_classes(chain: sp.csr_array) -> tuple[int, np.ndarray]:
-    """How many closed communicating classes (recurrent classes) the chain's graph has, and a mask of the states in
-    them: O(nonzeros)."""
-    from scipy.sparse.csgraph import connected_components
-
-    count, labels = connected_components(chain, directed=True, connection="strong")
-    coo = chain.tocoo()
-    positive = coo.data > 0
-    source, target = labels[coo.row[positive]], labels[coo.col[positive]]
-    leaving = np.unique(source[source != target])  # classes with an edge out of them are not closed
-    return int(count - leaving.size), ~np.isin(labels, leaving)
 
 
 #: up to this many states a class whose sparse factorisations all fail is solved densely (least squares)
