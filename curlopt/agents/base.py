@@ -442,7 +442,7 @@ class ProgramAgent(Agent):
                                                 uniform_policy=result.policy, kernel=kernel, full_output=True,
                                                 feasible=feasible)
             note = _reach_note(fill, int(mask.sum()))
-            message = "; ".join(part for part in (result.message, note) if part) if note else result.message
+            message = "; ".join(part for part in (result.message, note) if part)
             return plan(policy, source, message, unreached=int(mask.sum()))
         S, A = self.model.n_states, self.model.n_actions
         if self.policy is not None:
