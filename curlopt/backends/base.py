@@ -37,7 +37,6 @@ from ..errors import (
     UtilityCodeError,
 )
 from ..programs.blocks import Program
-from ..programs.policy import policy_from_occupancy
 from ..utilities.library import CustomUtility, Utility
 from .form_table import FormTable
 from .options import COMMON_OPTIONS, Option, check_options, declared
@@ -552,14 +551,13 @@ class CompiledProgram(ABC):
     def _fill(self, result: SolveResult, x: np.ndarray) -> None:
         program, model = self.program, self.program.model
         x = np.asarray(x, dtype=float)
-        rho = np.clip(program.occupancy(x), 0.0, None)
+        parts = program.interpret(x)  # what the solution means is the program's to say, not the backend's
         result.x = x
-        result.occupancy = rho
-        joint = program.joint(x)
-        result.joint = None if joint is None else np.clip(joint, 0.0, None)
-        result.policy = policy_from_occupancy(rho)
-        result.rewards = model.average_rewards(rho)
-        result.costs = model.average_costs(rho)
+        result.occupancy = parts["occupancy"]
+        result.joint = parts["joint"]
+        result.policy = parts["policy"]
+        result.rewards = parts["rewards"]
+        result.costs = parts["costs"]
         result.constraint_values = np.array(
             [call_utility(g, f"constraint {m}", "value", g.value, result.costs) for m, g in enumerate(model.constraints)],
             dtype=float,

@@ -32,6 +32,7 @@ import scipy.sparse as sp
 from ..errors import ProgramError
 from ..models.cmdp import CMDP
 from ..utilities.library import Utility
+from .policy import policy_from_occupancy
 from .support import Support, check_kernel
 from .tightness import EPSILON_MAX, finite_at_least
 
@@ -276,6 +277,28 @@ class Program:
         else (nnz,) in the support's entry order (:class:`~curlopt.programs.support.Support`)."""
         block = self.blocks.get("joint")
         return None if block is None else np.asarray(x)[block.slice].reshape(block.shape)
+
+    def interpret(self, x: np.ndarray) -> dict[str, Any]:
+        """What a solution vector means for the model: the fields a solve result carries.
+
+        The one place a backend learns how to read a program's solution, so that a program of another criterion
+        (e.g. an episodic program whose occupancy has a step axis) needs no backend code: it overrides this.
+
+        Returns
+        -------
+        dict
+            ``occupancy`` (clipped at 0), ``joint`` (clipped, or None), ``policy``, ``rewards`` (λ) and ``costs`` (ζ).
+        """
+        model = self.model
+        rho = np.clip(self.occupancy(x), 0.0, None)
+        joint = self.joint(x)
+        return {
+            "occupancy": rho,
+            "joint": None if joint is None else np.clip(joint, 0.0, None),
+            "policy": policy_from_occupancy(rho),
+            "rewards": model.average_rewards(rho),
+            "costs": model.average_costs(rho),
+        }
 
     def _set_epsilon(self, epsilon: Any) -> None:
         """Set ε after checking ``0 <= ε <= EPSILON_MAX`` (before any backend sees it)."""
