@@ -8,15 +8,14 @@ import math
 
 import numpy as np
 import pytest
+from conftest import FailingHighs, registered_agents
 
 from curlopt import CMDP, Linear, LinearBound, build_model
 from curlopt.agents import AGENTS, Agent, PlanSource, PsCurl, UcCurl, make_agent
 from curlopt.agents.triggers import DoublingTrigger, GlobalLinearTrigger, PerPairLinearTrigger
-from conftest import FailingHighs, registered_agents
 from curlopt.envs import make
 from curlopt.errors import CurloptError
 from curlopt.experiments import load_trace, run
-
 
 # -- the agent contract, for every registered agent -------------------------------------------------------------------
 
@@ -212,7 +211,7 @@ def test_highs_and_cvxpy_agents_follow_the_same_trajectory():
     np.testing.assert_array_equal(a.checkpoints["rewards"], b.checkpoints["rewards"])
     # The policies agree to solver tolerance. π = ρ(s,·)/Σ_b ρ(s,b) amplifies the interior-point
     # solver's ~1e-9 errors in states of small mass (seen: differences up to 2e-6), hence 1e-5.
-    for ea, eb in zip(a.epochs, b.epochs):
+    for ea, eb in zip(a.epochs, b.epochs, strict=True):
         assert ea.source == eb.source
         assert ea.exact_objective == pytest.approx(eb.exact_objective, abs=1e-5)
 

@@ -18,20 +18,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
-
 from conftest import backend_or_skip
+from hypothesis import HealthCheck, assume, given, settings
+from test_import import heavy_in, loaded_after
+
 from curlopt import Linear, LinearBound, SumOfLogs, build_model, get_backend
 from curlopt.backends.highs.backend import HighsBackend
 from curlopt.backends.registry import auto_candidates, backend_names, choose_backend, installed_backends
+from curlopt.backends.results import ProgramVariant, Status
 from curlopt.backends.scipy import CompiledScipy, ScipyBackend
 from curlopt.errors import BackendOptionError
-from curlopt.backends.results import ProgramVariant, Status
 from curlopt.testing import CHECK_NAMES, ConformanceError, run_conformance
 from curlopt.testing import reference as ref
 from curlopt.testing.conformance import check_solution
 from curlopt.testing.strategies import cases
-from test_import import heavy_in, loaded_after
 
 FAMILIES = ["closed-form", "optimum/", "fallback/", "update/"]
 

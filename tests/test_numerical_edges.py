@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import backend_or_skip
 
 from curlopt import CMDP, Linear, LinearBound, OccupancyProgram, OptimisticProgram, build_model
 from curlopt.programs.policy import policy_from_occupancy
 from curlopt.testing.reference import model_optimum
-from conftest import backend_or_skip
 
 #: the queue's optimum, from the independent reference LP (not typed in)
 QUEUE_OPTIMUM = model_optimum(build_model("queue")).value

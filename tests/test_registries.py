@@ -20,16 +20,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import installed_backend_names, registered_agents, registered_backends, registered_models
+
 from curlopt import CMDP, Linear, LinearBound
 from curlopt.agents import AGENTS, Agent, EpochPlan, PlanSource, ProgramAgent, register_agent
 from curlopt.backends import backend_names, installed_backends, register_backend
 from curlopt.backends.registry import _REGISTRY
+from curlopt.backends.results import ProgramVariant
 from curlopt.models import MODELS, register_model
 from curlopt.programs.occupancy import OccupancyProgram
 from curlopt.programs.tightness import tightness
-from curlopt.backends.results import ProgramVariant
 
 ROOT = Path(__file__).resolve().parents[1]
 
