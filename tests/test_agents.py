@@ -74,9 +74,9 @@ def test_registered_agent_meets_the_contract(name):
 
 @pytest.mark.parametrize("name", registered_agents())
 def test_registered_agent_lists_its_options(name):
-    from curlopt.cli.agents import agent_options
+    from curlopt.cli.agents import option_rows
 
-    options = agent_options(name)
+    options = option_rows(name)
     parameters = inspect.signature(AGENTS[name].__init__).parameters
     named = [o for o in options if not o["name"].startswith("**")]
     assert [o["name"] for o in named] == [n for n in parameters if n not in ("self", "model")
