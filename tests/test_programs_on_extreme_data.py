@@ -1,5 +1,5 @@
-"""Numerical edge cases: unvisited pairs, huge counts and times, tiny probabilities,
-degenerate LPs and ties. No NaN may reach a policy, on any backend."""
+"""Programs on extreme data: unvisited pairs, huge counts and times, tiny probabilities, degenerate LPs and ties,
+an absorbing state. Every backend solves them to a finite policy; no NaN reaches a policy."""
 
 from __future__ import annotations
 
