@@ -109,3 +109,25 @@ def test_the_guide_tables_are_what_the_declarations_print():
         table = block.group(1).split(f"**{name}**")[1].split("\n\n**")[0]
         assert [re.match(r"\| `([^`]+)`", line).group(1) for line in table.splitlines() if line.startswith("| `")] \
             == list(agent_options(name)) + (["**backend_options"] if AGENTS[name].PASSES_ON else [])
+
+
+#: how the guide's hand-written tables name the agents
+GUIDE_NAMES = {"UC-CURL": "uc-curl", "PS-CURL": "ps-curl", "safe mode": "safe-curl", "UCRL-CMDP": "ucrl-cmdp",
+               "primal-dual": "primal-dual"}
+
+
+def test_the_defaults_in_the_guide_s_own_tables_are_the_declared_ones():
+    """The tables written by hand at the top of docs/guide/agents.md (with the paper's settings beside them) give
+    each option's default in their third column: it must be the declared default of every agent the row names (the
+    CURL agents when it names none)."""
+    text = (ROOT / "docs" / "guide" / "agents.md").read_text(encoding="utf-8").split("<!-- agent options: begin")[0]
+    rows = re.findall(r"^\| `(\w+)`( \(([^)]*)\))? \|[^|]*\| `?([^`|(]+?)`?(?: \([^|]*\))? \|", text, re.MULTILINE)
+    assert len(rows) >= 7, rows
+    for option, _, named, default in rows:
+        agents = [GUIDE_NAMES[n] for n in GUIDE_NAMES if n in named] or ["uc-curl", "ps-curl"]
+        for agent in agents:
+            declared = agent_options(agent).get(option)
+            if declared is None:  # "every epoch-based agent": only those that take it
+                continue
+            written = f"{declared.default:g}" if isinstance(declared.default, float) else str(declared.default)
+            assert written.lower() == default.strip().lower(), (option, agent, default)
