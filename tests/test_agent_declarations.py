@@ -131,3 +131,9 @@ def test_the_defaults_in_the_guide_s_own_tables_are_the_declared_ones():
                 continue
             written = f"{declared.default:g}" if isinstance(declared.default, float) else str(declared.default)
             assert written.lower() == default.strip().lower(), (option, agent, default)
+
+
+def test_numpy_numbers_are_recorded_as_python_numbers():
+    agent = make_agent("uc-curl", build_model("queue"), horizon_lower_bound=np.int64(1000), radius_scale=np.float32(2))
+    assert type(agent.horizon_lower_bound) is int and agent.horizon_lower_bound == 1000
+    assert type(agent.radius_scale) is float and agent.describe()["radius_scale"] == 2.0

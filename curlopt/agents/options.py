@@ -130,7 +130,8 @@ def number(name: str, doc: str, *, low: float = 0.0, strict: bool = False, high:
     """A finite number ``>= low`` (``> low`` when ``strict``) and ``<= high``; None too when ``none``.
 
     ``too_high`` replaces the words for a value above ``high`` (an explanation of the bound); the value is kept
-    as a float unless ``as_float`` is False (then as given).
+    as a float, or with ``as_float=False`` as the Python int or float it is (a numpy number becomes one: the agent
+    records its options in the trace, as JSON).
     """
     if not expects:
         if high is None:
@@ -150,8 +151,18 @@ def number(name: str, doc: str, *, low: float = 0.0, strict: bool = False, high:
             return too_high or f"must be {expects}"
         return None
 
-    convert = (lambda value: None if value is None else float(value)) if as_float else None
+    convert = _as_float if as_float else _as_python_number
     return AgentOption(name, NUMBER + (NONE if none else ()), None, doc, expects, check, convert, label)
+
+
+def _as_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _as_python_number(value: Any) -> int | float | None:
+    if value is None:
+        return None
+    return int(value) if isinstance(value, (int, np.integer)) else float(value)
 
 
 def integer(name: str, doc: str, *, low: int = 1, label: str = "", note: str = "") -> AgentOption:
