@@ -138,8 +138,9 @@ class UcCurl(ProgramAgent):
 
     name = "uc-curl"
     OPTIONS: ClassVar[tuple[AgentOption, ...]] = (
-        BACKEND, TRIGGER, TIGHTNESS_CONSTANT, HORIZON_LOWER_BOUND, with_doc(SEED, "The agent's own seed (UC-CURL draws nothing)."),
-        RADIUS, RADIUS_SCALE, UNREACHED, SUPPORT, MIN_EPOCH_LENGTH,
+        BACKEND, TRIGGER, TIGHTNESS_CONSTANT, HORIZON_LOWER_BOUND,
+        with_doc(SEED, "The agent's own seed (UC-CURL draws nothing)."), RADIUS, RADIUS_SCALE, UNREACHED, SUPPORT,
+        MIN_EPOCH_LENGTH,
     )
     REFUSED: ClassVar[dict[str, str]] = {
         "prior": "it draws no posterior samples (prior is an option of ps-curl and safe-curl)",

@@ -33,8 +33,9 @@ from .triggers import TRIGGERS
 
 __all__ = [
     "AgentOption", "REQUIRED", "MAX_PRIOR", "check_value", "value_problem", "refuse_keywords", "choice", "number",
-    "integer", "boolean", "seed_problem", "with_doc", "BACKEND", "TRIGGER", "TIGHTNESS_CONSTANT", "HORIZON_LOWER_BOUND", "SEED",
-    "UNREACHED", "SUPPORT", "MIN_EPOCH_LENGTH", "RADIUS", "RADIUS_SCALE", "PRIOR", "HORIZON",
+    "integer", "boolean", "seed_problem", "with_doc", "BACKEND", "TRIGGER", "TIGHTNESS_CONSTANT",
+    "HORIZON_LOWER_BOUND", "SEED", "UNREACHED", "SUPPORT", "MIN_EPOCH_LENGTH", "RADIUS", "RADIUS_SCALE", "PRIOR",
+    "HORIZON",
 ]
 
 #: the default of an option the constructor has no default for (it must be given)
@@ -121,7 +122,8 @@ def choice(name: str, choices: Sequence[str], doc: str) -> AgentOption:
     """An option that names one of ``choices``."""
     expects = "one of " + ", ".join(map(repr, choices))
     allowed = tuple(choices)
-    return AgentOption(name, (str,), None, doc, expects, lambda value: None if value in allowed else f"must be {expects}")
+    return AgentOption(name, (str,), None, doc, expects,
+                       lambda value: None if value in allowed else f"must be {expects}")
 
 
 def number(name: str, doc: str, *, low: float = 0.0, strict: bool = False, high: float | None = None,
