@@ -299,7 +299,8 @@ class _solver_clock:
 
 def run_profile(say: Callable[[str], None], targets, algorithms: list[str], steps: int = 500_000,
                 seed: int = 0) -> None:
-    from curlopt.experiments.presets import execute_task, plan_tasks
+    from curlopt.experiments.executors import execute_task
+    from curlopt.experiments.presets import plan_tasks
 
     tasks, _notes = plan_tasks("queue", [seed], steps, algorithms=algorithms)
     for task in tasks:

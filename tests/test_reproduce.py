@@ -22,13 +22,13 @@ from curlopt.experiments.presets import (
     AlgorithmSpec,
     Experiment,
     Scale,
-    SettingSpec,
     experiment_study,
     plan_tasks,
     reproduce,
-    task_status,
 )
+from curlopt.experiments.runner import task_status
 from curlopt.experiments.simulation.trace import load_trace
+from curlopt.experiments.study import SettingSpec
 
 STEPS = 2000
 ALGORITHMS = ["ps-curl-doubling", "uc-curl-linear"]
@@ -319,7 +319,7 @@ def test_ucrl_cmdp_runs_on_its_agents_default_backend_unless_backend_is_given(tm
 
     # an algorithm can keep its agent's default only where that is a named backend ("auto" would leave it unstated)
     experiment = Experiment(name="mini", settings=(SettingSpec("queue", "queue"),),
-                            algorithms=(AlgorithmSpec("p", "P", "ps-curl", "linear", own_backend=True),),
+                            algorithms=(AlgorithmSpec("p", "P", "ps-curl", (("trigger", "linear"),), own_backend=True),),
                             backend="highs", default=Scale(500, 1), full=Scale(1000, 2))
     assert inspect.signature(AGENTS["ps-curl"]).parameters["backend"].default == "auto"
     with pytest.raises(CurloptError, match="'p' keeps its agent's default backend, but agent 'ps-curl' has no named"):

@@ -301,7 +301,7 @@ def test_significant_digits():
 
 
 # -- figures --------------------------------------------------------------------------------------------------------
-from curlopt.experiments.outputs.figures import plots as P  # noqa: E402  (matplotlib loads when a figure is drawn)
+from curlopt.experiments.outputs import figures as P  # noqa: E402  (matplotlib loads when a figure is drawn)
 
 try:
     import matplotlib as mpl

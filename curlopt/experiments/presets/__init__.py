@@ -41,22 +41,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import CurloptError
-from .runner import StudyResult, execute_task, format_duration, run_study, task_status
-from .study.planning import Configuration, Task, agent_parameters, plan_study
-from .study.spec import MAX_SEEDS, SettingSpec, Study, StudyAlgorithm
+from ...errors import CurloptError
+from ..runner import StudyResult, run_study
+from ..study.planning import Task, agent_parameters, plan_study
+from ..study.reader import SCHEMA, StudyReader, read_toml
+from ..study.spec import MAX_SEEDS, SettingSpec, Study, StudyAlgorithm
 
-__all__ = [
-    "AlgorithmSpec", "SettingSpec", "Scale", "Experiment", "EXPERIMENTS", "Profile", "PROFILES", "Task",
-    "Configuration", "StudyResult", "plan_tasks", "task_status", "execute_task", "experiment_study", "reproduce",
-    "run_study", "format_duration",
-]
+__all__ = ["AlgorithmSpec", "Scale", "Experiment", "EXPERIMENTS", "Profile", "PROFILES", "PRESET_DIR", "load_preset",
+           "load_profiles", "plan_tasks", "experiment_study", "reproduce"]
 
 
 # -- what an experiment is ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class AlgorithmSpec:
-    """A registered agent (with an epoch trigger for UC-CURL and PS-CURL), as one algorithm of an experiment.
+    """A registered agent with its own options (the epoch trigger of UC-CURL and PS-CURL), as one algorithm of an
+    experiment.
 
     Attributes
     ----------
@@ -66,8 +65,8 @@ class AlgorithmSpec:
         Display name in tables and legends, e.g. ``PS-CURL (linear)``.
     agent : str
         Name in :data:`curlopt.agents.AGENTS`.
-    trigger : str or None
-        Epoch trigger; None for agents with their own epoch schedule (the baselines).
+    options : tuple of (str, value)
+        The algorithm's own options (e.g. ``(("trigger", "linear"),)``); the profile's are added to them.
     extra : bool
         True for a configuration of the toolkit's own (safe mode), run beside the paper's and labelled as such;
         the profile's options, which state the paper's choices, do not apply to it.
@@ -79,7 +78,7 @@ class AlgorithmSpec:
     key: str
     label: str
     agent: str
-    trigger: str | None = None
+    options: tuple[tuple[str, Any], ...] = ()
     extra: bool = False
     own_backend: bool = False
 
@@ -119,59 +118,6 @@ class Experiment:
         )
 
 
-def _curl_algorithms() -> tuple[AlgorithmSpec, ...]:
-    return tuple(
-        AlgorithmSpec(f"{agent}-{trigger}", f"{agent.upper()} ({trigger})", agent, trigger)
-        for agent in ("uc-curl", "ps-curl")
-        for trigger in ("doubling", "linear")
-    )
-
-
-#: Safe mode, the toolkit's own agent, beside the paper's configurations (docs/safe-mode.md).
-SAFE_MODE = AlgorithmSpec("safe-curl", "Safe mode (ours, not in the paper)", "safe-curl", "linear", extra=True)
-
-#: The paper's two experiments.
-EXPERIMENTS: dict[str, Experiment] = {
-    "queue": Experiment(
-        name="queue",
-        settings=(SettingSpec("queue", "queue", (), "single-server queue with flow and service control",
-                              ("service cost 6 - 10a", "flow cost 2 - 8(1-b)²")),),
-        algorithms=_curl_algorithms() + (
-            # its agent's default, highs-box-columns: the same box program as the whole LP on highs, by column
-            # generation (faster; where the optimum ties it may pick another optimal vertex)
-            AlgorithmSpec("ucrl-cmdp", "UCRL-CMDP", "ucrl-cmdp", own_backend=True),
-            AlgorithmSpec("primal-dual", "Primal-dual", "primal-dual"),
-            SAFE_MODE,
-        ),
-        backend="highs",
-        default=Scale(steps=100_000, seeds=5),
-        full=Scale(steps=500_000, seeds=50),
-        description="queue with flow and service control: linear reward, two linear constraints",
-        reduced_note="At the reduced scale (T = 100,000, 5 seeds) every configuration ends with C(T) = 0, although"
-                     " many epochs of the paper-mode agents and the baselines play policies that violate on the true"
-                     " kernel (the violating epochs column): their C(T) > 0 appears at the published T = 500,000"
-                     " (docs/reproduction.md quotes it); run --full to see it.",
-    ),
-    "scheduler": Experiment(
-        name="scheduler",
-        settings=(
-            SettingSpec("scheduler", "scheduler", (), "fair scheduler with the SLA ζ ≤ 0.3",
-                        ("client 2's share of service",)),
-            SettingSpec("scheduler-unconstrained", "scheduler", (("sla", None),), "fair scheduler without the SLA",
-                        ("client 2's share of service",)),
-        ),
-        algorithms=_curl_algorithms() + (SAFE_MODE,),
-        backend="cvxpy",  # the objective ln λ1 + ln λ2 is not an LP
-        default=Scale(steps=50_000, seeds=3),
-        full=Scale(steps=500_000, seeds=10),
-        description="fair scheduler: proportional fairness (sum of logs), with and without the SLA",
-        reduced_note="At the reduced scale (T = 50,000, 3 seeds) the curves show the early part of learning; the"
-                     " claims docs/reproduction.md checks are at T = 500,000 (--full).",
-    ),
-}
-
-
-# -- profiles -------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Profile:
     """Agent options of a preset: those its source states, and the toolkit's defaults where it is silent."""
@@ -187,32 +133,72 @@ class Profile:
         return {**self.defaults.get(agent, {}), **self.stated.get(agent, {})}
 
 
-_SILENT = {"uc-curl": {"unreached": "uniform"}, "ps-curl": {"unreached": "uniform"},
-           "ucrl-cmdp": {"unreached": "uniform"}}
-
-PROFILES: dict[str, Profile] = {
-    "paper": Profile(
-        "paper",
-        "the options the paper's experiment sections state (UC-CURL radius=experiment, K_ε=1; PS-CURL K_ε=1;"
-        " the triggers by name; primal-dual scale=true)",
-        stated={"uc-curl": {"radius": "experiment", "tightness_constant": 1}, "ps-curl": {"tightness_constant": 1},
-                "primal-dual": {"scale": True}},
-        defaults=_SILENT,
-    ),
-    "analysis": Profile(
-        "analysis",
-        "the analysed algorithm (UC-CURL radius=analysis, K_ε=1; PS-CURL K_ε=1; the same triggers; the baselines as"
-        " in the paper's experiments: primal-dual scale=true)",
-        stated={"uc-curl": {"radius": "analysis", "tightness_constant": 1}, "ps-curl": {"tightness_constant": 1},
-                "primal-dual": {"scale": True}},
-        defaults=_SILENT,
-    ),
-}
+# -- the preset files -----------------------------------------------------------------------------------------------
+#: where the preset files are (package data: ``<experiment>.toml`` and ``profiles.toml``)
+PRESET_DIR = Path(__file__).parent
+#: the ``[study]`` keys a preset file gives (the others are the command's: ``--out``, ``--jobs``, ...)
+_PRESET_STUDY_KEYS = ("name", "description", "steps", "seeds")
 
 
-def get_experiment(experiment: str | Experiment) -> Experiment:
+def load_preset(path: str | os.PathLike) -> Experiment:
+    """An experiment from its preset file: a study file whose algorithms give their own options, with a
+    ``[reproduce]`` section (the default backend, the published scale, the algorithms on their agent's default
+    backend, the extras). Checked key by key against the study file's schema (one line naming the file and key).
+    """
+    data = read_toml(path, "preset file")
+    reader = StudyReader(str(path), Path(path).parent)
+    if "reproduce" not in data:
+        raise reader.fail("[reproduce]", "is required in a preset file (with backend and full).")
+    data = dict(data)
+    preset = reader.section(data.pop("reproduce"), SCHEMA["reproduce"], "[reproduce]")
+    full = reader.section(preset["full"], SCHEMA["scale"], "[reproduce] full")
+    for key in reader.table(data.get("study", {}), "[study]"):
+        if key not in _PRESET_STUDY_KEYS:
+            raise reader.fail(f"[study] {key}", f"is not read from a preset file; it gives {', '.join(_PRESET_STUDY_KEYS)}.")
+    for section in ("options", "grid"):
+        if section in data:
+            raise reader.fail(f"[{section}]", "is not read from a preset file; give each algorithm its own options.")
+    study = reader.study(data)
+    if study.seeds != tuple(range(len(study.seeds))):
+        raise reader.fail("[study] seeds", f"a preset file gives a count of seeds, got {list(study.seeds)}.")
+    keys = [a.key for a in study.algorithms]
+    for name in ("own_backend", "extra"):
+        for key in preset[name]:
+            if key not in keys:
+                raise reader.fail(f"[reproduce] {name}", f"names no algorithm {key!r}; algorithms: {', '.join(keys)}.")
+    for algorithm in study.algorithms:
+        if algorithm.grid:
+            raise reader.fail(f"{algorithm.where}.grid", "is not read from a preset file; give one configuration.")
+    algorithms = tuple(AlgorithmSpec(a.key, a.label, a.agent, a.options, a.key in preset["extra"],
+                                     a.key in preset["own_backend"]) for a in study.algorithms)
+    return Experiment(study.name, study.settings, algorithms, preset["backend"], Scale(study.steps, len(study.seeds)),
+                      Scale(full["steps"], full["seeds"]), study.description, preset["reduced_note"])
+
+
+def load_profiles(path: str | os.PathLike) -> dict[str, Profile]:
+    """The profiles of a profiles file: one table per profile, checked against the study file's schema."""
+    reader = StudyReader(str(path), Path(path).parent)
+    profiles = {}
+    for name, table in read_toml(path, "profiles file").items():
+        entry = reader.section(table, SCHEMA["profile"], f"[{name}]")
+        options = {part: {agent: dict(reader.options(value, f"[{name}] {part}.{agent}"))
+                          for agent, value in entry[part].items()} for part in ("stated", "defaults")}
+        profiles[name] = Profile(name, entry["description"], options["stated"], options["defaults"])
+    return profiles
+
+
+#: The paper's two experiments (the preset files ``queue.toml`` and ``scheduler.toml``).
+EXPERIMENTS: dict[str, Experiment] = {name: load_preset(PRESET_DIR / f"{name}.toml") for name in ("queue", "scheduler")}
+#: The profiles (``profiles.toml``).
+PROFILES: dict[str, Profile] = load_profiles(PRESET_DIR / "profiles.toml")
+
+
+def get_experiment(experiment: str | os.PathLike | Experiment) -> Experiment:
+    """A preset by name, a preset file by path, or the experiment given."""
     if isinstance(experiment, Experiment):
         return experiment
+    if isinstance(experiment, os.PathLike):
+        return load_preset(experiment)
     try:
         return EXPERIMENTS[experiment]
     except (KeyError, TypeError):
@@ -335,7 +321,7 @@ def _study_algorithms(specs: list[AlgorithmSpec], prof: Profile, backend: str, t
     ``backend`` goes to every agent that takes one, except a spec with ``own_backend`` (its agent's default)
     when the backend was not ``given`` for every algorithm.
     """
-    from ..agents import AGENTS
+    from ...agents import AGENTS
 
     notes: list[str] = []
     chosen: list[StudyAlgorithm] = []
@@ -347,12 +333,12 @@ def _study_algorithms(specs: list[AlgorithmSpec], prof: Profile, backend: str, t
         options: dict[str, Any] = {}
         if "backend" in takes:
             options["backend"] = _own_backend(spec, takes) if spec.own_backend and not given else backend
-        if spec.trigger is not None:
-            if "trigger" not in takes:
-                raise CurloptError(f"algorithm {spec.key!r}: agent {spec.agent!r} takes no epoch trigger.")
-            options["trigger"] = spec.trigger
         if "tightness_constant" in takes:
             options["tightness_constant"] = 1
+        for name, value in spec.options:
+            if name not in takes:
+                raise CurloptError(f"algorithm {spec.key!r}: agent {spec.agent!r} takes no option {name!r}.")
+            options[name] = value
         if not spec.extra:  # the profile states the paper's choices; an extra runs at its own defaults
             options.update(prof.options(spec.agent))  # given even if the agent does not take them: planning refuses
         if tightness is not None and "tightness_constant" in takes:
