@@ -446,3 +446,68 @@ def test_cli_end_to_end_and_resume(tmp_path, capsys):
 def test_cli_errors_are_one_line(capsys, tmp_path):
     code, _, err = _cli(["reproduce", "maze", "--out", str(tmp_path)], capsys)
     assert code == 2 and err.strip().startswith("error: unknown experiment") and len(err.strip().splitlines()) == 1
+
+
+# -- the preset files ---------------------------------------------------------------------------------------------
+MINI_PRESET = """\
+[study]
+name = "mini"
+steps = 500
+seeds = 1
+
+[reproduce]
+backend = "highs"
+full = { steps = 1000, seeds = 2 }
+own_backend = ["p"]
+
+[model]
+name = "queue"
+
+[[algorithms]]
+agent = "ps-curl"
+key = "p"
+label = "P"
+options = { trigger = "linear" }
+"""
+
+
+def test_a_preset_file_is_a_study_file_with_a_reproduce_section(tmp_path):
+    from curlopt.experiments.presets import load_preset
+
+    path = tmp_path / "mini.toml"
+    path.write_text(MINI_PRESET, encoding="utf-8")
+    assert load_preset(path) == Experiment(
+        "mini", (SettingSpec("queue", "queue"),), (AlgorithmSpec("p", "P", "ps-curl", (("trigger", "linear"),),
+                                                                 own_backend=True),),
+        "highs", Scale(500, 1), Scale(1000, 2))
+    study, heading = experiment_study(path, backend="highs", full=True)
+    assert (study.steps, study.seeds) == (1000, (0, 1)) and "the published scale" in heading
+    # the paper profile's options for PS-CURL (K_ε = 1, unreached = uniform) are added to the file's own
+    assert dict(study.algorithms[0].options) == {"backend": "highs", "tightness_constant": 1, "trigger": "linear",
+                                                 "unreached": "uniform"}
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ('[reproduce]\nbackend = "highs"\nfull = { steps = 1000, seeds = 2 }\nown_backend = ["p"]\n', "",
+     "[reproduce]: is required in a preset file (with backend and full)."),
+    ('backend = "highs"', "backend = 3", "[reproduce] backend: must be a string, got an integer 3."),
+    ('backend = "highs"', 'backend = "highs"\nspeed = 1',
+     "[reproduce] speed: unknown key; allowed keys: backend, full, own_backend, extra, reduced_note."),
+    ("full = { steps = 1000, seeds = 2 }", "full = { steps = 0, seeds = 2 }",
+     "[reproduce] full steps: must be an integer >= 1, got an integer 0."),
+    ("full = { steps = 1000, seeds = 2 }", "", "[reproduce] full: is required (the published scale"),
+    ('own_backend = ["p"]', 'own_backend = ["q"]', "[reproduce] own_backend: names no algorithm 'q'; algorithms: p."),
+    ("seeds = 1\n", "seeds = 1\njobs = 2\n",
+     "[study] jobs: is not read from a preset file; it gives name, description, steps, seeds."),
+    ("seeds = 1\n", "seeds = [4]\n", "[study] seeds: a preset file gives a count of seeds, got [4]."),
+    ("steps = 500", "steps = 0", "[study] steps: must be an integer >= 1, got an integer 0."),  # the study schema
+])
+def test_a_bad_preset_file_is_refused_naming_the_file_and_the_key(tmp_path, old, new, message):
+    from curlopt.experiments.presets import load_preset
+
+    assert old in MINI_PRESET
+    path = tmp_path / "mini.toml"
+    path.write_text(MINI_PRESET.replace(old, new, 1), encoding="utf-8")
+    with pytest.raises(CurloptError) as caught:
+        load_preset(path)
+    assert str(caught.value).startswith(f"{path}: {message}")
