@@ -93,7 +93,7 @@ def epoch_data(model, count: int, horizon: int = DATA_HORIZON, seed: int = 0):
 
     from curlopt import tightness
     from curlopt.agents.curl import sample_posterior_kernel
-    from curlopt.experiments.simulation.loop import ChainSimulator
+    from curlopt.experiments.simulation import ChainSimulator
 
     S, A = model.n_states, model.n_actions
     seq_a, seq_s, seq_k = np.random.SeedSequence(seed).spawn(3)
@@ -253,7 +253,7 @@ def trigger_epochs(model, policy: np.ndarray, horizons: list[int], seed: int = 1
     alone costs seconds where the run would cost hours.
     """
     from curlopt.agents.triggers import LinearTrigger
-    from curlopt.experiments.simulation.loop import ChainSimulator
+    from curlopt.experiments.simulation import ChainSimulator
 
     S, A = model.n_states, model.n_actions
     seq_a, seq_s = np.random.SeedSequence(seed).spawn(2)
@@ -277,7 +277,7 @@ def uc_run(S: int, A: int, steps: int, backend: str = "highs") -> None:
     """The UC-CURL run at (S, A) for ``steps`` steps; one JSON line on stdout (read by :func:`run_uc`)."""
     from curlopt.agents import make_agent
     from curlopt.envs.tabular import TabularCMDPEnv
-    from curlopt.experiments.simulation.loop import run
+    from curlopt.experiments.simulation import run
     from curlopt.models import random_model
 
     model = random_model(S, A, seed=0)

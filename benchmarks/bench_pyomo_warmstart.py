@@ -27,7 +27,7 @@ import numpy as np
 
 from curlopt import OptimisticProgram, get_backend, tightness
 from curlopt.backends.results import ProgramVariant
-from curlopt.experiments.simulation.loop import ChainSimulator
+from curlopt.experiments.simulation import ChainSimulator
 from curlopt.models import queue_model, scheduler_model
 
 

@@ -65,7 +65,7 @@ def simulate_epochs(model, horizon: int, count: int, seed: int = 0) -> EpochData
     """Counts at the epoch starts of a uniform-policy run with the doubling trigger (see the module doc)."""
     from curlopt import tightness
     from curlopt.agents.curl import sample_posterior_kernel
-    from curlopt.experiments.simulation.loop import ChainSimulator
+    from curlopt.experiments.simulation import ChainSimulator
 
     S, A = model.n_states, model.n_actions
     seq_a, seq_s, seq_k = np.random.SeedSequence(seed).spawn(3)

@@ -164,7 +164,7 @@ def test_agent_seed_is_refused_by_name(bad):
 @pytest.mark.parametrize("line, key", [("steps = 1000000000001", "[study] steps"),
                                        ("checkpoints = 1000001", "[study] checkpoints")])
 def test_study_steps_and_checkpoints_are_bounded_before_anything_runs(tmp_path, line, key):
-    from curlopt.experiments.study.reader import load_study
+    from curlopt.experiments.study import load_study
 
     base = {"steps": "steps = 100", "checkpoints": "checkpoints = 10"}
     base[key.split()[-1]] = line

@@ -16,7 +16,7 @@ import pytest
 from cli_helpers import invoke as _cli
 
 from curlopt.errors import CurloptError
-from curlopt.experiments.outputs.summary import STUDY_COLUMN_DOCS, TIME_COLUMNS, study_columns
+from curlopt.experiments.outputs import STUDY_COLUMN_DOCS, TIME_COLUMNS, study_columns
 from curlopt.experiments.presets import (
     EXPERIMENTS,
     AlgorithmSpec,
@@ -27,7 +27,7 @@ from curlopt.experiments.presets import (
     reproduce,
 )
 from curlopt.experiments.runner import task_status
-from curlopt.experiments.simulation.trace import load_trace
+from curlopt.experiments.simulation import load_trace
 from curlopt.experiments.study import SettingSpec
 
 STEPS = 2000
@@ -274,7 +274,7 @@ def test_the_profiles_set_the_options_the_paper_states_and_the_analysis_uses():
     assert override.profile["overrides"] == {"tightness_constant": 3, "backend": "pyomo"}
 
     # Each profile's configurations are their own folders: both can live in one output folder.
-    from curlopt.experiments.study.planning import plan_study
+    from curlopt.experiments.study import plan_study
 
     keys = {name: {c.algorithm.key: c.key for c in plan_study(experiment_study("queue", profile=name)[0]).configurations}
             for name in ("paper", "analysis")}
@@ -288,7 +288,7 @@ def test_ucrl_cmdp_runs_on_its_agents_default_backend_unless_backend_is_given(tm
     import inspect
 
     from curlopt.agents import AGENTS
-    from curlopt.experiments.study.planning import plan_study
+    from curlopt.experiments.study import plan_study
 
     # the agent's own default, read from its signature: what `curlopt run queue -a ucrl-cmdp` uses
     assert inspect.signature(AGENTS["ucrl-cmdp"]).parameters["backend"].default == "highs-box-columns"
@@ -481,6 +481,7 @@ def test_a_preset_file_is_a_study_file_with_a_reproduce_section(tmp_path):
                                                                  own_backend=True),),
         "highs", Scale(500, 1), Scale(1000, 2))
     study, heading = experiment_study(path, backend="highs", full=True)
+    assert experiment_study(str(path), backend="highs", full=True)[0] == study  # `curlopt reproduce mini.toml`
     assert (study.steps, study.seeds) == (1000, (0, 1)) and "the published scale" in heading
     # the paper profile's options for PS-CURL (K_ε = 1, unreached = uniform) are added to the file's own
     assert dict(study.algorithms[0].options) == {"backend": "highs", "tightness_constant": 1, "trigger": "linear",

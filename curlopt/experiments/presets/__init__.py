@@ -1,30 +1,17 @@
 """The paper's experiments as presets of the study runner: ``curlopt reproduce queue|scheduler``.
 
-An *experiment* (``queue``, ``scheduler``) is one or more settings (a built-in
-model with parameters) times a list of algorithms (a registered agent and, for
-UC-CURL and PS-CURL, an epoch trigger) with a default backend and two scales.
-The default backend is that of the paper's CURL agents; an algorithm can keep
-its own agent's default instead (UCRL-CMDP: ``highs-box-columns``, its box
-program by column generation, the same program as the whole LP on ``highs``).
-:func:`experiment_study` turns it into a :class:`~curlopt.experiments.study.spec.Study`
-(the same object a study file gives) under a *profile* of agent options, and
-:func:`reproduce` runs that study with :func:`~curlopt.experiments.runner.run_study`:
-one code path for studies and presets (files, resume, summary and figures are
-described in :mod:`curlopt.experiments.runner`).
-
-Profiles (``--profile``):
-
-``paper`` (default)
-    What the paper's experiment sections state: UC-CURL with the experiments'
-    confidence radius (``radius="experiment"``) and K_ε = 1, PS-CURL with K_ε = 1,
-    the triggers by name (``linear`` is the paper's rule), primal-dual with
-    scaled constraints (``scale=True``). Where the paper is silent the toolkit's
-    default is used and said: ``unreached="uniform"`` for UC-CURL, PS-CURL and
-    UCRL-CMDP.
-``analysis``
-    The analysed algorithm: UC-CURL with the radius of the analysis
-    (``radius="analysis"``) and K_ε = 1; the same triggers, PS-CURL and
-    baselines as ``paper``.
+An *experiment* is a study file shipped in this package (``queue.toml``, ``scheduler.toml``; read by
+:func:`load_preset` through the study file's schema) with one section more, ``[reproduce]``: its settings times its
+algorithms (a registered agent with its own options, e.g. the epoch trigger), a default backend, the reduced
+default scale (``[study] steps`` and ``seeds``) and the published one (``full``). The default backend is that of the
+paper's CURL agents; an algorithm can keep its own agent's default instead (``own_backend``; UCRL-CMDP:
+``highs-box-columns``, the same program as the whole LP on ``highs`` by column generation), and the toolkit's own
+agents run beside the paper's (``extra``). :func:`experiment_study` turns it into a
+:class:`~curlopt.experiments.study.spec.Study` under a *profile* of agent options (``profiles.toml``: ``paper``,
+the default, the options the paper's experiment sections state and the toolkit's defaults where it is silent;
+``analysis``, the analysed algorithm), and :func:`reproduce` runs that study with
+:func:`~curlopt.experiments.runner.run_study`: one code path for studies and presets (files, resume, summary and
+figures are described in :mod:`curlopt.experiments.runner`).
 
 ``--tightness`` and ``--backend`` override the profile for every algorithm that
 takes them (``--backend`` also for an algorithm that keeps its agent's default).
@@ -45,7 +32,7 @@ from ...errors import CurloptError
 from ..runner import StudyResult, run_study
 from ..study.planning import Task, agent_parameters, plan_study
 from ..study.reader import SCHEMA, StudyReader, read_toml
-from ..study.spec import MAX_SEEDS, SettingSpec, Study, StudyAlgorithm
+from ..study.spec import SettingSpec, Study, StudyAlgorithm
 
 __all__ = ["AlgorithmSpec", "Scale", "Experiment", "EXPERIMENTS", "Profile", "PROFILES", "PRESET_DIR", "load_preset",
            "load_profiles", "plan_tasks", "experiment_study", "reproduce"]
@@ -197,7 +184,7 @@ def get_experiment(experiment: str | os.PathLike | Experiment) -> Experiment:
     """A preset by name, a preset file by path, or the experiment given."""
     if isinstance(experiment, Experiment):
         return experiment
-    if isinstance(experiment, os.PathLike):
+    if isinstance(experiment, os.PathLike) or (isinstance(experiment, str) and experiment.endswith(".toml")):
         return load_preset(experiment)
     try:
         return EXPERIMENTS[experiment]
@@ -214,27 +201,12 @@ def get_profile(profile: str | Profile) -> Profile:
         raise CurloptError(f"unknown profile {profile!r}; profiles: {', '.join(PROFILES)}.") from None
 
 
-def _seed_list(seeds: int | Sequence[int]) -> list[int]:
-    if isinstance(seeds, bool):
-        raise CurloptError(f"seeds must be a count >= 1 or a list of seeds, got {seeds!r}.")
-    if isinstance(seeds, int):
-        if seeds < 1:
-            raise CurloptError(f"the number of seeds must be >= 1, got {seeds}.")
-        if seeds > MAX_SEEDS:  # before listing them
-            raise CurloptError(f"the number of seeds must be at most {MAX_SEEDS:,}, got {seeds:,}.")
-        return list(range(seeds))
-    out = [int(s) for s in seeds]
-    if not out or any(s < 0 for s in out) or len(set(out)) != len(out):
-        raise CurloptError(f"seeds must be distinct integers >= 0, got {seeds!r}.")
-    return out
-
-
 def _show(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else (f"{value:g}" if isinstance(value, float) else str(value))
 
 
 def experiment_study(
-    experiment: str | Experiment = "queue",
+    experiment: str | os.PathLike | Experiment = "queue",
     *,
     profile: str | Profile = "paper",
     full: bool = False,
@@ -256,8 +228,7 @@ def experiment_study(
     prof = get_profile(profile)
     scale = exp.full if full else exp.default
     steps = scale.steps if steps is None else steps
-    _check_numbers(steps, checkpoints, tightness)
-    seed_list = _seed_list(scale.seeds if seeds is None else seeds)
+    seed_list = _check_numbers(exp.name, steps, scale.seeds if seeds is None else seeds, checkpoints, tightness)
     given = backend is not None
     backend = backend or exp.backend
     specs = _algorithm_specs(exp, algorithms)
@@ -282,15 +253,16 @@ def experiment_study(
     return study, f"backend {backend} ({'; '.join(_other_backends(specs, chosen, backend) + [_scale_text(exp, steps, len(seed_list))])})"
 
 
-def _check_numbers(steps: Any, checkpoints: Any, tightness: Any) -> None:
-    """Refuse a horizon, checkpoint count or tightness constant out of range (one line naming it)."""
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise CurloptError(f"steps must be an integer >= 1, got {steps!r}.")
-    if isinstance(checkpoints, bool) or not isinstance(checkpoints, int) or checkpoints < 2:
-        raise CurloptError(f"checkpoints must be an integer >= 2, got {checkpoints!r}.")
+def _check_numbers(name: str, steps: Any, seeds: Any, checkpoints: Any, tightness: Any) -> tuple[int, ...]:
+    """The seeds, once the horizon, seeds and checkpoint count are checked as a study file's are (one line naming
+    the argument and what it accepts), and the tightness constant K_ε."""
+    reader, keys = StudyReader(f"experiment {name!r}", Path.cwd()), SCHEMA["study"]
+    reader.integer(steps, "steps", keys["steps"])
+    reader.integer(checkpoints, "checkpoints", keys["checkpoints"])
     if tightness is not None and (isinstance(tightness, bool) or not isinstance(tightness, (int, float))
                                   or not math.isfinite(tightness) or tightness < 0):
         raise CurloptError(f"the tightness constant K_ε must be a finite number >= 0, got {tightness!r}.")
+    return reader.seeds(seeds if isinstance(seeds, int) else list(seeds), "seeds")
 
 
 def _algorithm_specs(exp: Experiment, algorithms: Sequence[str] | None) -> list[AlgorithmSpec]:
@@ -412,7 +384,7 @@ def _scale_text(exp: Experiment, steps: int, n_seeds: int) -> str:
 
 
 def plan_tasks(
-    experiment: str | Experiment,
+    experiment: str | os.PathLike | Experiment,
     seeds: int | Sequence[int],
     steps: int,
     backend: str | None = None,
@@ -430,7 +402,7 @@ def plan_tasks(
 
 
 def reproduce(
-    experiment: str | Experiment = "queue",
+    experiment: str | os.PathLike | Experiment = "queue",
     *,
     profile: str | Profile = "paper",
     full: bool = False,
@@ -454,7 +426,7 @@ def reproduce(
 
     Parameters
     ----------
-    experiment : {"queue", "scheduler"} or Experiment
+    experiment : {"queue", "scheduler"}, path of a preset file, or Experiment
     profile : {"paper", "analysis"}, default "paper"
         The agents' options (see the module docstring).
     full : bool, default False

@@ -1,12 +1,11 @@
-"""A study file's schema, declared once (:data:`SCHEMA`), and the reader that checks a file against it.
+"""A study file's schema, declared once (:data:`SCHEMA`: each table's keys, what each accepts, its default), and
+the reader that checks a file against it.
 
-Each table of a study file is declared as a mapping from its keys to a :class:`Key` (what the key accepts,
-whether it is required, its default); one checker (:meth:`StudyReader.section`) refuses an unknown key, a
-missing required one, or a value of the wrong kind, and fills in the defaults. What a table's keys mean
-together (exactly one of ``name`` or ``file``; a key used twice) is checked where the table becomes a
-:class:`~curlopt.experiments.study.spec.Study`. Each refusal is one line: the file, the key (``[study] steps``,
-``algorithms[2].options.radius``; ``[[algorithms]]`` and ``[[models]]`` tables counted from 1), what is wrong and
-what is allowed. The format is described in :mod:`curlopt.experiments.study.spec`.
+One checker (:meth:`StudyReader.section`) refuses an unknown key, a missing required one or a value of the wrong
+kind; what a table's keys mean together (exactly one of ``name`` or ``file``; a key used twice) is checked where the
+table becomes a :class:`~curlopt.experiments.study.spec.Study`. Each refusal is one line: the file, the key
+(``[study] steps``, ``algorithms[2].options.radius``; ``[[algorithms]]`` and ``[[models]]`` tables counted from 1),
+what is wrong and what is allowed. The format is described in :mod:`curlopt.experiments.study.spec`.
 """
 
 from __future__ import annotations
@@ -44,21 +43,10 @@ _NAME_RULE = "lower-case letters, digits, '.', '_' and '-'"
 
 @dataclass(frozen=True)
 class Key:
-    """What one key of a study-file table accepts.
-
-    Attributes
-    ----------
-    kind : str
-        ``string``; ``name`` (a string of :data:`~curlopt.experiments.study.spec.NAME_PATTERN`); ``path`` (a
-        non-empty string); ``integer`` (from ``minimum`` to ``maximum``); ``choice`` (one of ``choices``);
-        ``strings`` (a list of strings); ``seeds`` (a count, or a list of distinct integers >= 0); ``options``
-        (option name -> value); ``grid`` (option name -> non-empty list of distinct values); ``params`` (a built-in
-        model's parameters); ``table``; ``tables`` (a non-empty list of tables).
-    required : str
-        For a required key, what to give (said when it is missing); empty for an optional key.
-    default : value
-        An optional key's value when it is missing.
-    """
+    """What one key of a study-file table accepts: its ``kind`` (a checker of :class:`StudyReader`: ``string``,
+    ``name``, ``path``, ``choice`` of ``choices``, ``integer`` from ``minimum`` to ``maximum``, ``strings``,
+    ``seeds``, ``options``, ``grid``, ``params``, ``table``, ``tables``); for a required key, what to give
+    (``required``, said when it is missing), else its ``default``."""
 
     kind: str
     required: str = ""
@@ -193,23 +181,15 @@ class StudyReader:
             raise self.fail(where, f"must be one or more {where} tables, got {_type_name(value)}.")
         return value
 
-    def string(self, value: Any, where: str, _key: Key | None = None) -> str:
+    def string(self, value: Any, where: str, key: Key = Key("string")) -> str:
+        """A string; a ``name`` matches NAME_PATTERN, a ``path`` is not blank, a ``choice`` is one of its choices."""
         if not isinstance(value, str):
             raise self.fail(where, f"must be a string, got {_type_name(value)} {_show(value)}.")
-        return value
-
-    def name(self, value: Any, where: str, _key: Key | None = None) -> str:
-        if not NAME_PATTERN.match(self.string(value, where)):
+        if key.kind == "name" and not NAME_PATTERN.match(value):
             raise self.fail(where, f"{value!r} is not a valid name; use {_NAME_RULE}.")
-        return value
-
-    def path(self, value: Any, where: str, _key: Key | None = None) -> str:
-        if not self.string(value, where).strip():
+        if key.kind == "path" and not value.strip():
             raise self.fail(where, "must be a folder path, got an empty string.")
-        return value
-
-    def choice(self, value: Any, where: str, key: Key) -> str:
-        if self.string(value, where) not in key.choices:
+        if key.kind == "choice" and value not in key.choices:
             raise self.fail(where, f"must be one of {', '.join(key.choices)}, got {value!r}.")
         return value
 
@@ -391,9 +371,9 @@ class StudyReader:
 
 #: the checker of each kind of key
 _CHECKS: dict[str, Callable[[StudyReader, Any, str, Key], Any]] = {
-    kind: getattr(StudyReader, kind) for kind in
-    ("string", "name", "path", "choice", "integer", "strings", "seeds", "params", "options", "grid", "table",
-     "tables")
+    "name": StudyReader.string, "path": StudyReader.string, "choice": StudyReader.string,
+    **{kind: getattr(StudyReader, kind) for kind in ("string", "integer", "strings", "seeds", "params", "options",
+                                                       "grid", "table", "tables")},
 }
 
 
