@@ -8,7 +8,11 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+import scipy.sparse as sp
+
 from ..errors import BackendError, BackendOptionError
+from ..models.cmdp import CMDP
 from ..utilities.library import Utility
 from .base import Backend, set_backend_finder
 
@@ -160,6 +164,26 @@ def resolve_backend(backend: str | Backend, utilities: Sequence[Utility], **opti
     if isinstance(backend, str) and backend == "auto":
         backend = choose_backend(utilities)
     return get_backend(backend, **options)
+
+
+def kernel_entries(model: CMDP) -> int:
+    """The kernel entries a program of ``model`` carries: the stored nonzeros of a sparse-stored kernel, else S²·A
+    (a dense-stored model's programs have every successor)."""
+    return model.nnz if model.sparse else model.n_states ** 2 * model.n_actions
+
+
+def reach_depth(model: CMDP) -> int:
+    """The steps breadth-first search from state 0 needs to reach every state it reaches, over every action's
+    transitions: how far apart the chain's states are (a queue's buffer: its length; a random sparse kernel: a
+    few steps). Value iteration needs at least this many sweeps to carry a value across the chain."""
+    from scipy.sparse import csgraph
+
+    S, A = model.n_states, model.n_actions
+    transitions = sp.csr_array(model.transitions)
+    rows = np.repeat(np.arange(S * A) // A, np.diff(transitions.indptr))
+    graph = sp.csr_array((np.ones(rows.size), (rows, transitions.indices)), shape=(S, S))
+    distances = csgraph.shortest_path(graph, indices=0, unweighted=True)
+    return int(np.max(distances[np.isfinite(distances)]))
 
 
 set_backend_finder(backends_accepting)  # error messages of Backend.check name the backends that can take a utility

@@ -1,0 +1,155 @@
+"""The figures behind ``backend="auto"`` (:func:`curlopt.backends.registry.choose_backend`): each candidate backend on
+the programs ``auto`` decides for, by model and size.
+
+Run alone:  python benchmarks/bench_auto.py [--only optimum|optimistic] [--limit SECONDS] [--cases NAME,NAME]
+
+Two tables, every figure a wall-clock time (``time.perf_counter``) of this process, on whatever else the machine is
+running (the figures are for placing thresholds, not for asserting; nothing here is a test):
+
+* **optimum**: ``solve_optimum(model, backend)`` (the occupancy program of the known model, as ``curlopt optimum``
+  and ``curlopt run``'s reference optimum solve it): compile + first solve, on ``highs`` and ``mdp-columns``, with
+  the model's structure next to it (S, A, stored kernel entries, and the *reach depth*: the steps breadth-first
+  search from state 0 needs to reach every state, which :func:`curlopt.backends.registry.reach_depth` computes);
+* **optimistic**: UC-CURL's L1 program and UCRL-CMDP's box program on counts drawn from the true kernel (``visits``
+  per pair), compile + first solve, then the mean of ``--resolves`` re-solves on new counts (an epoch's update), on
+  ``highs`` against ``highs-columns`` (L1) and ``highs-box-columns`` (box).
+
+Every solve gets ``--limit`` seconds (default 300); a solve stopped there prints ``>limit``. The objectives of the
+backends on one case are printed too: they must agree (same program, same optimum).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def _models() -> dict[str, Callable[[], object]]:
+    from curlopt.models import queue_model, random_model, scheduler_model
+
+    cases: dict[str, Callable[[], object]] = {
+        "queue": lambda: queue_model(),
+        "scheduler": lambda: scheduler_model(),
+        "random10x3": lambda: random_model(10, 3, successors=3, seed=0),
+        "random20x3": lambda: random_model(20, 3, successors=3, seed=102),
+        "queue-300": lambda: queue_model(buffer=300),
+        "queue-1000": lambda: queue_model(buffer=1000),
+    }
+    for n in (100, 300, 600, 1000, 2000, 3000):
+        cases[f"random{n}x4k5"] = (lambda n=n: random_model(n, 4, successors=5, seed=0))
+    for n in (300, 1000, 3000):
+        cases[f"random{n}x4k5log"] = (lambda n=n: random_model(n, 4, successors=5, seed=0, objective="log", n_rewards=2))
+    for n in (30, 60):
+        cases[f"random{n}x4dense"] = (lambda n=n: random_model(n, 4, seed=0))
+    return cases
+
+
+def _solve(backend_name: str, program, limit: float):
+    """(seconds, result) of compiling ``program`` on ``backend_name`` and solving it once."""
+    from curlopt.backends import get_backend
+
+    started = time.perf_counter()
+    compiled = get_backend(backend_name, time_limit=limit).compile(program)
+    result = compiled.solve()
+    return time.perf_counter() - started, result, compiled
+
+
+def _shown(seconds: float, result, limit: float) -> str:
+    if result.status.value == "time_limit":
+        return f">{limit:g}"
+    return f"{seconds:.3g}" if result.ok else f"{seconds:.3g} ({result.status.value})"
+
+
+def _structure(model) -> str:
+    from curlopt.backends.registry import kernel_entries, reach_depth  # noqa: F401
+
+    return f"S={model.n_states} A={model.n_actions} entries={kernel_entries(model)} depth={reach_depth(model)}"
+
+
+def optimum_table(names: list[str], limit: float) -> None:
+    from curlopt.programs import OccupancyProgram
+
+    print(f"\n# optimum: compile + solve of the occupancy program (seconds; limit {limit:g} s)")
+    print(f"{'case':18} {'structure':44} {'whole program':>19} {'mdp-columns':>12}  objectives")
+    for name in names:
+        model = _models()[name]()
+        row, values = [], []
+        # the whole program on an LP solver (LP-representable utilities) or a conic one (the others)
+        whole = "highs" if all(u.is_lp_representable for u in (model.objective, *model.constraints)) else "cvxpy"
+        for backend in (whole, "mdp-columns"):
+            seconds, result, _ = _solve(backend, OccupancyProgram(model), limit)
+            row.append(_shown(seconds, result, limit))
+            values.append(f"{result.objective:.8g}" if result.ok else "-")
+        print(f"{name:18} {_structure(model):44} {whole + ' ' + row[0]:>19} {row[1]:>12}  {' / '.join(values)}",
+              flush=True)
+
+
+def _counts(model, visits: int, rng: np.random.Generator):
+    """Counts of ``visits`` draws per pair from the true kernel (a CSR (S·A, S) matrix)."""
+    kernel = sp.csr_array(model.transitions)
+    rows = []
+    for row in range(kernel.shape[0]):
+        start, stop = kernel.indptr[row], kernel.indptr[row + 1]
+        rows.append(rng.multinomial(visits, kernel.data[start:stop] / kernel.data[start:stop].sum()))
+    return sp.csr_array((np.concatenate(rows).astype(float), kernel.indices.copy(), kernel.indptr.copy()),
+                        shape=kernel.shape)
+
+
+def optimistic_table(names: list[str], limit: float, visits: int, resolves: int) -> None:
+    from curlopt.programs import BoxOptimisticProgram, OptimisticProgram
+
+    print(f"\n# optimistic programs: first solve / mean re-solve on new counts (seconds; {visits} visits per pair,"
+          f" {resolves} re-solves, limit {limit:g} s)")
+    print(f"{'case':18} {'program':5} {'highs':>17} {'columns':>17}  objectives")
+    for name in names:
+        model = _models()[name]()
+        for kind, build, columns in (
+                ("L1", lambda m, c: OptimisticProgram(m, counts=c, time=10.0 * visits * m.n_states), "highs-columns"),
+                ("box", lambda m, c: BoxOptimisticProgram(m, 1e6, counts=c, time=10.0 * visits * m.n_states),
+                 "highs-box-columns")):
+            cells, values = [], []
+            for backend in ("highs", columns):
+                rng = np.random.default_rng(0)
+                program = build(model, _counts(model, visits, rng))
+                first, result, compiled = _solve(backend, program, limit)
+                again = []
+                for epoch in range(resolves):
+                    program.update(counts=_counts(model, visits * (epoch + 2), rng), time=10.0 * visits * model.n_states
+                                   * (epoch + 2))
+                    started = time.perf_counter()
+                    later = compiled.solve()
+                    again.append(time.perf_counter() - started)
+                    if not later.ok:
+                        break
+                cells.append(f"{_shown(first, result, limit)} / {np.mean(again):.3g}")
+                values.append(f"{result.objective:.8g}" if result.ok else "-")
+            print(f"{name:18} {kind:5} {cells[0]:>17} {cells[1]:>17}  {' / '.join(values)}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", choices=["optimum", "optimistic"])
+    parser.add_argument("--limit", type=float, default=300.0)
+    parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
+    parser.add_argument("--visits", type=int, default=20)
+    parser.add_argument("--resolves", type=int, default=3)
+    args = parser.parse_args()
+    names = [n for n in args.cases.split(",") if n] or list(_models())
+    if args.only in (None, "optimum"):
+        optimum_table(names, args.limit)
+    if args.only in (None, "optimistic"):
+        optimistic_table(names, args.limit, args.visits, args.resolves)
+
+
+if __name__ == "__main__":
+    main()
