@@ -10,12 +10,12 @@ running (the figures are for placing thresholds, not for asserting; nothing here
   and ``curlopt run``'s reference optimum solve it): compile + first solve, on ``highs`` and ``mdp-columns``, with
   the model's structure next to it (S, A, stored kernel entries, and the *reach depth*: the steps breadth-first
   search from state 0 needs to reach every state, which :func:`curlopt.backends.registry.reach_depth` computes);
-* **optimistic**: UC-CURL's L1 program and UCRL-CMDP's box program on counts drawn from the true kernel (``visits``
-  per pair), compile + first solve, then the mean of ``--resolves`` re-solves on new counts (an epoch's update), on
-  ``highs`` against ``highs-columns`` (L1) and ``highs-box-columns`` (box).
+* **optimistic**: the planning seconds of each epoch (compile included in the first) of a UC-CURL run (L1 program,
+  doubling epochs of at least 1,000 steps) and a UCRL-CMDP run (box program, epochs of 100 steps), on ``highs``
+  against ``highs-columns`` (L1) and ``highs-box-columns`` (box), read from the runs' traces.
 
-Every solve gets ``--limit`` seconds (default 300); a solve stopped there prints ``>limit``. The objectives of the
-backends on one case are printed too: they must agree (same program, same optimum).
+In the optimum table every solve gets ``--limit`` seconds (default 300); a solve stopped there prints ``>limit``. The
+objectives of both backends are printed too: they must agree (same program, same optimum).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -94,46 +93,38 @@ def optimum_table(names: list[str], limit: float) -> None:
               flush=True)
 
 
-def _counts(model, visits: int, rng: np.random.Generator):
-    """Counts of ``visits`` draws per pair from the true kernel (a CSR (S·A, S) matrix)."""
-    kernel = sp.csr_array(model.transitions)
-    rows = []
-    for row in range(kernel.shape[0]):
-        start, stop = kernel.indptr[row], kernel.indptr[row + 1]
-        rows.append(rng.multinomial(visits, kernel.data[start:stop] / kernel.data[start:stop].sum()))
-    return sp.csr_array((np.concatenate(rows).astype(float), kernel.indices.copy(), kernel.indptr.copy()),
-                        shape=kernel.shape)
+def _epochs(agent_name: str, model, backend: str, epochs: int, seed: int = 0) -> tuple[list[float], float]:
+    """The planning seconds of each of ``epochs`` epochs of a run, and the run's wall seconds.
+
+    UC-CURL: doubling epochs of at least 1,000 steps, the analysis radius; UCRL-CMDP: horizon 10^6, so epochs of 100
+    steps."""
+    from curlopt.agents import make_agent
+    from curlopt.envs import make
+    from curlopt.experiments import run
+
+    if agent_name == "uc-curl":
+        agent = make_agent("uc-curl", model, backend=backend, min_epoch_length=1000, radius="analysis")
+        steps = 1000 * epochs
+    else:
+        agent = make_agent("ucrl-cmdp", model, backend=backend, horizon=10 ** 6)
+        steps = 100 * epochs
+    started = time.perf_counter()
+    trace = run(agent, make(model), steps, seed=seed, progress=False)
+    return [e.solve_time for e in trace.epochs[:epochs]], time.perf_counter() - started
 
 
-def optimistic_table(names: list[str], limit: float, visits: int, resolves: int) -> None:
-    from curlopt.programs import BoxOptimisticProgram, OptimisticProgram
-
-    print(f"\n# optimistic programs: first solve / mean re-solve on new counts (seconds; {visits} visits per pair,"
-          f" {resolves} re-solves, limit {limit:g} s)")
-    print(f"{'case':18} {'program':5} {'highs':>17} {'columns':>17}  objectives")
+def optimistic_table(names: list[str], epochs: int) -> None:
+    print(f"\n# optimistic programs: planning seconds per epoch over the first {epochs} epochs of a run (first / mean /"
+          " largest)")
+    print(f"{'case':18} {'agent':10} {'highs':>22} {'column generation':>40}")
     for name in names:
         model = _models()[name]()
-        for kind, build, columns in (
-                ("L1", lambda m, c: OptimisticProgram(m, counts=c, time=10.0 * visits * m.n_states), "highs-columns"),
-                ("box", lambda m, c: BoxOptimisticProgram(m, 1e6, counts=c, time=10.0 * visits * m.n_states),
-                 "highs-box-columns")):
-            cells, values = [], []
+        for agent, columns in (("uc-curl", "highs-columns"), ("ucrl-cmdp", "highs-box-columns")):
+            cells = []
             for backend in ("highs", columns):
-                rng = np.random.default_rng(0)
-                program = build(model, _counts(model, visits, rng))
-                first, result, compiled = _solve(backend, program, limit)
-                again = []
-                for epoch in range(resolves):
-                    program.update(counts=_counts(model, visits * (epoch + 2), rng), time=10.0 * visits * model.n_states
-                                   * (epoch + 2))
-                    started = time.perf_counter()
-                    later = compiled.solve()
-                    again.append(time.perf_counter() - started)
-                    if not later.ok:
-                        break
-                cells.append(f"{_shown(first, result, limit)} / {np.mean(again):.3g}")
-                values.append(f"{result.objective:.8g}" if result.ok else "-")
-            print(f"{name:18} {kind:5} {cells[0]:>17} {cells[1]:>17}  {' / '.join(values)}", flush=True)
+                times, _ = _epochs(agent, model, backend, epochs)
+                cells.append(f"{times[0]:.3g} / {np.mean(times):.3g} / {max(times):.3g}")
+            print(f"{name:18} {agent:10} {cells[0]:>22} {columns + ' ' + cells[1]:>40}", flush=True)
 
 
 def main() -> None:
@@ -141,14 +132,13 @@ def main() -> None:
     parser.add_argument("--only", choices=["optimum", "optimistic"])
     parser.add_argument("--limit", type=float, default=300.0)
     parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
-    parser.add_argument("--visits", type=int, default=20)
-    parser.add_argument("--resolves", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=8, help="epochs of each agent run (optimistic table)")
     args = parser.parse_args()
     names = [n for n in args.cases.split(",") if n] or list(_models())
     if args.only in (None, "optimum"):
         optimum_table(names, args.limit)
     if args.only in (None, "optimistic"):
-        optimistic_table(names, args.limit, args.visits, args.resolves)
+        optimistic_table(names, args.epochs)
 
 
 if __name__ == "__main__":
