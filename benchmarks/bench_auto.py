@@ -10,9 +10,10 @@ running (the figures are for placing thresholds, not for asserting; nothing here
   and ``curlopt run``'s reference optimum solve it): compile + first solve, on ``highs`` and ``mdp-columns``, with
   the model's structure next to it (S, A, stored kernel entries, and the *reach depth*: the steps breadth-first
   search from state 0 needs to reach every state, which :func:`curlopt.backends.registry.reach_depth` computes);
-* **optimistic**: the planning seconds of each epoch (compile included in the first) of a UC-CURL run (L1 program,
-  doubling epochs of at least 1,000 steps) and a UCRL-CMDP run (box program, epochs of 100 steps), on ``highs``
-  against ``highs-columns`` (L1) and ``highs-box-columns`` (box), read from the runs' traces.
+* **optimistic**: the planning seconds of each epoch of a UC-CURL run (L1 program, doubling epochs of at least
+  1,000 steps) and a UCRL-CMDP run (box program, horizon 10^9: epochs of 1,000 steps) of ``--steps`` steps, on
+  ``highs`` against ``highs-columns`` (L1) and ``highs-box-columns`` (box), read from the runs' traces: as the
+  counts grow, later epochs can cost far more than the first ones.
 
 In the optimum table every solve gets ``--limit`` seconds (default 300); a solve stopped there prints ``>limit``. The
 objectives of both backends are printed too: they must agree (same program, same optimum).
@@ -93,38 +94,38 @@ def optimum_table(names: list[str], limit: float) -> None:
               flush=True)
 
 
-def _epochs(agent_name: str, model, backend: str, epochs: int, seed: int = 0) -> tuple[list[float], float]:
-    """The planning seconds of each of ``epochs`` epochs of a run, and the run's wall seconds.
+def _epochs(agent_name: str, model, backend: str, steps: int, seed: int = 0) -> list[float]:
+    """The planning seconds of each epoch of a run of ``steps`` steps (compile excluded: the agent compiles its
+    program when it is built).
 
-    UC-CURL: doubling epochs of at least 1,000 steps, the analysis radius; UCRL-CMDP: horizon 10^6, so epochs of 100
-    steps."""
+    UC-CURL: doubling epochs of at least 1,000 steps, the analysis radius; UCRL-CMDP: horizon 10^9, so epochs of
+    1,000 steps."""
     from curlopt.agents import make_agent
     from curlopt.envs import make
     from curlopt.experiments import run
 
     if agent_name == "uc-curl":
         agent = make_agent("uc-curl", model, backend=backend, min_epoch_length=1000, radius="analysis")
-        steps = 1000 * epochs
     else:
-        agent = make_agent("ucrl-cmdp", model, backend=backend, horizon=10 ** 6)
-        steps = 100 * epochs
-    started = time.perf_counter()
-    trace = run(agent, make(model), steps, seed=seed, progress=False)
-    return [e.solve_time for e in trace.epochs[:epochs]], time.perf_counter() - started
+        agent = make_agent("ucrl-cmdp", model, backend=backend, horizon=10 ** 9)
+    trace = run(agent, make(model), steps, seed=seed, progress=False, optimum_backend="auto")
+    return [e.solve_time for e in trace.epochs]
 
 
-def optimistic_table(names: list[str], epochs: int) -> None:
-    print(f"\n# optimistic programs: planning seconds per epoch over the first {epochs} epochs of a run (first / mean /"
-          " largest)")
-    print(f"{'case':18} {'agent':10} {'highs':>22} {'column generation':>40}")
+def optimistic_table(names: list[str], steps: int) -> None:
+    print(f"\n# optimistic programs: planning seconds per epoch of a run of {steps:,} steps (epochs: first / mean /"
+          " mean of the second half / largest)")
+    print(f"{'case':18} {'agent':10} {'highs':>34} {'column generation':>52}")
     for name in names:
         model = _models()[name]()
         for agent, columns in (("uc-curl", "highs-columns"), ("ucrl-cmdp", "highs-box-columns")):
             cells = []
             for backend in ("highs", columns):
-                times, _ = _epochs(agent, model, backend, epochs)
-                cells.append(f"{times[0]:.3g} / {np.mean(times):.3g} / {max(times):.3g}")
-            print(f"{name:18} {agent:10} {cells[0]:>22} {columns + ' ' + cells[1]:>40}", flush=True)
+                times = _epochs(agent, model, backend, steps)
+                late = times[len(times) // 2:]
+                cells.append(f"{len(times)}: {times[0]:.3g} / {np.mean(times):.3g} / {np.mean(late):.3g} /"
+                             f" {max(times):.3g}")
+            print(f"{name:18} {agent:10} {cells[0]:>34} {columns + ' ' + cells[1]:>52}", flush=True)
 
 
 def main() -> None:
@@ -132,13 +133,13 @@ def main() -> None:
     parser.add_argument("--only", choices=["optimum", "optimistic"])
     parser.add_argument("--limit", type=float, default=300.0)
     parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
-    parser.add_argument("--epochs", type=int, default=8, help="epochs of each agent run (optimistic table)")
+    parser.add_argument("--steps", type=int, default=60_000, help="steps of each agent run (optimistic table)")
     args = parser.parse_args()
     names = [n for n in args.cases.split(",") if n] or list(_models())
     if args.only in (None, "optimum"):
         optimum_table(names, args.limit)
     if args.only in (None, "optimistic"):
-        optimistic_table(names, args.epochs)
+        optimistic_table(names, args.steps)
 
 
 if __name__ == "__main__":

@@ -155,12 +155,13 @@ COLUMNS_FROM_STATES = 200
 #: ``mdp-columns`` against 0.04 s on ``highs``; 1,000: 4.0 s against 0.08 s)
 SHALLOW_DEPTH = 16
 #: ``auto`` takes column generation for UC-CURL's and UCRL-CMDP's optimistic programs with LP-representable utilities
-#: on a kernel of this many entries (:func:`kernel_entries`) or more. Measured (benchmarks/bench_box.py,
-#: benchmarks/README.md): at the paper's sizes neither route is faster throughout (whole UC-CURL runs on the queue
-#: (6,16) and the scheduler's kernel (16,2) take 0.7-1.4 times ``highs``'s time with ``highs-columns``); from about
-#: 1,000 entries on, column generation is faster (per re-solve 1.1-1.6× at (12,8), 1.3-3× at (20,5), 4-5× at (30,10),
-#: 13× at (60,10); bench_auto.py: UC-CURL's epochs on the queue with buffer 1,000 4.5 s first and 0.9 s mean against
-#: 7.9 s and 1.7 s)
+#: on a kernel of this many entries (:func:`kernel_entries`) or more, except on a large shallow chain stored sparse.
+#: Measured (benchmarks/bench_box.py, benchmarks/README.md): at the paper's sizes neither route is faster throughout
+#: (whole UC-CURL runs on the queue (6,16) and the scheduler's kernel (16,2) take 0.7-1.4 times ``highs``'s time with
+#: ``highs-columns``); from about 1,000 entries on, column generation is faster (per re-solve 1.1-1.6× at (12,8),
+#: 1.3-3× at (20,5), 4-5× at (30,10), 13× at (60,10)). On sparse random kernels it is not (bench_auto.py, runs of
+#: 60,000 steps at S = 1,000, 5 successors a row: UC-CURL's epochs 0.83 s on ``highs-columns`` against 0.33 s on
+#: ``highs``, UCRL-CMDP's 0.28 s on ``highs-box-columns`` against 0.18 s)
 COLUMNS_FROM_ENTRIES = 1000
 #: the column-generation backend ``auto`` takes for each optimistic program (its ``COMPILES`` declares the program)
 OPTIMISTIC_COLUMNS = {OptimisticProgram: "highs-columns", BoxOptimisticProgram: "highs-box-columns"}
@@ -178,7 +179,8 @@ def choose_backend(utilities: Sequence[Utility], model: CMDP | None = None,
        ``mdp-columns``, when it takes the utilities;
     2. UC-CURL's optimistic program or UCRL-CMDP's box program with LP-representable utilities on a kernel of at least
        :data:`COLUMNS_FROM_ENTRIES` entries (:func:`kernel_entries`): ``highs-columns`` or ``highs-box-columns``
-       (:data:`OPTIMISTIC_COLUMNS`);
+       (:data:`OPTIMISTIC_COLUMNS`), unless the model is stored sparse, has at least :data:`COLUMNS_FROM_STATES`
+       states and a shallow chain (there HiGHS's whole LP is faster: rule 3);
     3. otherwise ``highs`` when every utility is LP-representable, else the first installed backend (in registry
        order, see :func:`auto_candidates`) that accepts them all.
 
@@ -204,12 +206,13 @@ def choose_backend(utilities: Sequence[Utility], model: CMDP | None = None,
         return name in installed and all(backend_class(name).accepts(u) for u in utilities)
 
     if model is not None:
-        if (model.n_states >= COLUMNS_FROM_STATES and takes("mdp-columns")
-                and backend_class("mdp-columns").compiled_form(program) is not None
-                and model.has_kernel and reach_depth(model) <= SHALLOW_DEPTH):
+        large_and_shallow = (model.n_states >= COLUMNS_FROM_STATES and model.has_kernel
+                             and reach_depth(model) <= SHALLOW_DEPTH)
+        if large_and_shallow and takes("mdp-columns") and backend_class("mdp-columns").compiled_form(program):
             return "mdp-columns"
         columns = OPTIMISTIC_COLUMNS.get(program)
-        if columns is not None and lp and kernel_entries(model) >= COLUMNS_FROM_ENTRIES and takes(columns):
+        if (columns is not None and lp and kernel_entries(model) >= COLUMNS_FROM_ENTRIES and takes(columns)
+                and not (model.sparse and large_and_shallow)):
             return columns
     if lp and "highs" in installed:
         return "highs"

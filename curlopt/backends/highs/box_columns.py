@@ -56,7 +56,8 @@ class BoxColumnsBackend(ColumnsBackend):
     (as ``highs-columns``); plain HiGHS for the others.
 
     It matches the box LP's optimal **value** (to the solver's tolerances and ``pricing_tolerance``), not
-    necessarily its optimal vertex. ``auto`` never chooses it.
+    necessarily its optimal vertex. ``auto`` chooses it for the box program on kernels of 1,000 entries or more
+    (:func:`curlopt.backends.registry.choose_backend`).
 
     Parameters
     ----------

@@ -148,7 +148,8 @@ class ColumnsBackend(Backend):
 
     It matches the optimistic LP's optimal **value** (to the solver's tolerances and ``pricing_tolerance``),
     not necessarily its optimal vertex: where the optimum has ties it may return another optimal solution
-    than the ``highs`` backend. ``auto`` never chooses it.
+    than the ``highs`` backend. ``auto`` chooses it for the optimistic program on kernels of 1,000 entries or more
+    (:func:`curlopt.backends.registry.choose_backend`).
 
     Parameters
     ----------
@@ -173,7 +174,8 @@ class ColumnsBackend(Backend):
     requires: ClassVar[tuple[str, ...]] = ("highspy",)
     extra: ClassVar[str] = ""  # highspy is a core dependency
     takes: ClassVar[str] = "linear and LP-representable utilities (max-min, max of linear, 1- and inf-norms)"
-    #: ``auto`` never chooses this backend (its optimal vertex may differ from highs's)
+    #: not among ``auto``'s general candidates (its optimal vertex may differ from highs's): the registry's rule names
+    #: it for the optimistic programs where it is measured faster (:func:`~curlopt.backends.registry.choose_backend`)
     auto_choice: ClassVar[bool] = False
     STATUS_MAP: ClassVar[dict[str, Status]] = STATUS_MAP
     #: forms become affine pieces (LPForm's rows); smooth nonlinear forms are refused

@@ -97,7 +97,8 @@ class MdpColumnsBackend(Backend):
     extra: ClassVar[str] = ""  # highspy is a core dependency; cvxpy (extra "cvxpy") adds the DCP utilities
     takes: ClassVar[str] = ("LP-representable utilities, and DCP utilities with a gradient when cvxpy is installed"
                             " (pip install 'curlopt[cvxpy]')")
-    #: ``auto`` never chooses this backend (the module doc says where it pays and where it stops)
+    #: not among ``auto``'s general candidates (the module doc says where it pays and where it stops): the registry's
+    #: rule names it for the occupancy programs of large shallow chains (:func:`~curlopt.backends.registry.choose_backend`)
     auto_choice: ClassVar[bool] = False
     STATUS_MAP: ClassVar[dict[str, Status]] = STATUS_MAP
     #: the accuracy the backend declares, as :class:`curlopt.testing.Tolerances` fields: the objective is certified
