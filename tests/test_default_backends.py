@@ -124,3 +124,17 @@ def test_the_reference_optimum_takes_the_given_backend_else_the_agents_else_the_
     assert _optimum_backend(model, agent, "auto") == "mdp-columns"
     assert _optimum_backend(model, agent, "scipy") == "scipy"
     assert _optimum_backend(model, object()) == "mdp-columns"  # an agent without a backend
+
+
+def test_curlopt_run_names_the_backend_of_the_reference_optimum(capsys, tmp_path):
+    from cli_helpers import invoke
+
+    from curlopt.experiments import load_trace
+
+    out = tmp_path / "run.json"
+    code, _, err = invoke(["run", "queue", "--steps", "50", "--optimum-backend", "scipy", "--out", str(out)], capsys)
+    assert code == 0, err
+    trace = load_trace(out)
+    assert trace.optimum["backend"] == "scipy" and trace.meta["backend"] == "highs"
+    code, _, err = invoke(["run", "queue", "--steps", "50", "--optimum-backend", "no-such-backend"], capsys)
+    assert code != 0 and "no-such-backend" in err
