@@ -138,3 +138,16 @@ def test_curlopt_run_names_the_backend_of_the_reference_optimum(capsys, tmp_path
     assert trace.optimum["backend"] == "scipy" and trace.meta["backend"] == "highs"
     code, _, err = invoke(["run", "queue", "--steps", "50", "--optimum-backend", "no-such-backend"], capsys)
     assert code != 0 and "no-such-backend" in err
+
+
+def test_curlopt_backends_says_where_auto_takes_each(capsys):
+    from cli_helpers import invoke
+
+    code, out, err = invoke(["backends"], capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    auto_lines = {lines[i].split()[0]: lines[i + 1].strip() for i in range(0, len(lines) - 1, 2)}
+    assert auto_lines["scipy"] == "auto: never (used only when named)"
+    assert auto_lines["mdp-columns"].startswith("auto: the occupancy program") and f"S >= {COLUMNS_FROM_STATES}" in \
+        auto_lines["mdp-columns"]
+    assert f"{COLUMNS_FROM_ENTRIES:,} kernel entries" in auto_lines["highs-columns"]

@@ -21,7 +21,7 @@ from .base import Backend, set_backend_finder
 
 __all__ = [
     "register_backend", "get_backend", "backend_names", "installed_backends", "backends_accepting",
-    "choose_backend", "resolve_backend", "auto_candidates", "backend_class", "auto_backend", "kernel_entries",
+    "choose_backend", "resolve_backend", "auto_candidates", "backend_class", "auto_backend", "auto_takes", "kernel_entries",
     "reach_depth", "COLUMNS_FROM_STATES", "SHALLOW_DEPTH", "COLUMNS_FROM_ENTRIES", "OPTIMISTIC_COLUMNS",
 ]
 
@@ -223,6 +223,24 @@ def choose_backend(utilities: Sequence[Utility], model: CMDP | None = None,
         f"no installed backend accepts all of {utilities}; install the cvxpy or pyomo backend:"
         " pip install 'curlopt[cvxpy]' or 'curlopt[pyomo]'."
     )
+
+
+def auto_takes(name: str) -> str:
+    """Where the ``auto`` rule (:func:`choose_backend`) takes the backend registered as ``name``, in words (for
+    ``curlopt backends``)."""
+    large = f"S >= {COLUMNS_FROM_STATES}, reach depth <= {SHALLOW_DEPTH}"
+    optimistic = (f"LP utilities, >= {COLUMNS_FROM_ENTRIES:,} kernel entries, unless stored sparse with {large}")
+    where = {
+        "highs": "LP-representable utilities, where no column backend is taken",
+        "highs-columns": f"UC-CURL's optimistic program with {optimistic}",
+        "highs-box-columns": f"UCRL-CMDP's box program with {optimistic} (and UCRL-CMDP's default)",
+        "mdp-columns": f"the occupancy program and safe mode's programs on large shallow chains ({large})",
+    }
+    if name in where:
+        return where[name]
+    if name in _REGISTRY and backend_class(name).auto_choice:
+        return "utilities no LP backend takes, when it is the first installed backend (registry order) to take them"
+    return "never (used only when named)"
 
 
 def auto_backend(backend: str | Backend, model: CMDP, program: type[Program]) -> str | Backend:
