@@ -17,5 +17,4 @@ def backends_command() -> None:
     for name in names:
         cls = backend_class(name)
         state = "installed" if cls.is_installed() else f"not installed (pip install 'curlopt[{cls.extra}]')"
-        typer.echo(f"{name:{width}s} {state:40s} takes {cls.takes}")
-        typer.echo(f"{'':{width}s} {'':40s} auto: {auto_takes(name)}")
+        typer.echo(f"{name:{width}s} {state:40s} takes {cls.takes}; auto: {auto_takes(name)}")
