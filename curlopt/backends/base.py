@@ -272,8 +272,9 @@ class Backend(ABC):
     """Base class of the backends.
 
     Subclasses set ``name``, ``requires`` (import names), ``extra`` (the ``pip install curlopt[extra]``
-    that provides them), ``takes``, ``STATUS_MAP``, ``FORMS`` and their own ``OPTIONS``, and implement
-    :meth:`accepts` and :meth:`_compile` (and :meth:`version` when ``requires`` does not say it all).
+    that provides them), ``takes``, ``STATUS_MAP``, ``FORMS``, their own ``OPTIONS``, the programs they compile
+    (``COMPILES``) and the backends they hand the others to (``DELEGATES``, with :meth:`delegate_options`), and
+    implement :meth:`accepts` (and :meth:`version` when ``requires`` does not say it all).
 
     Parameters
     ----------
@@ -445,6 +446,7 @@ class Backend(ABC):
         utilities = [program.objective, *program.constraints]
         for delegate in self.DELEGATES:
             if delegate.is_installed() and all(delegate.accepts(u) for u in utilities):
+                # kept on the instance, made on first use (a subclass's own __init__ may skip ours)
                 built: dict[type[Backend], Backend] = self.__dict__.setdefault("_delegates", {})
                 if delegate not in built:
                     built[delegate] = delegate(**self.delegate_options(delegate), time_limit=self.time_limit,

@@ -65,10 +65,9 @@ def run_command(
              "tightness_constant": ("--tightness", tightness),
              "horizon_lower_bound": ("--horizon-lower-bound", horizon_lower_bound), "prior": ("--prior", prior)}
     options = merge_options(named, parse_params(option, "--option"))
-    if "seed" in options:
-        value = options["seed"]
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise CurloptError(f"--option seed must be an integer >= 0, got {value!r}.")
+    value = options.get("seed", 0)  # the agent's own seed, when --option gives one
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise CurloptError(f"--option seed must be an integer >= 0, got {value!r}.")
     if getattr(AGENTS.get(agent), "needs_horizon", False):
         if "horizon" in options:
             raise CurloptError(f"{agent}'s horizon is --steps ({steps}); drop --option horizon={options['horizon']!r}"
