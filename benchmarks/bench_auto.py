@@ -2,6 +2,10 @@
 the programs ``auto`` decides for, by model and size.
 
 Run alone:  python benchmarks/bench_auto.py [--only optimum|optimistic] [--limit SECONDS] [--cases NAME,NAME]
+            [--steps N]
+
+The figures in docs/guide/solvers.md ("Which backend auto takes") come from ``--only optimum`` and from
+``--only optimistic --steps 60000 --cases random1000x4k5,queue-1000,random600x4k5``.
 
 Two tables, every figure a wall-clock time (``time.perf_counter``) of this process, on whatever else the machine is
 running (the figures are for placing thresholds, not for asserting; nothing here is a test):
