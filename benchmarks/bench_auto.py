@@ -11,7 +11,8 @@ Two tables, every figure a wall-clock time (``time.perf_counter``) of this proce
 running (the figures are for placing thresholds, not for asserting; nothing here is a test):
 
 * **optimum**: ``solve_optimum(model, backend)`` (the occupancy program of the known model, as ``curlopt optimum``
-  and ``curlopt run``'s reference optimum solve it): compile + first solve, on ``highs`` and ``mdp-columns``, with
+  and ``curlopt run``'s reference optimum solve it): compile + first solve, on the whole program (``highs``, or ``cvxpy``
+  for utilities no LP takes) and on ``mdp-columns``, with
   the model's structure next to it (S, A, stored kernel entries, and the *reach depth*: the steps breadth-first
   search from state 0 needs to reach every state, which :func:`curlopt.backends.registry.reach_depth` computes);
 * **optimistic**: the planning seconds of each epoch of a UC-CURL run (L1 program, doubling epochs of at least
