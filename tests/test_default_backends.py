@@ -118,12 +118,16 @@ def test_every_agent_resolves_auto_by_the_rule(agent, params, options, expected)
 
 
 def test_the_reference_optimum_takes_the_given_backend_else_the_agents_else_the_rule():
-    model = build_model("random", n_states=300, n_actions=2, successors=4)
-    agent = make_agent("ps-curl", model, backend="highs")
-    assert _optimum_backend(model, agent) == "highs"
-    assert _optimum_backend(model, agent, "auto") == "mdp-columns"
-    assert _optimum_backend(model, agent, "scipy") == "scipy"
-    assert _optimum_backend(model, object()) == "mdp-columns"  # an agent without a backend
+    queue = build_model("queue", buffer=1000)  # deep: the agent's backend, as always
+    assert _optimum_backend(queue, make_agent("uc-curl", queue)) == "highs-columns"
+    assert _optimum_backend(queue, make_agent("uc-curl", queue), "auto") == "highs"
+    small = build_model("scheduler")
+    assert _optimum_backend(small, make_agent("ps-curl", small, backend="pyomo")) == "pyomo"
+    large = build_model("random", n_states=300, n_actions=2, successors=4)  # large and shallow: the rule's backend
+    agent = make_agent("ps-curl", large, backend="highs")
+    assert _optimum_backend(large, agent) == "mdp-columns"
+    assert _optimum_backend(large, agent, "scipy") == "scipy"
+    assert _optimum_backend(large, object()) == "mdp-columns"  # an agent without a backend
 
 
 def test_curlopt_run_names_the_backend_of_the_reference_optimum(capsys, tmp_path):

@@ -22,7 +22,7 @@ from .base import Backend, set_backend_finder
 __all__ = [
     "register_backend", "get_backend", "backend_names", "installed_backends", "backends_accepting",
     "choose_backend", "resolve_backend", "auto_candidates", "backend_class", "auto_backend", "auto_takes", "kernel_entries",
-    "reach_depth", "COLUMNS_FROM_STATES", "SHALLOW_DEPTH", "COLUMNS_FROM_ENTRIES", "OPTIMISTIC_COLUMNS",
+    "reach_depth", "large_shallow_chain", "COLUMNS_FROM_STATES", "SHALLOW_DEPTH", "COLUMNS_FROM_ENTRIES", "OPTIMISTIC_COLUMNS",
 ]
 
 # name -> "module:Class" (imported lazily so that naming a backend never imports its solver)
@@ -206,8 +206,7 @@ def choose_backend(utilities: Sequence[Utility], model: CMDP | None = None,
         return name in installed and all(backend_class(name).accepts(u) for u in utilities)
 
     if model is not None:
-        large_and_shallow = (model.n_states >= COLUMNS_FROM_STATES and model.has_kernel
-                             and reach_depth(model) <= SHALLOW_DEPTH)
+        large_and_shallow = large_shallow_chain(model)
         if large_and_shallow and takes("mdp-columns") and backend_class("mdp-columns").compiled_form(program):
             return "mdp-columns"
         columns = OPTIMISTIC_COLUMNS.get(program)
@@ -223,6 +222,12 @@ def choose_backend(utilities: Sequence[Utility], model: CMDP | None = None,
         f"no installed backend accepts all of {utilities}; install the cvxpy or pyomo backend:"
         " pip install 'curlopt[cvxpy]' or 'curlopt[pyomo]'."
     )
+
+
+def large_shallow_chain(model: CMDP) -> bool:
+    """True for a model of at least :data:`COLUMNS_FROM_STATES` states whose chain is shallow (:func:`reach_depth` at
+    most :data:`SHALLOW_DEPTH`): where ``auto`` solves the occupancy programs by ``mdp-columns``."""
+    return model.n_states >= COLUMNS_FROM_STATES and model.has_kernel and reach_depth(model) <= SHALLOW_DEPTH
 
 
 def auto_takes(name: str) -> str:

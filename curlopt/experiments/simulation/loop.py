@@ -259,15 +259,17 @@ def _generic_epoch(env, state, policy_rows, thresholds, cap, actions: UniformStr
 
 
 def _optimum_backend(model: CMDP, agent: Agent, given: str | None = None) -> str:
-    """``given``, else the agent's backend by registry name, else the ``auto`` choice for the model's occupancy
-    program (:func:`curlopt.backends.registry.choose_backend`)."""
-    from ...backends.registry import backend_names, choose_backend
+    """The backend of the reference optimum: ``given`` (``"auto"``: the registry's rule for the model's occupancy
+    program, :func:`curlopt.backends.registry.choose_backend`); by default the agent's backend by registry name,
+    except on a large shallow chain (:func:`~curlopt.backends.registry.large_shallow_chain`), where the whole LP can
+    take minutes and the rule takes ``mdp-columns``; the rule for an agent without a backend."""
+    from ...backends.registry import backend_names, choose_backend, large_shallow_chain
     from ...programs.occupancy import OccupancyProgram
 
     if given is not None and given != "auto":
         return given
     name = getattr(getattr(agent, "backend", None), "name", None)
-    if given is None and name in backend_names():
+    if given is None and name in backend_names() and not large_shallow_chain(model):
         return name
     return choose_backend((model.objective, *model.constraints), model, OccupancyProgram)
 
@@ -341,7 +343,7 @@ def run(
     optimum_backend : str, optional
         The backend (a registry name) of the reference optimum ``f(λ*)``; ``"auto"``: the registry's rule for the
         model's occupancy program (:func:`curlopt.backends.registry.choose_backend`). Default: the agent's backend,
-        else that rule.
+        except on a large shallow chain (that rule's ``mdp-columns``), and that rule for an agent without one.
 
     Returns
     -------
