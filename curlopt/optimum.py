@@ -23,8 +23,9 @@ def solve_optimum(model: CMDP, backend: str | Backend = "auto", epsilon: float =
         A model with a known kernel. A model that stores its kernel sparse gets the program on the kernel's
         nonzeros (its size grows with them, not with S²·A).
     backend : str or Backend, default "auto"
-        A registry name (with ``options``), ``"auto"`` (highs for LP-representable
-        utilities, else the first installed backend that accepts them) or an instance.
+        A registry name (with ``options``), ``"auto"`` (the registry's rule for the occupancy program on this
+        model, :func:`curlopt.backends.registry.choose_backend`: highs for LP-representable utilities, else the
+        first installed backend that accepts them, and mdp-columns on large shallow chains) or an instance.
     epsilon : float, default 0
         Tightness; 0 gives the optimum used for regret.
 
@@ -40,4 +41,4 @@ def solve_optimum(model: CMDP, backend: str | Backend = "auto", epsilon: float =
         raise ProgramError(f"model {model.name!r} has no kernel; the optimum needs the true transition kernel.")
     program = OccupancyProgram(model, epsilon=epsilon)
     utilities = (model.objective, *model.constraints)
-    return resolve_backend(backend, utilities, **options).compile(program).solve()
+    return resolve_backend(backend, utilities, model, OccupancyProgram, **options).compile(program).solve()

@@ -22,7 +22,8 @@ def run_command(
     epochs: str = typer.Option(None, "--epochs", "-e", help="Epoch trigger: doubling (default; ends when a pair's epoch visits reach its earlier visits), linear (the paper's rule: per-pair thresholds that grow by one each time the pair ends an epoch), linear-global (epoch e ends at some pair's e-th visit) or linear-per-pair (threshold from the pair's previous-epoch visits)."),
     steps: int = typer.Option(100_000, "--steps", "-T", help="Horizon T (steps to play)."),
     seed: int = typer.Option(0, "--seed", "-s", help="Seed of the run."),
-    backend: str = typer.Option(None, "--backend", "-b", help="Backend registry name (default auto: highs for LP-representable utilities, else cvxpy/pyomo)."),
+    backend: str = typer.Option(None, "--backend", "-b", help="Backend registry name (default auto: the registry's rule for the agent's program, by model size and structure; curlopt backends lists them)."),
+    optimum_backend: str = typer.Option(None, "--optimum-backend", help="Backend of the reference optimum f(λ*) (default: the agent's backend; auto: the registry's rule for the model's occupancy program, e.g. mdp-columns on large sparse random models)."),
     tightness: float = typer.Option(None, "--tightness", "-k", help="Tightness constant K_ε (default 1)."),
     horizon_lower_bound: float = typer.Option(None, "--horizon-lower-bound", help="Known lower bound T_l on the horizon."),
     prior: float = typer.Option(None, "--prior", help="Dirichlet prior α0 (ps-curl; default 1)."),
@@ -64,17 +65,17 @@ def run_command(
              "tightness_constant": ("--tightness", tightness),
              "horizon_lower_bound": ("--horizon-lower-bound", horizon_lower_bound), "prior": ("--prior", prior)}
     options = merge_options(named, parse_params(option, "--option"))
-    if "seed" in options:
-        value = options["seed"]
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise CurloptError(f"--option seed must be an integer >= 0, got {value!r}.")
+    value = options.get("seed", 0)  # the agent's own seed, when --option gives one
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise CurloptError(f"--option seed must be an integer >= 0, got {value!r}.")
     if getattr(AGENTS.get(agent), "needs_horizon", False):
         if "horizon" in options:
             raise CurloptError(f"{agent}'s horizon is --steps ({steps}); drop --option horizon={options['horizon']!r}"
                                " and set --steps instead.")
         options["horizon"] = steps
     learner = make_agent(agent, model, **options)
-    trace = run(learner, make(model), steps, seed=seed, path=path, checkpoints=checkpoints, progress=progress, env_name=env)
+    trace = run(learner, make(model), steps, seed=seed, path=path, checkpoints=checkpoints, progress=progress, env_name=env,
+                optimum_backend=optimum_backend)
     failure = None
     if out is not None:
         try:
