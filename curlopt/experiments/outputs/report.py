@@ -331,8 +331,12 @@ def _setting_facts(rows: Sequence[dict[str, Any]]) -> str:
     """``T = 5,000 steps; optimum f(λ*) = 4.47`` for the summary rows of one setting."""
     optimum = next((row["optimum"] for row in rows if row.get("optimum") is not None), None)
     facts = f"T = {int(rows[0]['steps']):,} steps" if rows[0].get("steps") else ""
-    return facts + (f"; optimum f(λ*) = {significant(optimum, LOCATION_DIGITS)}" if optimum is not None
-                    else "; no known optimum")
+    if optimum is None:
+        return facts + "; no known optimum"
+    if any(row.get("optimum_infeasible") for row in rows):  # the regret is then against the unconstrained optimum
+        return facts + (f"; the constraints are infeasible: the optimum without them f(λ*) ="
+                        f" {significant(optimum, LOCATION_DIGITS)}, and R(T) is measured against it")
+    return facts + f"; optimum f(λ*) = {significant(optimum, LOCATION_DIGITS)}"
 
 
 def _few_seeds_caveat(rows: Sequence[dict[str, Any]]) -> str:
@@ -356,7 +360,7 @@ def _summary_section(output: StudyOutput, rows: Sequence[dict[str, Any]]) -> str
         facts = _setting_facts(mine)
         header = ["configuration", "seeds", "f(λ^(T))", "R(T)"] + [f"g_{k}(ζ^(T))" for k in range(1, m + 1)] + [
             "C(T)", "C(T) = 0", "violating epochs", "violating steps", "epochs", "fallback epochs",
-            "failed epochs", "wall time (s)"]
+            "runs with fallbacks", "failed epochs", "wall time (s)"]
         table = []
         for row in mine:
             seeds = int(row.get("seeds") or 0)
@@ -365,8 +369,9 @@ def _summary_section(output: StudyOutput, rows: Sequence[dict[str, Any]]) -> str
                          + [stat_cell(row, f"g{k}") if f"g{k}_mean" in row else DASH for k in range(1, m + 1)]
                          + [stat_cell(row, "violation"), zero, percent(row.get("violating_epoch_share")),
                             percent(row.get("violating_step_share")), count_cell(row, "epochs"),
-                            count_cell(row, "fallback_epochs"), count_cell(row, "failed_epochs"),
-                            count_cell(row, "wall_time")])
+                            count_cell(row, "fallback_epochs"),
+                            DASH if not seeds or row.get("fallback_runs") is None else f"{row['fallback_runs']}/{seeds}",
+                            count_cell(row, "failed_epochs"), count_cell(row, "wall_time")])
         parts.append(f"<h3>{_e(setting)}</h3><p>{_e(facts)}.</p>" + _table(header, table))
     if output.notes:
         parts.append("<h3>Notes</h3>" + _list(output.notes))

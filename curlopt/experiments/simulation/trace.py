@@ -15,7 +15,8 @@ when the file name ends in ``.gz``), written atomically by :func:`curlopt.fileio
     agent's other options.
 ``optimum``
     ``objective`` f(λ*), ``rewards`` λ*, ``costs`` ζ*, ``constraint_values``,
-    ``status`` and ``program`` of the known-model optimum (null without a model).
+    ``status`` and ``program`` of the known-model optimum (null without a model). ``program`` is ``fallback``
+    when the model's constraints are infeasible: the optimum (and the regret) is then the one without them.
 ``checkpoints``
     Columns over the checkpoint times: ``t``, ``rewards`` λ^(t) (n×K), ``costs``
     ζ^(t) (n×d), ``objective`` f(λ^(t)), ``constraints`` g_m(ζ^(t)) (n×M),
@@ -135,13 +136,23 @@ class Trace:
     def failed_epochs(self) -> int:
         return sum(1 for e in self.epochs if e.source in ("kept-previous", "uniform-initial"))
 
+    @property
+    def optimum_infeasible(self) -> bool:
+        """Whether the model's constraints are infeasible: its optimum is that of the program without them (the
+        fallback), so ``optimum.objective`` and the regret are measured against the *unconstrained* optimum."""
+        optimum = self.optimum
+        return isinstance(optimum, dict) and (optimum.get("program") == "fallback"
+                                              or optimum.get("status") == "infeasible")
+
     def summary(self) -> dict[str, Any]:
-        """Final f(λ^), R(T), each g_m(ζ^), C(T), epochs, fallbacks, failures and wall time."""
+        """Final f(λ^), R(T), each g_m(ζ^), C(T), epochs, fallbacks, failures and wall time; ``optimum_infeasible``
+        says whether the optimum (and so R(T)) is the one without constraints, the model's being infeasible."""
         c = self.checkpoints
         return {
             "steps": int(c["t"][-1]),
             "objective": float(c["objective"][-1]),
             "optimum": None if self.optimum is None else self.optimum.get("objective"),
+            "optimum_infeasible": self.optimum_infeasible,
             "regret": float(c["regret"][-1]),
             "constraints": [float(v) for v in c["constraints"][-1]],
             "violation": float(c["violation"][-1]),
