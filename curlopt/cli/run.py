@@ -49,7 +49,6 @@ def run_command(
     from ..errors import CurloptError
     from ..experiments import run
     from ..experiments.outputs.solve_failures import failed_solves_warning
-    from ..experiments.simulation.findings import run_findings
     from ..experiments.simulation.loop import MAX_CHECKPOINTS, MAX_STEPS
     from ..fileio import check_output_file, write_error
     from .logs import warn
@@ -86,25 +85,32 @@ def run_command(
             trace.save(out)
         except OSError as exc:  # e.g. the disk filled up during the run: the summary is still printed
             failure = write_error(out, exc)
-    summary = trace.summary()
     unsolved = failed_solves_warning(trace)
-    findings = run_findings(trace)
-    if as_json:
-        typer.echo(json.dumps({"meta": trace.meta, "summary": summary, "trace": None if failure else out,
-                               "warnings": [unsolved] if unsolved else [],
-                               "findings": {label: text for label, text in findings}}, indent=2))
-    else:
-        _print_summary(trace, summary, model)
-        for label, text in findings:  # fallback epochs, a violation: said, not only counted
-            if label != "infeasible":  # said by the f(λ*) and R(T) lines, and the run's warning
-                typer.echo(f"{label:<12} {text}")
-        if out is not None and failure is None:
-            typer.echo(f"trace        {out}")
+    _show(trace, model, as_json, None if failure is not None else out, unsolved)
     if failure is not None:
         raise failure
     if unsolved is not None:  # the run is kept (its trace written), but it did not do what was asked
         warn(unsolved)
         raise typer.Exit(code=1)
+
+
+def _show(trace: Trace, model: CMDP, as_json: bool, written: str | None, unsolved: str | None) -> None:
+    """The run's summary on stdout (JSON, or lines), with what the numbers alone do not say (its findings)."""
+    from ..experiments.simulation.findings import run_findings
+
+    summary = trace.summary()
+    findings = run_findings(trace)
+    if as_json:
+        typer.echo(json.dumps({"meta": trace.meta, "summary": summary, "trace": written,
+                               "warnings": [unsolved] if unsolved else [],
+                               "findings": {label: text for label, text in findings}}, indent=2))
+        return
+    _print_summary(trace, summary, model)
+    for label, text in findings:  # fallback epochs, a violation: said, not only counted
+        if label != "infeasible":  # said by the f(λ*) and R(T) lines, and the run's warning
+            typer.echo(f"{label:<12} {text}")
+    if written is not None:
+        typer.echo(f"trace        {written}")
 
 
 def _print_summary(trace: Trace, summary: dict[str, Any], model: CMDP) -> None:

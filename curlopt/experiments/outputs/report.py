@@ -207,7 +207,9 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], caption: str = 
 
 def _image(figure: ReportFigure, alt: str) -> str:
     data = base64.b64encode(figure.data).decode("ascii")
-    caption = _e(figure.name) + (f' — <span class="warn">{_e(figure.caption)}</span>' if figure.caption else "")
+    # a figure drawn for the report only is captioned as such, never with a file name that does not exist
+    named = _e(figure.name) if figure.saved else f"{_e(alt)} (drawn for this report; not a file under figures/)"
+    caption = named + (f' — <span class="warn">{_e(figure.caption)}</span>' if figure.caption else "")
     return (f'<figure><img src="data:image/png;base64,{data}" alt="{_e(alt)}">'
             f"<figcaption>{caption}</figcaption></figure>")
 
@@ -540,8 +542,9 @@ def _exact_section(output: StudyOutput, draw: bool) -> str:
         if data is None:
             parts.append(f"<h3>{_e(setting)}</h3><p>No constraints, or no epoch with an exact evaluation.</p>")
         else:
-            parts.append(f"<h3>{_e(setting)}</h3>" + _image(ReportFigure(f"{setting}-exact-constraints.png", data),
-                                                             f"{setting}: exact constraint values per epoch"))
+            parts.append(f"<h3>{_e(setting)}</h3>" + _image(
+                ReportFigure(f"{setting}-exact-constraints", data, saved=False),
+                f"{setting}: exact constraint values per epoch"))
     return "".join(parts)
 
 

@@ -93,7 +93,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .runs import ConfigurationRuns
 
 __all__ = ["write_study_summary", "study_rows", "study_columns", "study_markdown", "bootstrap_interval",
-           "epoch_violation_shares", "anytime_violation", "ANYTIME_START_FRACTION", "mean_unreached", "mean_std",
+           "epoch_violation_shares", "violating_shares", "anytime_violation", "ANYTIME_START_FRACTION", "mean_unreached", "mean_std",
            "STUDY_COLUMN_DOCS", "TIME_COLUMNS", "BOOTSTRAP_RESAMPLES",
            "BOOTSTRAP_SEED", "CONFIDENCE_LEVEL"]
 
@@ -215,6 +215,14 @@ def epoch_violation_shares(trace: Trace) -> tuple[float, float]:
     return share_epochs, share_steps
 
 
+def violating_shares(traces: Sequence[Trace]) -> tuple[float, float]:
+    """A configuration's ``violating_epoch_share`` and ``violating_step_share``: each run's
+    :func:`epoch_violation_shares`, averaged over its seeds (runs without an exact evaluation left out). The one
+    definition the summary, the report and the figures read."""
+    shares = [epoch_violation_shares(trace) for trace in traces]
+    return _nanmean([share[0] for share in shares]), _nanmean([share[1] for share in shares])
+
+
 def anytime_violation(trace: Trace, start_fraction: float = ANYTIME_START_FRACTION) -> tuple[float, bool]:
     """``(share, never)`` over the checkpoints ``t >= t0 = start_fraction · T``: the share with ``C(t) > 0``, and
     whether ``C(t) = 0`` at every one of them.
@@ -316,9 +324,7 @@ def _row(group: ConfigurationRuns) -> dict[str, Any]:
     row["zero_violation_share"] = float(np.mean([s["violation"] <= 0.0 for s in summaries])) if summaries else math.nan
     row["violating_runs"] = sum(1 for s in summaries if s["violation"] > 0.0)
     row["fallback_runs"] = sum(1 for s in summaries if s["fallback_epochs"] > 0)
-    shares = [epoch_violation_shares(trace) for trace in traces]
-    row["violating_epoch_share"] = _nanmean([share[0] for share in shares])
-    row["violating_step_share"] = _nanmean([share[1] for share in shares])
+    row["violating_epoch_share"], row["violating_step_share"] = violating_shares(traces)
     anytime = [anytime_violation(trace) for trace in traces]
     row["violating_checkpoint_share"] = _nanmean([share for share, _ in anytime])
     row["anytime_zero_share"] = float(np.mean([never for _, never in anytime])) if anytime else math.nan

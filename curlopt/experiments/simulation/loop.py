@@ -55,8 +55,14 @@ MAX_CHECKPOINTS = 1_000_000
 
 
 def checkpoint_times(steps: int, count: int = 100) -> np.ndarray:
-    """About ``count`` log-spaced times in [1, steps], always including ``steps`` (``count`` is capped at ``steps``)."""
-    count = max(2, min(int(count), int(steps)))
+    """About ``count`` log-spaced times in [1, steps], always including ``steps``; every step when ``count >= steps``.
+
+    Rounded log-spaced times collide near 1 and skip integers near ``steps``, so ``steps`` of them would not be one
+    per step (T = 11,000 gave 3,819): a count that reaches the horizon takes every step instead.
+    """
+    if int(count) >= int(steps):
+        return np.arange(1, int(steps) + 1, dtype=np.int64)
+    count = max(2, int(count))
     times = np.unique(np.round(np.geomspace(1, steps, count)).astype(np.int64))
     return np.union1d(times, [steps])
 

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ....errors import CurloptError
-from ..summary import percent
-from .style import DPI, SUMMARY_HASH_KEY, ZERO_STYLE, dedupe_legend, load_matplotlib, note, plural
+from ..summary import percent, violating_shares
+from .style import DPI, SUMMARY_HASH_KEY, ZERO_STYLE, dedupe_legend, load_matplotlib, note, outside_legend, plural
 from .titles import fit_axes_titles, fit_suptitle
 from .view import setting_view
 
@@ -51,11 +51,16 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 @dataclass
 class ReportFigure:
-    """One PNG of the report: its file name, bytes and a caption (empty when there is nothing to say)."""
+    """One PNG of the report: its name, bytes and a caption (empty when there is nothing to say).
+
+    ``saved``: the PNG is a file of the study's ``figures/`` folder, named ``name``; False for a figure drawn for
+    the report only (the exact constraint values), whose name is then not a file's and is not shown as one.
+    """
 
     name: str
     data: bytes
     caption: str = ""
+    saved: bool = True
 
 
 def png_text(data: bytes) -> dict[str, str]:
@@ -183,7 +188,8 @@ def _exact_panel(ax: Axes, title: str, curves: Sequence[Curves], groups: Sequenc
             continue
         drawn = True
         finite = np.isfinite(values)
-        share = percent(float(np.mean(values > 0.0)))
+        # the summary table's share (per run, then the mean over seeds), not the share of the pooled epochs
+        share = percent(violating_shares(groups[c.position].traces)[0])
         ax.scatter(starts[finite], values[finite], s=5, color=c.color, alpha=0.25, lw=0, zorder=2)
         centre, median = _binned_median(starts[finite], values[finite]) if np.any(finite) else ([], [])
         ax.plot(centre, median, color=c.color, ls=c.linestyle or "-", marker=c.marker, ms=4, lw=1.4, zorder=3,
@@ -198,7 +204,7 @@ def _exact_panel(ax: Axes, title: str, curves: Sequence[Curves], groups: Sequenc
     if missing:
         note(ax, [f"{plural(missing, 'epoch')} without an exact evaluation not shown"])
     handles, labels = dedupe_legend(ax)
-    ax.legend(handles, labels, fontsize=7, loc="best", framealpha=0.85)
+    outside_legend(ax, handles, labels)
     return drawn
 
 
