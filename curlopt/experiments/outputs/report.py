@@ -85,6 +85,11 @@ class StudyOutput:
     #: per configuration (in study order): its label, setting, record and the number of run files found
     configurations: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: the runs were read from the folder (``curlopt report``), not handed over by the study that just wrote them:
+    #: the figures and summary files beside them may then be of other runs (a run file removed or added since)
+    from_folder: bool = False
+    #: what the report found out of date beside the runs (also among the notes): the command says it as warnings
+    stale: list[str] = field(default_factory=list)
 
     @property
     def study(self) -> dict[str, Any]:
@@ -168,7 +173,7 @@ def load_study_output(folder: str | Path, groups: Sequence[ConfigurationRuns] | 
     notes = [str(note) for note in (record.get("profile") or {}).get("notes", [])] if groups is None else []
     notes += [str(note) for note in record.get("notes") or []] if groups is None else []
     loaded = {(_setting_name(g), g.algorithm, g.key): g for g in groups or []}
-    output = StudyOutput(folder, record, [], notes=notes)
+    output = StudyOutput(folder, record, [], notes=notes, from_folder=groups is None)
     for config in record["configurations"]:
         setting_name = str((config.get("setting") or {}).get("setting", ""))
         setting = settings.get(setting_name, setting_name)
@@ -560,8 +565,13 @@ def render_report(output: StudyOutput, rows: Sequence[dict[str, Any]] | None = N
     from .figures.report import study_figures
 
     rows = list(rows) if rows is not None else study_rows(output.groups)
+    runs_summary = None
+    if output.from_folder:  # the figures and summary.csv beside the runs may be of other runs
+        complete = rows if all("_varied" in row for row in rows) else study_rows(output.groups)
+        runs_summary = _runs_summary(output, complete)
     if figures:
-        images, figure_notes = study_figures(output.folder, output.groups)
+        images, figure_notes = study_figures(output.folder, output.groups, runs_summary)
+        output.stale += [note for note in figure_notes if note.startswith("figures/ was drawn from other runs")]
     else:
         images, figure_notes = [], ["Figures are off (--no-figures): the report has the tables only."]
     study = output.study
@@ -578,6 +588,29 @@ def render_report(output: StudyOutput, rows: Sequence[dict[str, Any]] | None = N
             f"<title>{_e(title)}: curlopt report</title><style>{_STYLE}</style></head><body>"
             f"<h1>{_e(title)}</h1><p class=\"muted\">{_e(study.get('description', ''))}</p><nav>{nav}</nav>"
             + "".join(sections) + "</body></html>\n")
+
+
+def _runs_summary(output: StudyOutput, rows: Sequence[dict[str, Any]]) -> str:
+    """The SHA-256 of the summary the runs found give; a note in ``output.notes`` when ``summary.csv`` beside them
+    differs (it was written from other runs: a run file removed or added since)."""
+    import hashlib
+
+    from .summary import study_csv_text
+
+    text = study_csv_text(rows, output.groups)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    try:
+        written = (output.folder / "summary.csv").read_bytes()
+    except OSError:
+        return digest
+    if hashlib.sha256(written).hexdigest() != digest:
+        seeds = sorted({int(row.get("seeds") or 0) for row in rows})
+        output.stale.append("summary.csv and summary.md in this folder were written from other runs than those found"
+                            f" now ({', '.join(map(str, seeds))} seed(s) per configuration here; a run file removed or"
+                            " added since): this report's tables are computed from the runs found; run the study"
+                            " again to rewrite them.")
+        output.notes.append(output.stale[-1])
+    return digest
 
 
 def write_report(folder: str | Path, out: str | Path | None = None, *, groups: Sequence[ConfigurationRuns] | None = None,

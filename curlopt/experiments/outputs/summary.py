@@ -92,7 +92,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..simulation.trace import Trace
     from .runs import ConfigurationRuns
 
-__all__ = ["write_study_summary", "study_rows", "study_columns", "study_markdown", "bootstrap_interval",
+__all__ = ["write_study_summary", "study_rows", "study_columns", "study_csv_text", "study_markdown", "bootstrap_interval",
            "epoch_violation_shares", "violating_shares", "anytime_violation", "ANYTIME_START_FRACTION", "mean_unreached", "mean_std",
            "STUDY_COLUMN_DOCS", "TIME_COLUMNS", "BOOTSTRAP_RESAMPLES",
            "BOOTSTRAP_SEED", "CONFIDENCE_LEVEL"]
@@ -369,7 +369,9 @@ def _study_csv_value(column: str, value: Any) -> str:
     return _csv_value(value)
 
 
-def _study_csv_text(rows: Sequence[dict[str, Any]], groups: Sequence[ConfigurationRuns]) -> str:
+def study_csv_text(rows: Sequence[dict[str, Any]], groups: Sequence[ConfigurationRuns]) -> str:
+    """The text of ``summary.csv`` for ``rows`` (as :func:`study_rows` gives them, private keys included): what
+    :func:`write_study_summary` writes, so its hash says whether a file (or a figure) was drawn from these runs."""
     n_constraints = max((row["_constraints"] for row in rows), default=0)
     columns = study_columns(n_constraints, _varied_names(groups))
     buffer = io.StringIO()
@@ -633,6 +635,6 @@ def write_study_summary(groups: Sequence[ConfigurationRuns], out: str | os.PathL
     rows = study_rows(groups)
     csv_path, md_path = out / "summary.csv", out / "summary.md"
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(csv_path, _study_csv_text(rows, groups))
+    atomic_write_text(csv_path, study_csv_text(rows, groups))
     atomic_write_text(md_path, study_markdown(groups, rows, title, description, notes))
     return csv_path, md_path, [{k: v for k, v in row.items() if not k.startswith("_")} for row in rows]

@@ -36,7 +36,7 @@ from .spec import (
 
 __all__ = ["StudyReader", "load_study", "study_from_dict"]
 
-_NAME_RULE = "lower-case letters, digits, '.', '_' and '-'"
+_NAME_RULE = "lower-case letters, digits, '.', '_' and '-', not only dots"
 _TOP_KEYS = ("study", "model", "models", "options", "algorithms", "grid")
 _STUDY_KEYS = ("name", "description", "steps", "seeds", "checkpoints", "out", "executor", "jobs", "address",
                "max_runs")

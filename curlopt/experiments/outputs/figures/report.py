@@ -123,10 +123,18 @@ def _caption(data: bytes, summary_hash: str | None) -> str:
     return "drawn from another summary.csv than the one in this folder: it may be out of date"
 
 
-def study_figures(folder: Path, groups: Sequence[ConfigurationRuns]) -> tuple[list[ReportFigure], list[str]]:
-    """The figures of a study output folder and notes on what was done to get them (see the module docstring)."""
+def study_figures(folder: Path, groups: Sequence[ConfigurationRuns],
+                  runs_summary: str | None = None) -> tuple[list[ReportFigure], list[str]]:
+    """The figures of a study output folder and notes on what was done to get them (see the module docstring).
+
+    ``runs_summary``: the SHA-256 of the summary the runs found now give (:func:`~..summary.study_csv_text`).
+    With it, a figure drawn from another summary (a run file removed or added since the figures were drawn, so a
+    figure of 5 seeds beside tables of 4) is not shown: every figure is drawn again from the runs found, and a
+    note says so. Without it, the figures are compared with the ``summary.csv`` beside them and captioned when
+    they differ.
+    """
     folder = Path(folder)
-    summary_hash = _file_sha256(folder / "summary.csv")
+    summary_hash = runs_summary or _file_sha256(folder / "summary.csv")
     files = sorted((folder / "figures").glob("*.png")) if (folder / "figures").is_dir() else []
     found: list[ReportFigure] = []
     for path in files:
@@ -135,11 +143,15 @@ def study_figures(folder: Path, groups: Sequence[ConfigurationRuns]) -> tuple[li
         except OSError as exc:
             return found, [f"could not read {path} ({exc.strerror or exc})"]
         found.append(ReportFigure(path.name, data, _caption(data, summary_hash)))
-    if found:
+    stale = runs_summary is not None and any(figure.caption for figure in found)
+    if found and not stale:
         return found, []
     try:
         load_matplotlib()
     except CurloptError:
+        if stale:
+            return found, ["figures/ was drawn from other runs than those found (a run file removed or added since):"
+                           " matplotlib is not installed to draw them again, so they may not match the tables."]
         return [], ["figures/ has no figures and matplotlib is not installed (pip install 'curlopt[plot]'):"
                     " the report has the tables only."]
     from .plots import plot_study
@@ -147,6 +159,10 @@ def study_figures(folder: Path, groups: Sequence[ConfigurationRuns]) -> tuple[li
     with tempfile.TemporaryDirectory(prefix="curlopt-report-") as scratch:
         paths = plot_study(groups, scratch)
         drawn = [ReportFigure(path.name, path.read_bytes()) for path in paths]
+    if stale:
+        return drawn, ["figures/ was drawn from other runs than those found (a run file removed or added since):"
+                       " the figures here were drawn again from the runs found, for this report only; run the"
+                       " study again to rewrite figures/ and the summary files."]
     return drawn, ["figures/ has no figures: they were drawn from the runs for this report only."]
 
 
