@@ -105,15 +105,12 @@ def _show(trace: Trace, model: CMDP, as_json: bool, written: str | None, unsolve
                                "warnings": [unsolved] if unsolved else [],
                                "findings": {label: text for label, text in findings}}, indent=2))
         return
-    _print_summary(trace, summary, model)
-    for label, text in findings:  # fallback epochs, a violation: said, not only counted
-        if label != "infeasible":  # said by the f(λ*) and R(T) lines, and the run's warning
-            typer.echo(f"{label:<12} {text}")
+    _print_summary(trace, summary, model, findings)
     if written is not None:
         typer.echo(f"trace        {written}")
 
 
-def _print_summary(trace: Trace, summary: dict[str, Any], model: CMDP) -> None:
+def _print_summary(trace: Trace, summary: dict[str, Any], model: CMDP, findings: list[tuple[str, str]]) -> None:
     meta = trace.meta
     typer.echo(f"run          {meta['agent']} ({meta['trigger']} epochs) on {meta['env']}, backend {meta.get('backend', '-')},"
                f" T={meta['steps']}, seed {meta['seed']}, {meta['path']} path")
@@ -126,4 +123,7 @@ def _print_summary(trace: Trace, summary: dict[str, Any], model: CMDP) -> None:
         typer.echo(f"g_{m + 1}(ζ^(T))   {value:.6g}   ({model.constraints[m]!r})")
     typer.echo(f"C(T)         {summary['violation']:.6g}")
     typer.echo(f"epochs       {summary['epochs']} ({summary['fallback_epochs']} fallback, {summary['failed_epochs']} solver failures)")
+    for label, text in findings:  # fallback epochs, a violation: said, not only counted
+        if label != "infeasible":  # said by the f(λ*) and R(T) lines, and the run's warning
+            typer.echo(f"{label:<12} {text}")
     typer.echo(f"wall time    {summary['wall_time']:.2f} s")

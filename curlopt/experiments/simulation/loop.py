@@ -294,16 +294,12 @@ def _optimum(model: CMDP, agent: Agent) -> dict[str, Any] | None:
 
 def _say_what_the_regret_is_against(result: Any) -> None:
     """Warn (``RuntimeWarning``, at :func:`run`'s caller) when the optimum is not the constrained one: the model's
-    constraints are infeasible (the optimum is the fallback's, without them), or no optimum was found (the regret
-    is then NaN)."""
+    constraints are infeasible, so the optimum is the fallback's, without them, and so is the regret's reference."""
     from ...backends.results import ProgramVariant
     from .findings import infeasible_optimum_text
 
     if result.ok and result.program is ProgramVariant.FALLBACK:
         warnings.warn(infeasible_optimum_text(float(result.objective)) + ".", RuntimeWarning, stacklevel=4)
-    elif not result.ok:
-        warnings.warn(f"the model's optimum was not found ({result.status.value}: {' '.join(result.message.split())});"
-                      " the regret R(t) is not defined (NaN) for this run.", RuntimeWarning, stacklevel=4)
 
 
 def run(
