@@ -253,7 +253,7 @@ def test_a_program_refused_by_its_size_check_is_a_row_not_a_traceback(capsys):
         assert err.splitlines()[-1] == ("error: no solver solved any instance of the optimistic program (highs/simplex,"
                                         " highs/ipm, mdp-columns/mdp-columns: program refused).")
         data = json.loads(out)
-        assert data["solved"] is False
+        assert data["answered"] is False
         assert data["isolated"] is (extra == [])  # S·A = 501 · 16 = 8,016 >= 5,000: isolated by default
         assert [r["status"] for r in data["rows"]] == ["program refused"] * 3
         for row in data["rows"]:

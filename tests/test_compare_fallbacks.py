@@ -44,6 +44,8 @@ def test_a_fallback_solve_is_not_optimal(tmp_path, capsys):
     assert [r["status"] for r in data["rows"]] == ["fallback 1/1"] * 2
     assert all(r["mean_objective"] is None and r["gap"] is None and r["fallbacks"] == [0] for r in data["rows"])
     assert data["reference"] is None
+    assert data["answered"] is True  # infeasible is an answer: the command does not fail for it
+    assert code == 0
 
 
 def _feasible(model, kernel: np.ndarray, epsilon: float) -> bool:

@@ -96,7 +96,7 @@ class ComparisonReport:
                     "backend": reference.backend, "solver": reference.solver,
                     "max_residual": reference.max_residual(),
                     "approximate": APPROXIMATE_SOLVERS.get((reference.backend, reference.solver)), "why": why},
-                "rows": rows, "disagreements": self.disagreements, "solved": self.solved_any(),
+                "rows": rows, "disagreements": self.disagreements, "answered": self.answered_any(),
                 "fallbacks": self._fallback_lines()}
 
     def mean_objective(self, row: SolverRow) -> float | None:
@@ -223,7 +223,7 @@ class ComparisonReport:
                        " and the gaps.")
         return out
 
-    def solved_any(self) -> bool:
+    def answered_any(self) -> bool:
         """Whether any row answered any instance: solved it, or found its ε-tight program infeasible (answered by
         the fallback, or infeasible outright) or unbounded: an answer about the program, unlike a time limit, an
         error, a refusal or a row not installed."""
@@ -231,7 +231,7 @@ class ComparisonReport:
 
     def nothing_solved(self) -> str:
         """Why no row answered an instance, in one line ("" when one did): what each row's ending was."""
-        if self.solved_any():
+        if self.answered_any():
             return ""
         endings: dict[str, list[str]] = {}
         for row in self.rows:
