@@ -37,6 +37,10 @@ def run_command(
 ) -> None:
     """Run an agent for T steps and print its summary (final f(λ^), R(T), g_m, C(T), epochs, fallbacks, time).
 
+    Under the summary, one line each says what the numbers alone do not: a model whose constraints are infeasible
+    (the regret is then against the optimum without them), epochs that played a fallback policy, and a run that
+    ends violating a constraint (C(T) > 0).
+
     `curlopt agents` lists the agents and every option they take, with its default. An --option that contradicts
     a named option (--epochs linear --option trigger=doubling) is refused. A run in which more than half of the
     epochs failed to solve ends with a warning and exit status 1 (the summary is printed and the trace written).
@@ -82,15 +86,8 @@ def run_command(
             trace.save(out)
         except OSError as exc:  # e.g. the disk filled up during the run: the summary is still printed
             failure = write_error(out, exc)
-    summary = trace.summary()
     unsolved = failed_solves_warning(trace)
-    if as_json:
-        typer.echo(json.dumps({"meta": trace.meta, "summary": summary, "trace": None if failure else out,
-                               "warnings": [unsolved] if unsolved else []}, indent=2))
-    else:
-        _print_summary(trace, summary, model)
-        if out is not None and failure is None:
-            typer.echo(f"trace        {out}")
+    _show(trace, model, as_json, None if failure is not None else out, unsolved)
     if failure is not None:
         raise failure
     if unsolved is not None:  # the run is kept (its trace written), but it did not do what was asked
@@ -98,15 +95,36 @@ def run_command(
         raise typer.Exit(code=1)
 
 
-def _print_summary(trace: Trace, summary: dict[str, Any], model: CMDP) -> None:
+def _show(trace: Trace, model: CMDP, as_json: bool, written: str | None, unsolved: str | None) -> None:
+    """The run's summary on stdout (JSON, or lines), with what the numbers alone do not say (its findings)."""
+    from ..experiments.simulation.findings import run_findings
+
+    summary = trace.summary()
+    findings = run_findings(trace)
+    if as_json:
+        typer.echo(json.dumps({"meta": trace.meta, "summary": summary, "trace": written,
+                               "warnings": [unsolved] if unsolved else [],
+                               "findings": {label: text for label, text in findings}}, indent=2))
+        return
+    _print_summary(trace, summary, model, findings)
+    if written is not None:
+        typer.echo(f"trace        {written}")
+
+
+def _print_summary(trace: Trace, summary: dict[str, Any], model: CMDP, findings: list[tuple[str, str]]) -> None:
     meta = trace.meta
     typer.echo(f"run          {meta['agent']} ({meta['trigger']} epochs) on {meta['env']}, backend {meta.get('backend', '-')},"
                f" T={meta['steps']}, seed {meta['seed']}, {meta['path']} path")
     optimum = summary["optimum"]
-    typer.echo(f"f(λ^(T))     {summary['objective']:.6g}" + (f"   (optimum f(λ*) = {optimum:.6g})" if optimum is not None else ""))
-    typer.echo(f"R(T)         {summary['regret']:.6g}")
+    which = "optimum without the constraints, which are infeasible:" if summary["optimum_infeasible"] else "optimum"
+    typer.echo(f"f(λ^(T))     {summary['objective']:.6g}" + (f"   ({which} f(λ*) = {optimum:.6g})" if optimum is not None else ""))
+    typer.echo(f"R(T)         {summary['regret']:.6g}" + ("   (against the optimum without constraints)"
+                                                          if summary["optimum_infeasible"] else ""))
     for m, value in enumerate(summary["constraints"]):
         typer.echo(f"g_{m + 1}(ζ^(T))   {value:.6g}   ({model.constraints[m]!r})")
     typer.echo(f"C(T)         {summary['violation']:.6g}")
     typer.echo(f"epochs       {summary['epochs']} ({summary['fallback_epochs']} fallback, {summary['failed_epochs']} solver failures)")
+    for label, text in findings:  # fallback epochs, a violation: said, not only counted
+        if label != "infeasible":  # said by the f(λ*) and R(T) lines, and the run's warning
+            typer.echo(f"{label:<12} {text}")
     typer.echo(f"wall time    {summary['wall_time']:.2f} s")

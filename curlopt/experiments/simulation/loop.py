@@ -55,8 +55,14 @@ MAX_CHECKPOINTS = 1_000_000
 
 
 def checkpoint_times(steps: int, count: int = 100) -> np.ndarray:
-    """About ``count`` log-spaced times in [1, steps], always including ``steps`` (``count`` is capped at ``steps``)."""
-    count = max(2, min(int(count), int(steps)))
+    """About ``count`` log-spaced times in [1, steps], always including ``steps``; every step when ``count >= steps``.
+
+    Rounded log-spaced times collide near 1 and skip integers near ``steps``, so ``steps`` of them would not be one
+    per step (T = 11,000 gave 3,819): a count that reaches the horizon takes every step instead.
+    """
+    if int(count) >= int(steps):
+        return np.arange(1, int(steps) + 1, dtype=np.int64)
+    count = max(2, int(count))
     times = np.unique(np.round(np.geomspace(1, steps, count)).astype(np.int64))
     return np.union1d(times, [steps])
 
@@ -291,6 +297,7 @@ def _optimum(model: CMDP, agent: Agent, backend: str | None = None) -> dict[str,
     from ...optimum import solve_optimum
 
     result = solve_optimum(model, _optimum_backend(model, agent, backend))
+    _say_what_the_regret_is_against(result)
     return {
         "objective": float(result.objective) if result.ok else None,
         "rewards": None if result.rewards is None else result.rewards.tolist(),
@@ -302,6 +309,16 @@ def _optimum(model: CMDP, agent: Agent, backend: str | None = None) -> dict[str,
         "solver_version": result.solver_version,
         "message": result.message,
     }
+
+
+def _say_what_the_regret_is_against(result: Any) -> None:
+    """Warn (``RuntimeWarning``, at :func:`run`'s caller) when the optimum is not the constrained one: the model's
+    constraints are infeasible, so the optimum is the fallback's, without them, and so is the regret's reference."""
+    from ...backends.results import ProgramVariant
+    from .findings import infeasible_optimum_text
+
+    if result.ok and result.program is ProgramVariant.FALLBACK:
+        warnings.warn(infeasible_optimum_text(float(result.objective)) + ".", RuntimeWarning, stacklevel=4)
 
 
 def run(
