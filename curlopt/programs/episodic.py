@@ -128,13 +128,17 @@ def episodic_support(model: EpisodicCMDP, support: Any = None) -> Support:
     return Support.dense(S, A)
 
 
-def _model_kernels(model: EpisodicCMDP) -> tuple[list[Any], bool]:
+def _model_kernels(model: EpisodicCMDP) -> Any:
+    """The model's kernels as a program takes them: its one kernel (time-homogeneous), or the list of H − 1; None
+    for H = 1 (no transition)."""
     if model.horizon > 1 and not model.has_kernel:
         raise ProgramError(f"model {model.name!r} has no kernel: pass kernels=... (one (S, A, S) array or sparse"
                            " (S·A, S) matrix, or H − 1 of them).")
+    if model.horizon == 1:
+        return None
     if model.time_homogeneous:
-        return [model.step_kernel(0)] * (model.horizon - 1) if model.horizon > 1 else [], True
-    return [model.step_kernel(h) for h in range(model.horizon - 1)], False
+        return model.step_kernel(0)
+    return [model.step_kernel(h) for h in range(model.horizon - 1)]
 
 
 def _signals(value: Any, model: EpisodicCMDP, count: int, name: str) -> np.ndarray:
@@ -355,7 +359,7 @@ class EpisodicOccupancyProgram(_EpisodicProgram):
         self._finish_rows()
         self.kernels: list[Any] = []
         self.time_homogeneous = True
-        self.update(kernels=kernels if kernels is not None else _model_kernels(model)[0] if H > 1 else None,
+        self.update(kernels=_model_kernels(model) if kernels is None else kernels,
                     epsilon=epsilon,
                     rewards=model.step_rewards if rewards is None else rewards,
                     costs=model.step_costs if costs is None else costs)
@@ -555,7 +559,7 @@ class EpisodicExtendedProgram(_EpisodicProgram):
         self._finish_rows()
         self._estimate = np.zeros((T, nnz))
         self._radius = np.zeros((T, nnz if confidence == "entry" else n_pairs))
-        self.update(kernel=_model_kernels(model)[0] if kernel is None and H > 1 else kernel,
+        self.update(kernel=_model_kernels(model) if kernel is None else kernel,
                     radius=0.0 if radius is None else radius, epsilon=epsilon,
                     rewards=model.step_rewards if rewards is None else rewards,
                     costs=model.step_costs if costs is None else costs)
