@@ -1,4 +1,4 @@
-"""The episodic (finite-horizon) programs over per-step occupancies ``q_h(s,a)`` (docs/math.md, the episodic setting).
+"""The episodic (finite-horizon) programs over per-step occupancies ``q_h(s,a)`` (docs/math.md §10).
 
 :class:`EpisodicOccupancyProgram` is the known-model (or sampled-kernel) program::
 

@@ -1,6 +1,6 @@
 """Independent reference LPs of the episodic and discounted programs, for the conformance suite.
 
-Written from the formulas of docs/math.md (the episodic setting and the discounted criterion) with numpy and
+Written from the formulas of docs/math.md §10 with numpy and
 handed to ``scipy.optimize.linprog``; nothing of curlopt is imported (a bug in a program or the LP form cannot
 reach its own reference). Utilities enter as affine pieces: the objective ``min_j (W_j·λ + c_j)``, each
 constraint ``max_j (W_j·ζ + c_j) <= −ε``.
