@@ -424,7 +424,7 @@ def _all_checks() -> dict[str, Callable[..., str]]:
                 checks[f"{family}/{kind}/{objective}"] = (
                     lambda backend, settings, name, f=function, k=kind, o=objective: f(backend, settings, name, k, o,
                                                                                          sparse=True))
-    checks.update(episodic_checks())  # the episodic and discounted programs: curlopt.testing.episodic_cases
+    checks.update(episodic_checks(_seed, _Skip))  # the episodic and discounted programs: .episodic_cases
     return checks
 
 

@@ -184,10 +184,13 @@ def next_episodic_data(rng: np.random.Generator, case: EpisodicCase) -> Episodic
 # ----------------------------------------------------------------------------
 
 
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise AssertionError(message)
+
+
 def check_episodic_solution(case: EpisodicCase, result: Any, tight: bool, tol: float) -> None:
     """Every row of ``case``'s program holds at the result's arrays (numpy, from the formulas)."""
-    from .conformance import _require
-
     q = np.asarray(result.occupancy, dtype=float)
     _require(q.min() >= -tol, f"a negative occupancy {q.min():.3g}")
     if case.kind == "discounted":
@@ -219,7 +222,6 @@ def check_episodic_solution(case: EpisodicCase, result: Any, tight: bool, tol: f
 
 def _check_result(case: EpisodicCase, result: Any, backend: Any, settings: Any, where: str) -> None:
     from ..backends.results import ProgramVariant, Status
-    from .conformance import _require
 
     tight = case.margin() > 0
     feasible, value = case.reference(with_constraints=tight)
@@ -241,19 +243,25 @@ def _check_result(case: EpisodicCase, result: Any, backend: Any, settings: Any, 
 # ----------------------------------------------------------------------------
 
 
-def _clear(settings: Any, name: str, example: int, kind: str, objective: str) -> EpisodicCase:
-    from .conformance import _seed
+@dataclass(frozen=True)
+class _Suite:
+    """What the suite lends its checks (passed in, so that this module does not import the suite): how a check
+    draws its seeds, and the exception that skips it."""
 
+    seed: Callable[[Any, str, int], int]
+    skip: type[Exception]
+
+
+def _clear(suite: _Suite, settings: Any, name: str, example: int, kind: str, objective: str) -> EpisodicCase:
     for attempt in range(50):
-        case = draw_episodic_case(_seed(settings, name, example * 50 + attempt), kind, objective)
+        case = draw_episodic_case(suite.seed(settings, name, example * 50 + attempt), kind, objective)
         if abs(case.margin()) > settings.tol.margin:
             return case
     raise AssertionError(f"no case clear of the feasibility boundary in 50 draws (a suite bug); last {case!r}")
 
 
-def _compile(backend: Any, case: EpisodicCase, required: bool) -> tuple[Any, Any]:
+def _compile(suite: _Suite, backend: Any, case: EpisodicCase, required: bool) -> tuple[Any, Any]:
     from ..errors import UnsupportedUtilityError
-    from .conformance import _Skip
 
     program = case.program()
     declines = [u for u in (program.objective, *program.constraints) if not backend.accepts(u)]
@@ -261,31 +269,30 @@ def _compile(backend: Any, case: EpisodicCase, required: bool) -> tuple[Any, Any
         compiled = backend.compile(program)
     except UnsupportedUtilityError as exc:
         if declines and not required:
-            raise _Skip(f"the backend declines {type(declines[0]).__name__} (accepts() is False)") from exc
+            raise suite.skip(f"the backend declines {type(declines[0]).__name__} (accepts() is False)") from exc
         raise AssertionError(f"compile() refused {case!r}: {exc}") from exc
     if declines:
         raise AssertionError(f"accepts() declines {declines[0]!r} but compile() took it")
     return program, compiled
 
 
-def _optimum(backend: Any, settings: Any, name: str, kind: str, objective: str) -> str:
+def _optimum(suite: _Suite, backend: Any, settings: Any, name: str, kind: str, objective: str) -> str:
     for example in range(settings.examples):
-        case = _clear(settings, name, example, kind, objective)
-        _, compiled = _compile(backend, case, objective == "linear")
+        case = _clear(suite, settings, name, example, kind, objective)
+        _, compiled = _compile(suite, backend, case, objective == "linear")
         _check_result(case, compiled.solve(), backend, settings, f"{case!r}: ")
     return f"{settings.examples} random cases"
 
 
-def _fallback(backend: Any, settings: Any, name: str, kind: str, objective: str) -> str:
+def _fallback(suite: _Suite, backend: Any, settings: Any, name: str, kind: str, objective: str) -> str:
     from ..backends.results import ProgramVariant
-    from .conformance import _require, _seed
 
     for example in range(settings.examples):
-        case = draw_episodic_case(_seed(settings, name, example), kind, objective)
+        case = draw_episodic_case(suite.seed(settings, name, example), kind, objective)
         epsilon_max = case.margin() + case.epsilon
         excess = float(np.random.default_rng(case.seed).uniform(1e-3, 0.5))
         case = replace(case, epsilon=max(0.0, epsilon_max) + excess)
-        _, compiled = _compile(backend, case, objective == "linear")
+        _, compiled = _compile(suite, backend, case, objective == "linear")
         result = compiled.solve()
         where = f"{case!r} (ε_max {epsilon_max:.6g}): "
         _check_result(case, result, backend, settings, where)
@@ -294,11 +301,11 @@ def _fallback(backend: Any, settings: Any, name: str, kind: str, objective: str)
     return f"{settings.examples} random cases"
 
 
-def _update(backend: Any, settings: Any, name: str, kind: str, objective: str) -> str:
+def _update(suite: _Suite, backend: Any, settings: Any, name: str, kind: str, objective: str) -> str:
     steps = 2
     for example in range(settings.examples):
-        case = _clear(settings, name, example, kind, objective)
-        program, compiled = _compile(backend, case, objective == "linear")
+        case = _clear(suite, settings, name, example, kind, objective)
+        program, compiled = _compile(suite, backend, case, objective == "linear")
         compiled.solve()  # the first solve leaves state (basis, warm start) that the updates must not corrupt
         rng = np.random.default_rng(case.seed)
         for step in range(1, steps + 1):
@@ -312,12 +319,22 @@ def _update(backend: Any, settings: Any, name: str, kind: str, objective: str) -
     return f"{settings.examples} random cases, {steps} updates each"
 
 
-def episodic_checks() -> dict[str, Callable[..., str]]:
-    """The checks by name (``family/kind/objective``), each called as ``check(backend, settings, name)``."""
+def episodic_checks(seed: Callable[[Any, str, int], int], skip: type[Exception]) -> dict[str, Callable[..., str]]:
+    """The checks by name (``family/kind/objective``), each called as ``check(backend, settings, name)``.
+
+    Parameters
+    ----------
+    seed : callable
+        ``seed(settings, check name, example)``: the suite's seed of one example of one check.
+    skip : exception class
+        Raised (with the reason) when a backend declines an optional utility: the suite reports the check skipped.
+    """
+    suite = _Suite(seed, skip)
     checks: dict[str, Callable[..., str]] = {}
     for family, function in (("optimum", _optimum), ("fallback", _fallback), ("update", _update)):
         for kind in EPISODIC_KINDS:
             for objective in EPISODIC_OBJECTIVES:
                 checks[f"{family}/{kind}/{objective}"] = (
-                    lambda backend, settings, name, f=function, k=kind, o=objective: f(backend, settings, name, k, o))
+                    lambda backend, settings, name, f=function, k=kind, o=objective: f(suite, backend, settings, name,
+                                                                                         k, o))
     return checks
