@@ -666,3 +666,21 @@ def test_implied_kernels_give_the_optimistic_value(confidence, radius):
     assert close(float(episode_values(optimistic, result.policy)[0][0]), result.objective)
     assert result.objective >= backward_induction([p_hat] * (H - 1), np.broadcast_to(rewards[0], (H, S, A)),
                                                   model.initial) - 1e-9
+
+
+@pytest.mark.parametrize("kind", ["occupancy", "entry"])
+def test_a_refused_update_changes_nothing(kind):
+    """Data refused by ``update`` (a bad kernel after good signals, or bad signals after a good kernel) leaves every
+    parameter, ε and the version as they were."""
+    model = small_model()
+    program = EpisodicOccupancyProgram(model) if kind == "occupancy" else EpisodicExtendedProgram(model, radius=0.1)
+    key = "kernels" if kind == "occupancy" else "kernel"
+    before, version = program.linear.param_values.copy(), program.version
+    good_kernel = np.full((3, 2, 3), 1 / 3)
+    for data in ({key: np.full((3, 2, 3), 0.5), "rewards": np.zeros((1, 3, 2)), "epsilon": 0.1},
+                 {key: good_kernel, "rewards": np.full((1, 3, 2), np.nan)},
+                 {key: good_kernel, "epsilon": -1.0}):
+        with pytest.raises(ProgramError):
+            program.update(**data)
+        assert np.array_equal(program.linear.param_values, before) and program.version == version
+        assert program.epsilon == 0.0
