@@ -298,3 +298,46 @@ def test_the_dope_models_have_the_papers_optima_structure():
     np.testing.assert_array_equal(inventory.kernel[5, 3], inventory.kernel[5, 0])
     streaming = build_model("media-streaming")
     np.testing.assert_allclose(streaming.kernel[4, 0, [3, 4, 5]], [0.1 * 0.8, 1 - 0.1 * 0.8 - 0.9 * 0.2, 0.9 * 0.2])
+
+
+# -- model files ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_model_files_carry_the_horizon_the_per_step_arrays_and_the_safe_policy(tmp_path, sparse):
+    from curlopt.models.files import load_model, save_model
+
+    model = random_episodic(3, sparse=sparse)
+    model.safe_policy = np.full((model.horizon, model.n_states, model.n_actions), 1 / model.n_actions)
+    path = save_model(model, tmp_path / "episodic.json")
+    assert json.loads(path.read_text())["version"] == 3
+    again = load_model(path)
+    assert isinstance(again, EpisodicCMDP) and again.horizon == model.horizon and not again.time_homogeneous
+    np.testing.assert_array_equal(again.step_rewards, model.step_rewards)
+    np.testing.assert_array_equal(again.step_costs, model.step_costs)
+    np.testing.assert_array_equal(again.safe_policy, model.safe_policy)
+    for h in range(model.horizon - 1):
+        np.testing.assert_array_equal(again.step_kernel_dense(h), model.step_kernel_dense(h))
+    policy = np.random.default_rng(0).dirichlet(np.ones(model.n_actions), size=(model.horizon, model.n_states))
+    np.testing.assert_array_equal(episode_values(again, policy)[0], episode_values(model, policy)[0])
+
+
+def test_model_files_carry_the_discount_and_refuse_both_criteria(tmp_path):
+    from curlopt.models.files import load_model, save_model
+
+    path = save_model(build_model("queue", discount=0.9), tmp_path / "discounted.json")
+    again = load_model(path)
+    assert isinstance(again, DiscountedCMDP) and again.discount == 0.9
+    data = json.loads(path.read_text())
+    data["horizon"] = 4
+    path.write_text(json.dumps(data))
+    with pytest.raises(ModelError, match="a horizon or a discount, not both"):
+        load_model(path)
+    data.pop("horizon")
+    data["discount"] = 1.0
+    path.write_text(json.dumps(data))
+    with pytest.raises(ModelError, match="strictly between 0 and 1"):
+        load_model(path)
+    # an average-criterion model is written as before (version 1)
+    plain = save_model(build_model("queue"), tmp_path / "plain.json")
+    assert json.loads(plain.read_text())["version"] == 1 and "horizon" not in json.loads(plain.read_text())
