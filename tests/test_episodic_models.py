@@ -166,7 +166,7 @@ def test_a_per_step_kernel_of_the_wrong_length_is_refused():
 # -- a horizon on the built-in models ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["queue", "random", "lazy", "scaled", "nonergodic"])
+@pytest.mark.parametrize("name", ["queue", "random", "lazy", "scaled", "nonergodic", "scheduler", "maxent"])
 def test_a_horizon_lifts_a_built_in_model_to_per_episode_totals(name):
     base = build_model(name)
     lifted = build_model(name, horizon=7)
