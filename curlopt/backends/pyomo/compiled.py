@@ -18,6 +18,7 @@ from .solvers import (
     BRIDGE,
     DOMAIN_ERRORS,
     IPOPT_STATUS,
+    NAMED_DEFAULT_OPTIONS,
     NAMED_TIME_LIMITS,
     RETRY_COLD,
     TERMINATION_STATUS,
@@ -346,7 +347,7 @@ class CompiledPyomoSolver(CompiledPyomo):
         self._loaded = False
         self._phase1_loaded = False
         self._solver = solver_factory(backend.solver)
-        for key, value in backend.options.items():
+        for key, value in {**NAMED_DEFAULT_OPTIONS.get(backend.solver, {}), **backend.options}.items():
             self._solver.options[key] = value
 
     def _solver_name(self) -> str:
