@@ -220,8 +220,8 @@ def test_piecewise_box_program_matches_reference(backend_name, case):
 
 
 #: a case the test above found (seed 4352580): S = 1, A = 2, a two-piece objective and a three-piece
-#: constraint on the box program. Ipopt (pyomo backend) reports Solve_Succeeded at ρ(0,0) = 1.5e-5
-#: instead of 0, 6e-6 below the optimum; every other backend (and pyomo without the g rows) finds it.
+#: constraint on the box program. Ipopt (pyomo backend) reported Solve_Succeeded at ρ(0,0) = 1.5e-5
+#: instead of 0, 6e-6 below the optimum, until its complementarity tolerance was tightened.
 REGRESSION_CASE = dict(
     kernel=np.ones((1, 2, 1)), rewards=np.array([[[0.90400579, -0.34838936]]]),
     costs=np.array([[[0.44021477, 0.48162849]]]), objective_kind="piecewise", objective_weights=np.zeros(1),
@@ -233,11 +233,10 @@ REGRESSION_CASE = dict(
 )
 
 
-def test_piecewise_box_regression_case(backend_name, request):
+def test_piecewise_box_regression_case(backend_name):
+    """Ipopt used to stop here 6e-6 short of the optimum (complementarity tolerance 1e-4); with 1e-12 it finds it."""
     from curlopt.testing import Case
 
-    if backend_name == "pyomo":
-        request.applymarker(pytest.mark.xfail(strict=True, reason="Ipopt stops 6e-6 short of the optimum (reported)"))
     case = Case(**REGRESSION_CASE)
     result = backend_or_skip(backend_name, case.program("box-optimistic")).solve()
     expected = case.reference("box-optimistic")

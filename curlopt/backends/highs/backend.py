@@ -72,6 +72,13 @@ STATUS_MAP: dict[str, Status] = {
 }
 
 
+#: model statuses after which a hot-started HiGHS is run once more from scratch (see CompiledHighs._solve)
+COLD_RETRY = ("kNotset", "kUnknown", "kSolveError")
+
+#: HiGHS's ``kSolutionStatusFeasible`` (``info.primal_solution_status``): the point holds every row
+FEASIBLE = 2
+
+
 #: the ``options`` keyword of the HiGHS backends (``highs`` and ``highs-columns``)
 HIGHS_OPTIONS = Option(
     "options", (dict,) + NONE, None,
@@ -451,7 +458,7 @@ class CompiledHighs(CompiledProgram):
     def _solve(self, with_constraints: bool) -> RawSolution:
         self._sync(with_constraints)
         name, iterations, solver_time = self._run()
-        message = ""
+        notes = []
         if name == "kUnboundedOrInfeasible":
             # Presolve could not tell which; our programs are bounded, but ask the simplex to be sure.
             self.highs.setOptionValue("presolve", "off")
@@ -461,11 +468,36 @@ class CompiledHighs(CompiledProgram):
                 self.highs.setOptionValue("presolve", self.backend.options.get("presolve", "choose"))
             iterations += more
             solver_time += extra_time
-            message = "presolve reported 'unbounded or infeasible'; re-run without presolve"
+            notes.append("presolve reported 'unbounded or infeasible'; re-run without presolve")
+        if name in COLD_RETRY and self._time_is_left():
+            # A hot start can leave HiGHS without a verdict (kNotset after "excessive dual values", kUnknown):
+            # the basis carried over from another program or ε is the trouble, so solve from scratch once.
+            first = name
+            self.highs.clearSolver()
+            self.highs.setOptionValue("presolve", "on")
+            try:
+                name, more, extra_time = self._run()
+            finally:
+                self.highs.setOptionValue("presolve", self.backend.options.get("presolve", "choose"))
+            iterations += more
+            solver_time += extra_time
+            notes.append(f"HiGHS ended with model status {first} from its hot start; re-solved from scratch"
+                         f" (no basis, presolve on): {name}")
         status = STATUS_MAP.get(name, Status.UNKNOWN)
         if name not in STATUS_MAP or status is Status.UNKNOWN:
-            message = f"HiGHS model status {name}" + (f"; {message}" if message else "")
+            notes.insert(0, f"HiGHS model status {name}")
         x = None
+        info = self.highs.getInfo()
+        statistics: dict[str, Any] = {"model_status": name}
         if status is Status.OPTIMAL:
             x = self._solution()[: self.program.n_vars]
-        return RawSolution(status, x, iterations, "HiGHS", message, solver_time)
+        elif status in (Status.TIME_LIMIT, Status.ITERATION_LIMIT) and int(info.primal_solution_status) == FEASIBLE:
+            # the point HiGHS stopped at holds its rows: kept (not as a solution) for the shared check
+            x = self._solution()[: self.program.n_vars]
+        if x is not None:
+            statistics["objective_value"] = float(info.objective_function_value)
+        return RawSolution(status, x, iterations, "HiGHS", "; ".join(notes), solver_time, statistics)
+
+    def _time_is_left(self) -> bool:
+        left = self.time_left()
+        return left is None or left > 0

@@ -181,7 +181,7 @@ class CompiledPyomo(CompiledProgram):
         return RawSolution(
             raw.status, raw.x, self._total_iterations(runs), raw.solver,
             "; ".join(notes + ([message] if message else [])),
-            sum(r.solver_time or 0.0 for r in runs),
+            sum(r.solver_time or 0.0 for r in runs), raw.statistics,
         )
 
     def _infeasible(self, runs: list[RawSolution], violation: float, prefix: str) -> RawSolution:
@@ -330,8 +330,11 @@ class CompiledPyomoBridge(CompiledPyomo):
         if status.has_solution and x is None:
             status = Status.NUMERICAL_ERROR
             notes.append("Ipopt reported success without a finite solution")
-        return RawSolution(status, x if status.has_solution else None, sum(r.iterations for r in runs),
-                           f"ipopt {ipopt_version()} (cyipopt)", "; ".join(notes), sum(r.solve_time for r in runs))
+        statistics = {"duality_gap": last.duality_gap} if status.has_solution and x is not None else {}
+        keep = status.has_solution or status in (Status.ITERATION_LIMIT, Status.TIME_LIMIT)  # see STOPPED
+        return RawSolution(status, x if keep else None, sum(r.iterations for r in runs),
+                           f"ipopt {ipopt_version()} (cyipopt)", "; ".join(notes), sum(r.solve_time for r in runs),
+                           statistics)
 
 
 class CompiledPyomoSolver(CompiledPyomo):
