@@ -162,3 +162,16 @@ def test_ipopt_reaches_the_queue_optimum_and_reports_its_gap():
     assert result.status is Status.OPTIMAL, result.message
     assert abs(result.objective - exact) < 5e-8, (result.objective, exact)
     assert 0.0 <= result.statistics["duality_gap"] <= OBJECTIVE_TOLERANCE * (1 + abs(result.objective))
+
+
+def test_highs_stopped_at_an_iteration_limit_keeps_the_feasible_point_it_reached():
+    """HiGHS's primal simplex is feasible from the end of its phase 1: stopped after 20 iterations on the queue it
+    has a point that holds every row, which the result keeps (not as a solution)."""
+    program = OccupancyProgram(build_model("queue"))
+    optimum = get_backend("highs").solve(program)
+    stopped = get_backend("highs", options={"simplex_strategy": 4, "simplex_iteration_limit": 20,
+                                            "presolve": "off"}).solve(program)
+    assert stopped.status is Status.ITERATION_LIMIT and not stopped.ok
+    assert stopped.solution_status is SolutionStatus.FEASIBLE and "not proven optimal" in stopped.message
+    assert max(program.residuals(stopped.x).values()) <= OPTIMAL_TOLERANCE
+    assert stopped.objective <= optimum.objective + 1e-9 and stopped.occupancy.sum() == pytest.approx(1.0)
