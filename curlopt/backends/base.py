@@ -534,7 +534,8 @@ class CompiledProgram(ABC):
     def _backend_statistics(self) -> dict[str, Any]:
         """The counts a compiled program keeps of its last solve (its ``last_*`` attributes that are numbers or
         words, e.g. column-generation rounds), by name without the prefix."""
-        return {name[len("last_"):]: value for name, value in vars(self).items()
+        return {name[len("last_"):]: value.item() if isinstance(value, np.generic) else value  # JSON-ready
+                for name, value in vars(self).items()
                 if name.startswith("last_") and isinstance(value, (bool, int, float, str, np.integer, np.floating))}
 
     @staticmethod
