@@ -2,7 +2,8 @@
 program, and the optimum it makes is found.
 
 HiGHS (also inside ``scipy.optimize.linprog``) drops every matrix entry of magnitude at most its
-``small_matrix_value``, 1e-9 by default; curlopt sets it to HiGHS's lowest accepted value, 1e-12. The model below
+``small_matrix_value``, 1e-9 by default; curlopt sets it to HiGHS's lowest accepted value, 1e-12, on the HiGHS
+model of a program's rows. The model below
 puts a 1e-10-scale transition where it decides the optimum, whose exact value is computed here in rational
 arithmetic.
 """
@@ -15,8 +16,9 @@ import numpy as np
 import pytest
 from conftest import installed_backend_names
 
-from curlopt import CMDP, Linear
+from curlopt import CMDP, Linear, get_backend
 from curlopt.optimum import solve_optimum
+from curlopt.programs.occupancy import OccupancyProgram
 
 #: the routes that solve the linear program exactly (simplex or value iteration with a simplex master)
 EXACT = [name for name in ("highs", "scipy", "highs-columns", "highs-box-columns", "mdp-columns")
@@ -55,8 +57,10 @@ def test_a_transition_below_the_default_matrix_tolerance_decides_the_optimum(bac
     assert abs(result.objective - float(exact)) < 1e-12, (result.objective, float(exact))
 
 
-def test_every_highs_object_keeps_entries_down_to_its_lowest_tolerance():
-    from curlopt.backends.highs.backend import SMALL_MATRIX_VALUE, new_highs
+def test_the_highs_model_of_a_program_keeps_entries_down_to_its_lowest_tolerance():
+    from curlopt.backends.highs.backend import SMALL_MATRIX_VALUE
 
-    highs = new_highs()
-    assert highs.getOptionValue("small_matrix_value")[1] == SMALL_MATRIX_VALUE == 1e-12
+    compiled = get_backend("highs").compile(OccupancyProgram(rare_transition_model(5e-10, 1e-2, 2.5e-8)))
+    assert compiled.highs.getOptionValue("small_matrix_value")[1] == SMALL_MATRIX_VALUE == 1e-12
+    told = get_backend("highs", options={"small_matrix_value": 1e-9}).compile(compiled.program)
+    assert told.highs.getOptionValue("small_matrix_value")[1] == 1e-9  # an explicit option wins

@@ -165,26 +165,22 @@ _BANNER_SILENCED = False
 #: HiGHS removes every matrix entry of magnitude at most its ``small_matrix_value`` (default 1e-9) when a model
 #: or a coefficient is passed. A kernel entry is a probability: dropping the 1,280 entries <= 1e-9 of an
 #: intrusion-response model (csle, s_max = 40) moved its optimum by 8.3e-8, far above the feasibility tolerances.
-#: Every HiGHS object curlopt makes is set to HiGHS's lowest accepted value, so only entries <= 1e-12 are dropped
-#: (each changes a row by at most 1e-12 times a mass in [0, 1], below every tolerance).
+#: The HiGHS model of a program's own rows (:class:`CompiledHighs`, which the column backends hand every program
+#: but their masters') is set to HiGHS's lowest accepted value, so only entries <= 1e-12 are dropped (each changes
+#: a row by at most 1e-12 times a mass in [0, 1], below every tolerance). The column-generation masters keep
+#: HiGHS's default: their columns are computed aggregates whose rounding noise HiGHS drops there (kept, it left
+#: the highs-columns master of a 7-state random model without a verdict, kUnknown), and their answers are
+#: certified against the program's own rows by pricing.
 SMALL_MATRIX_VALUE = 1e-12
 
 
 def new_highs() -> highspy.Highs:
-    """A ``highspy.Highs()`` that keeps matrix entries above :data:`SMALL_MATRIX_VALUE`, made without the banner
-    HiGHS (>= 1.16) prints on stdout at the first construction.
+    """A ``highspy.Highs()``, without the banner HiGHS (>= 1.16) prints on stdout at the first construction.
 
     The banner is written from C on file descriptor 1 once per process, before any option (``output_flag``)
     can be set; it would land in ``--json`` output and in every pool worker's output. So the first instance
-    is made with descriptor 1 pointed at /dev/null. The caller's options, set afterwards, may override
-    ``small_matrix_value``.
+    is made with descriptor 1 pointed at /dev/null.
     """
-    highs = _highs_without_banner()
-    highs.setOptionValue("small_matrix_value", SMALL_MATRIX_VALUE)
-    return highs
-
-
-def _highs_without_banner() -> highspy.Highs:
     global _BANNER_SILENCED
     import highspy
 
@@ -309,7 +305,7 @@ class CompiledHighs(CompiledProgram):
         self.form = form = LPForm(program)
         check_representable(form)
         self.highs = new_highs()
-        for key, value in backend.options.items():
+        for key, value in {"small_matrix_value": SMALL_MATRIX_VALUE, **backend.options}.items():
             self.highs.setOptionValue(key, value)
         order, marks = self._index_block(form)
         self._pushed_params = program.linear.param_values.copy()
