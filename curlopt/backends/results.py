@@ -48,9 +48,11 @@ class Status(str, Enum):  # noqa: UP042 - StrEnum would turn str(member) and f"{
     was measured. A point whose objective is not finite near it is discarded (``NUMERICAL_ERROR``).
 
     ``TIME_LIMIT``: the solver (or the backend, between a solver's runs) stopped at a time limit, the
-    backend-neutral ``time_limit`` option or a solver's own. No point comes with it, even where the solver
-    had one (it is not certified optimal); like every failure but ``INFEASIBLE`` it never leads to the
-    fallback program.
+    backend-neutral ``time_limit`` option or a solver's own. It carries no solution (``ok`` is False: the point
+    is not certified optimal, and agents never play it), but where the solver returned the point it stopped at
+    and the program's rows hold there, the result keeps it (``solution_status`` ``FEASIBLE``, the arrays filled,
+    the message saying so), as for ``ITERATION_LIMIT``; like every failure but ``INFEASIBLE`` it never leads
+    to the fallback program.
 
     ``ALMOST_OPTIMAL`` is the one meaning, across backends, of "solved to reduced accuracy" (CVXPY's
     ``optimal_inaccurate``, Ipopt's ``Solved_To_Acceptable_Level``; MOI calls it ``ALMOST_OPTIMAL``). The
