@@ -29,7 +29,8 @@ OPTIMAL_TOLERANCE = 1e-7
 
 #: Largest duality gap, relative to ``1 + |f|``, at which a point a solver calls optimal is certified ``OPTIMAL``
 #: when the backend reports a gap (its ``statistics["duality_gap"]``, e.g. an interior-point method's
-#: complementarity); above it the result says ``OPTIMAL_INACCURATE`` with the gap.
+#: complementarity; ``f`` is the program's objective value it reports as ``statistics["objective_value"]``, 0 when
+#: it reports none); above it the result says ``OPTIMAL_INACCURATE`` with the gap.
 OBJECTIVE_TOLERANCE = 1e-7
 
 

@@ -330,7 +330,8 @@ class CompiledPyomoBridge(CompiledPyomo):
         if status.has_solution and x is None:
             status = Status.NUMERICAL_ERROR
             notes.append("Ipopt reported success without a finite solution")
-        statistics = {"duality_gap": last.duality_gap} if status.has_solution and x is not None else {}
+        statistics = ({"duality_gap": last.duality_gap, "objective_value": last.objective}
+                      if status.has_solution and x is not None else {})
         keep = status.has_solution or status in (Status.ITERATION_LIMIT, Status.TIME_LIMIT)  # see STOPPED
         return RawSolution(status, x if keep else None, sum(r.iterations for r in runs),
                            f"ipopt {ipopt_version()} (cyipopt)", "; ".join(notes), sum(r.solve_time for r in runs),
