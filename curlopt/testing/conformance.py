@@ -20,7 +20,7 @@ What is checked (each a named check in the report, see :data:`CHECK_NAMES`):
     the occupancy, on all three programs.
 ``optimum/<program>/<objective>``
     Random small CMDPs (seeded, reproducible): the result has a solution (status ``optimal``, or
-    ``almost_optimal`` kept by the shared rule), and its program variant (ε-tight or
+    ``optimal_inaccurate`` or ``almost_optimal`` kept by the shared check), and its program variant (ε-tight or
     fallback) and objective equal those of the independent reference (:mod:`curlopt.testing.reference`),
     and every row of the program holds at the returned solution (checked with numpy from the formulas of
     docs/math.md, not with ``program.residuals``).
