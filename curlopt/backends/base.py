@@ -608,7 +608,7 @@ class CompiledProgram(ABC):
         maximum. Checked for the programs whose objective is the model's own f of λ."""
         program = self.program
         utility = program.model.objective
-        if program.objective is not utility:
+        if program.objective is not utility or utility.is_lp_representable:  # piecewise affine: finite everywhere
             return ""
         rewards = np.asarray(program.reward_map @ x, dtype=float)
         probes = [rewards] + [rewards + sign * OPTIMAL_TOLERANCE * np.eye(rewards.size)[k]
