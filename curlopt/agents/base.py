@@ -195,6 +195,13 @@ class Agent(ABC):
                  support: str = "model", min_epoch_length: int = 1):
         if not isinstance(model, CMDP):
             raise CurloptError(f"an agent needs a curlopt CMDP model, got {type(model).__name__}.")
+        if model.criterion != "average":  # the long-run agents would solve the wrong problem without a word
+            raise AgentError(
+                f"the {self.name} agent learns the long-run average criterion, but model {model.name!r} is"
+                f" {model.criterion}: "
+                + ("use an episodic agent (curlopt.agents.episodic, e.g. opt-cmdp, dope, uc-curl)."
+                   if model.criterion == "episodic" else "a discounted model has its known-model optimum only"
+                   " (curlopt optimum MODEL --discount γ); build the model without a discount to learn it."))
         self.model = model
         check_value(TRIGGER, trigger)
         self.min_epoch_length: int = check_value(MIN_EPOCH_LENGTH, min_epoch_length)

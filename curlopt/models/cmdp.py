@@ -281,6 +281,10 @@ class CMDP:
         outside [0, 1], rows not summing to 1, or a utility of the wrong size.
     """
 
+    #: the criterion the model's values are stated for: the long-run average here (an episodic or a discounted model
+    #: says ``"episodic"`` or ``"discounted"``); agents and outputs read it instead of assuming one
+    criterion: str = "average"
+
     def __init__(
         self,
         rewards: Any,
