@@ -238,6 +238,8 @@ class ProgramEpisodicAgent(EpisodicAgent):
     def reset(self, seed: Any = None, episodes: int | None = None) -> None:
         super().reset(seed, episodes)
         self._solved_visits: np.ndarray | None = None
+        #: the last solve's result (None before the first solve)
+        self.last_result: Any = None
 
     @abstractmethod
     def _build_program(self) -> Any:
@@ -260,7 +262,8 @@ class ProgramEpisodicAgent(EpisodicAgent):
         if self.replan == "every-episode" or self._solved_visits is None or self.policy is None:
             return True
         now = self.counts.visits
-        return bool(np.any(now >= 2 * np.maximum(self._solved_visits, 1)))
+        before = self._solved_visits
+        return bool(np.any((now > before) & (now >= 2 * before)))
 
     def _plan(self, k: int) -> EpisodePlan:
         early = self._before_solve(k)
@@ -272,6 +275,7 @@ class ProgramEpisodicAgent(EpisodicAgent):
         start = clock.perf_counter()
         epsilon = self._update_program(k)
         result = self.compiled.solve()
+        self.last_result = result
         elapsed = clock.perf_counter() - start
         self._solved_visits = self.counts.visits.copy()
         return self._plan_from(result, epsilon, elapsed)

@@ -71,12 +71,17 @@ class EpisodicPsCurl(ProgramEpisodicAgent):
         kernel = draws / draws.sum(axis=-1, keepdims=True)
         return kernel[0] if self.counts.pooled else kernel
 
+    def planning_kernel(self) -> np.ndarray | None:
+        """The posterior draw the last solve planned on (None before the first)."""
+        return getattr(self, "_drawn", None)
+
     def epsilon(self, k: int) -> float:
         return episode_tightness(k, self.tightness_constant, self.horizon, self.episodes_lower_bound)
 
     def _update_program(self, k: int) -> float:
         eps = self.epsilon(k)
-        self.program.update(kernel=self.sample_kernel(), rewards=self.model.step_rewards,
+        self._drawn = self.sample_kernel()
+        self.program.update(kernel=self._drawn, rewards=self.model.step_rewards,
                             costs=self.model.step_costs, epsilon=eps)
         return eps
 
