@@ -332,3 +332,16 @@ def test_doubling_replan_reuses_the_policy_until_visits_double():
     agent.end_episode(np.array([0, 1, 0]), np.array([0, 1, 0]))   # (0,0) 3 -> 4 (solved at 3): not doubled
     plan = agent.begin_episode(8)
     assert plan.source == EpisodeSource.REUSED and plan.policy is agent.policy
+
+
+def test_policy_totals_on_a_kernel_match_backward_induction():
+    from curlopt.agents.episodic.estimates import policy_totals
+
+    rng = np.random.default_rng(5)
+    policy = rng.dirichlet(np.ones(A), size=(H, S))
+    totals = policy_totals(INITIAL, KERNEL, policy, np.stack([per_step(REWARDS), per_step(COSTS)], axis=1))
+    for index, signal in enumerate((REWARDS, COSTS)):
+        value = np.zeros(S)
+        for h in reversed(range(H)):
+            value = (policy[h] * (signal + KERNEL @ value)).sum(axis=1)
+        assert totals[index] == pytest.approx(INITIAL @ value, rel=1e-12)

@@ -115,8 +115,8 @@ def test_trajectory_matches_hand_trace_and_values_match_backward_induction():
             if h < H - 1:
                 s = first_index_above(KERNEL[s, a], env_u[k, h + 1])
         assert agent.seen[k][0].tolist() == states and agent.seen[k][1].tolist() == actions, k
-        realised_r.append(sum(REWARDS[s_, a_] for s_, a_ in zip(states, actions)))
-        realised_c.append(sum(COSTS[s_, a_] for s_, a_ in zip(states, actions)))
+        realised_r.append(sum(REWARDS[s_, a_] for s_, a_ in zip(states, actions, strict=True)))
+        realised_c.append(sum(COSTS[s_, a_] for s_, a_ in zip(states, actions, strict=True)))
     np.testing.assert_allclose(trace.columns["realised_rewards"][:, 0], realised_r, rtol=0, atol=1e-12)
     np.testing.assert_allclose(trace.columns["realised_costs"][:, 0], realised_c, rtol=0, atol=1e-12)
 
