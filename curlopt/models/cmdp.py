@@ -10,6 +10,7 @@ import scipy.sparse as sp
 
 from ..errors import ModelError
 from ..utilities.library import Utility
+from .long_run import DENSE_LONG_RUN_STATES, NEARLY_DECOMPOSABLE, long_run_law
 
 __all__ = ["CMDP", "KERNEL_TOLERANCE", "MAX_MODEL_BYTES", "DENSE_VIEW_LIMIT", "AUTO_DENSE_ENTRIES", "STORAGES",
            "check_model_size", "choose_storage", "stationary_occupancy", "policy_kernel"]
@@ -445,22 +446,38 @@ def policy_kernel(kernel: Any, policy: np.ndarray) -> Any:
     return np.einsum("sa,sat->st", policy, kernel)
 
 
-def stationary_occupancy(kernel: np.ndarray, policy: np.ndarray) -> np.ndarray:
-    """Stationary state-action occupancy ``ρ(s,a) = μ(s) π(a|s)`` of ``policy`` on ``kernel``.
+def stationary_occupancy(kernel: np.ndarray, policy: np.ndarray, initial: np.ndarray | None = None) -> np.ndarray:
+    """Long-run state-action occupancy ``ρ(s,a) = μ(s) π(a|s)`` of ``policy`` on ``kernel``.
 
     ``μ`` solves ``μ P_π = μ``, ``Σ μ = 1`` (least squares, exact for a unichain policy). For a sparse kernel
     (S·A, S) see :func:`_sparse_stationary`: power iteration where the chain mixes fast, a sparse LU with one
-    balance row replaced by ``μ(j) = 1`` otherwise; a policy whose chain has more than one recurrent class (found
-    by a search of its graph first) raises ModelError.
+    balance row replaced by ``μ(j) = 1`` otherwise.
+
+    Two chains take another route (:mod:`curlopt.models.long_run`): a chain with several recurrent classes, whose
+    long-run average depends on the start — it is the absorption-weighted mix of the classes' laws from ``initial``
+    (without ``initial``, ModelError says so) — and a nearly decomposable dense chain (the balance system's singular
+    values spread beyond :data:`~curlopt.models.long_run.NEARLY_DECOMPOSABLE`), solved by GTH elimination, where least
+    squares can be wrong in the first digit with a tiny residual.
+
+    Parameters
+    ----------
+    kernel : ndarray (S, A, S) or scipy sparse (S·A, S)
+    policy : ndarray (S, A)
+    initial : ndarray (S,), optional
+        The law of the first state (a model's ``initial``); used only when the chain has several recurrent classes.
     """
     if sp.issparse(kernel):
-        return _sparse_stationary(kernel, policy)
+        return _sparse_stationary(kernel, policy, initial)
     chain = policy_kernel(kernel, policy)
     n = chain.shape[0]
     system = np.vstack([chain.T - np.eye(n), np.ones((1, n))])
     rhs = np.zeros(n + 1)
     rhs[-1] = 1.0
-    mu, *_ = np.linalg.lstsq(system, rhs, rcond=None)
+    mu, _, rank, singular = np.linalg.lstsq(system, rhs, rcond=None)
+    if rank < n or singular[-1] < NEARLY_DECOMPOSABLE * singular[0]:
+        # several recurrent classes (rank < n), or blocks joined by round-off-sized probabilities
+        mu, _ = long_run_law(chain, initial)
+        return mu[:, None] * policy
     mu = np.clip(mu, 0.0, None)
     mu /= mu.sum()
     return mu[:, None] * policy
@@ -472,7 +489,7 @@ POWER_SWEEPS = 300
 STATIONARY_RESIDUAL = 1e-12
 
 
-def _sparse_stationary(kernel: Any, policy: np.ndarray) -> np.ndarray:
+def _sparse_stationary(kernel: Any, policy: np.ndarray, initial: np.ndarray | None = None) -> np.ndarray:
     """``μ(s) π(a|s)`` for a sparse kernel, by the cheaper of two exact routes.
 
     1. Power iteration on the lazy chain ``(I + P_π)/2`` (same stationary vector, aperiodic), at most
@@ -485,8 +502,8 @@ def _sparse_stationary(kernel: Any, policy: np.ndarray) -> np.ndarray:
        of magnitude (the queue with an upward drift), and fixing a state of negligible mass loses the rest to
        round-off, so j is tried among the heaviest recurrent states of the iterate and states spread over the
        recurrent ones, until an answer is nonnegative and stationary (:func:`_pivoted_stationary`).
-    Before either, the chain's graph is searched for its closed classes: more than one raises ModelError (the
-    stationary law would depend on the start); with one, every route works on that class alone (μ is 0 elsewhere).
+    Before either, the chain's graph is searched for its closed classes: with more than one, the long-run law from
+    ``initial`` (:func:`curlopt.models.long_run.long_run_law`; ModelError without ``initial``); with one, every route works on that class alone (μ is 0 elsewhere).
     The answer must satisfy ``‖μ P_π − μ‖₁ ≤`` :data:`STATIONARY_RESIDUAL`; if neither route reaches it, the
     normalised bordered system is solved (slower), then dense least squares up to :data:`DENSE_FALLBACK_STATES`
     states, so no route returns a vector that is not stationary; if none succeeds, ModelError says so.
@@ -496,11 +513,12 @@ def _sparse_stationary(kernel: Any, policy: np.ndarray) -> np.ndarray:
     chain = sp.csr_array(policy_kernel(kernel, policy))
     chain.eliminate_zeros()  # a zero-probability action leaves stored zeros, which are not edges
     recurrent, _ = chain_classes(chain)
-    if len(recurrent) > 1:
-        raise ModelError(
-            f"the stationary distribution is not unique: the chain of this policy has {len(recurrent)} recurrent"
-            " classes."
-        )
+    if len(recurrent) > 1 or (chain.nnz and chain.data.min() < NEARLY_DECOMPOSABLE
+                              and len(recurrent[0]) <= DENSE_LONG_RUN_STATES):
+        # several classes; or round-off-sized entries, which may join nearly separate blocks: a power iteration or an
+        # LU then passes its residual test with the wrong mass on each block, GTH elimination does not
+        mu, _ = long_run_law(chain, initial)
+        return mu[:, None] * policy
     # μ is 0 outside the recurrent class, exactly: every route works on the class alone, which also keeps out
     # transient states whose leak out is below round-off (1 − 1e-320 == 1: their block would be singular)
     states = np.asarray(recurrent[0], dtype=np.intp)

@@ -578,7 +578,7 @@ class _ExactEvaluator:
         if known is None:
             model = self.model
             kernel: Any = model.transitions if model.sparse else model.kernel
-            rho = stationary_occupancy(kernel, policy)
+            rho = stationary_occupancy(kernel, policy, initial=model.initial)
             lam, zeta = model.average_rewards(rho), model.average_costs(rho)
             known = (lam.tolist(), zeta.tolist(), float(model.objective.value(lam)),
                      model.constraint_values(zeta).tolist())
