@@ -167,6 +167,13 @@ def test_opt_cmdp_episode_matches_the_extended_lp():
     assert plan.source == EpisodeSource.PROGRAM, plan.message
     out, q = extended_lp(agent.kernel_estimate(), beta, per_step(REWARDS), per_step(COSTS), 1.0, l1=False)
     assert out.status == 0
+    assert plan.planned_value == pytest.approx(-out.fun, abs=1e-7)
+    # narrower sets (a tenth of the widths) leave one optimal policy: compare it
+    narrow = fed("opt-cmdp", width_scale=0.1)
+    plan = narrow.begin_episode(4)
+    out, q = extended_lp(narrow.kernel_estimate(), 0.1 * beta, per_step(REWARDS), per_step(COSTS), 1.0, l1=False)
+    assert out.status == 0 and plan.source == EpisodeSource.PROGRAM, plan.message
+    assert plan.planned_value == pytest.approx(-out.fun, abs=1e-7)
     assert_policy_of(q, plan.policy)
 
 
@@ -191,7 +198,7 @@ def test_dope_episode_bonuses_and_lp():
         np.testing.assert_array_equal(plan.policy, np.broadcast_to(SAFE, (H, S, A)))
     else:
         assert plan.source == EpisodeSource.PROGRAM
-        assert_policy_of(q, plan.policy)
+        assert plan.planned_value == pytest.approx(-out.fun, abs=1e-7)
 
 
 def test_dope_lp_with_a_small_bonus_matches():
@@ -202,6 +209,7 @@ def test_dope_lp_with_a_small_bonus_matches():
     out, q = extended_lp(agent.kernel_estimate(), beta, per_step(REWARDS, reward_bonus), per_step(COSTS, cost_penalty),
                          1.0, l1=False)
     assert out.status == 0 and plan.source == EpisodeSource.PROGRAM, plan.message
+    assert plan.planned_value == pytest.approx(-out.fun, abs=1e-7)
     assert_policy_of(q, plan.policy)
 
 
@@ -233,6 +241,7 @@ def test_optpess_lp_safe_rule_then_the_lp():
     plan = small.begin_episode(4)
     out, q = occupancy_lp(small.kernel_estimate(), per_step(REWARDS, rb), per_step(COSTS, cp), 1.0)
     assert out.status == 0 and plan.source == EpisodeSource.PROGRAM, plan.message
+    assert plan.planned_value == pytest.approx(-out.fun, abs=1e-7)
     assert_policy_of(q, plan.policy)
 
 
@@ -248,18 +257,26 @@ def test_uc_curl_episode_matches_the_l1_lp():
     out, q = extended_lp(agent.kernel_estimate(), beta, per_step(REWARDS), per_step(COSTS), 1.0 - eps, l1=True)
     assert out.status == 0 and plan.source == EpisodeSource.PROGRAM, plan.message
     assert plan.epsilon == pytest.approx(eps)
+    assert plan.planned_value == pytest.approx(-out.fun, abs=1e-7)
+    # a radius a tenth as wide leaves one optimal policy: compare it
+    narrow = fed("uc-curl", tightness_constant=0.5, radius_scale=0.1)
+    plan = narrow.begin_episode(k)
+    out, q = extended_lp(narrow.kernel_estimate(), 0.1 * beta, per_step(REWARDS), per_step(COSTS), 1.0 - eps, l1=True)
+    assert out.status == 0 and plan.source == EpisodeSource.PROGRAM, plan.message
+    assert plan.planned_value == pytest.approx(-out.fun, abs=1e-7)
     assert_policy_of(q, plan.policy)
 
 
 def test_ps_curl_episode_matches_the_occupancy_lp_on_its_draw():
-    agent = fed("ps-curl", tightness_constant=0.5)
+    agent = fed("ps-curl", tightness_constant=0.1)
     plan = agent.begin_episode(4)
     drawn = agent.planning_kernel()
     # the draw is a kernel whose rows are Dirichlet(1 + n) draws: positive, summing to 1
     assert np.all(drawn > 0) and np.allclose(drawn.sum(axis=2), 1.0)
-    eps = 0.5 * H * math.sqrt(math.log(4) / 4)
+    eps = 0.1 * H * math.sqrt(math.log(4) / 4)
     out, q = occupancy_lp(drawn, per_step(REWARDS), per_step(COSTS), 1.0 - eps)
     assert out.status == 0 and plan.source == EpisodeSource.PROGRAM, plan.message
+    assert plan.planned_value == pytest.approx(-out.fun, abs=1e-7)
     assert_policy_of(q, plan.policy)
 
 

@@ -37,10 +37,13 @@ def episode_tightness(k: int, constant: float, horizon: int, lower_bound: float 
     return horizon * tightness(k, constant, lower_bound)
 
 
-def _extended_program(model: EpisodicCMDP, sets: str) -> Any:
-    from ...programs import EpisodicExtendedProgram  # type: ignore[attr-defined]
+def _extended_program(model: EpisodicCMDP, confidence: str) -> Any:
+    """The extended program on a uniform placeholder estimate (replaced before every solve: the agent never reads
+    the model's kernel)."""
+    from ...programs import EpisodicExtendedProgram
 
-    return EpisodicExtendedProgram(model, sets=sets)
+    S, A = model.n_states, model.n_actions
+    return EpisodicExtendedProgram(model, kernel=np.full((S, A, S), 1.0 / S), radius=1.0, confidence=confidence)
 
 
 class _PerEntryAgent(ProgramEpisodicAgent):
@@ -54,7 +57,7 @@ class _PerEntryAgent(ProgramEpisodicAgent):
         super().__init__(model, backend, seed, episodes, replan, **backend_options)
 
     def _build_program(self) -> Any:
-        return _extended_program(self.model, "per-entry")
+        return _extended_program(self.model, "entry")
 
     def log_term(self) -> float:
         """``L = ln(2 S A H K / δ)`` (the DOPE paper's, for the transition widths)."""

@@ -56,9 +56,11 @@ class OptPessLp(ProgramEpisodicAgent):
         super().__init__(model, backend, seed, episodes, replan, **backend_options)
 
     def _build_program(self) -> Any:
-        from ...programs import EpisodicOccupancyProgram  # type: ignore[attr-defined]
+        from ...programs import EpisodicOccupancyProgram
 
-        return EpisodicOccupancyProgram(self.model)
+        S, A = self.model.n_states, self.model.n_actions
+        # a uniform placeholder kernel, replaced before every solve (the agent never reads the model's kernel)
+        return EpisodicOccupancyProgram(self.model, kernels=np.full((S, A, S), 1.0 / S))
 
     def log_term(self) -> float:
         """``L = ln(32 S² H K / δ)``."""
@@ -98,7 +100,7 @@ class OptPessLp(ProgramEpisodicAgent):
 
     def _update_program(self, k: int) -> float:
         reward_bonus, cost_penalty = self.bonuses()
-        self.program.update(kernel=self.kernel_estimate(), rewards=_add_per_step(self.model.step_rewards, reward_bonus),
+        self.program.update(kernels=self.kernel_estimate(), rewards=_add_per_step(self.model.step_rewards, reward_bonus),
                             costs=_add_per_step(self.model.step_costs, cost_penalty), epsilon=0.0)
         return 0.0
 

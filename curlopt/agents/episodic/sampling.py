@@ -59,9 +59,11 @@ class EpisodicPsCurl(ProgramEpisodicAgent):
         super().__init__(model, backend, seed, episodes, replan, **backend_options)
 
     def _build_program(self) -> Any:
-        from ...programs import EpisodicOccupancyProgram  # type: ignore[attr-defined]
+        from ...programs import EpisodicOccupancyProgram
 
-        return EpisodicOccupancyProgram(self.model)
+        S, A = self.model.n_states, self.model.n_actions
+        # a uniform placeholder kernel, replaced before every solve (the agent never reads the model's kernel)
+        return EpisodicOccupancyProgram(self.model, kernels=np.full((S, A, S), 1.0 / S))
 
     def sample_kernel(self) -> np.ndarray:
         """One posterior draw: (S, A, S) for pooled counts, (H − 1, S, A, S) per step (Gamma draws normalised,
@@ -81,7 +83,7 @@ class EpisodicPsCurl(ProgramEpisodicAgent):
     def _update_program(self, k: int) -> float:
         eps = self.epsilon(k)
         self._drawn = self.sample_kernel()
-        self.program.update(kernel=self._drawn, rewards=self.model.step_rewards,
+        self.program.update(kernels=self._drawn, rewards=self.model.step_rewards,
                             costs=self.model.step_costs, epsilon=eps)
         return eps
 

@@ -51,7 +51,7 @@ def episodic_optimum(model: EpisodicCMDP, backend: str = "highs") -> float:
         When the program has no optimal solution (an infeasible budget: no policy satisfies the constraints).
     """
     from ...backends import resolve_backend
-    from ...programs import EpisodicOccupancyProgram  # type: ignore[attr-defined]
+    from ...programs import EpisodicOccupancyProgram
 
     program = EpisodicOccupancyProgram(model)
     solver = resolve_backend(backend, (model.objective, *model.constraints))
