@@ -83,6 +83,16 @@ def last_decade_slope(cumulative: np.ndarray) -> float:
     return float(np.polyfit(np.log(ks), np.log(values), 1)[0])
 
 
+def _describe(model: Any) -> str:
+    """The budget, the safe policy's cost and slack, and the optimum of a benchmark model."""
+    from curlopt.agents.episodic import require_safe_policy
+    from curlopt.experiments.simulation.episodes import episodic_optimum
+
+    safe = require_safe_policy(model, "benchmark")
+    return (f"budget τ = {model.constraints[0].bound:.4g}, safe policy's cost C_b = {safe.costs[0]:.4g}, slack Δ ="
+            f" {safe.slack:.4g}, optimum f(λ*) = {episodic_optimum(model):.4g}")
+
+
 def _run(name: str, model: Any, episodes: int, seed: int, options: dict[str, Any]):
     from curlopt.agents.episodic import make_episodic_agent
     from curlopt.experiments.simulation.episodes import episodic_optimum, run_episodes
@@ -121,8 +131,7 @@ def _header() -> None:
 def time_item(args: argparse.Namespace) -> None:
     model = episodic_benchmark_model(args.states, args.actions, args.horizon, args.model)
     options = _options(args.option or [])
-    print(f"model {model.name}: slack Δ = {-model.constraint_values(np.zeros(1))[0]:.3g} budget bound;"
-          f" K = {args.episodes}")
+    print(f"model {model.name}: {_describe(model)}; K = {args.episodes}")
     print(f"{'agent':12} {'wall s':>8} {'ms/ep':>7} {'solve s':>8} {'regret':>10} {'strong viol':>12} {'weak viol':>10}"
           "  sources")
     for name in args.agents:
@@ -140,6 +149,7 @@ def claims_item(args: argparse.Namespace) -> None:
     for name in args.agents:
         for m in args.models:
             model = episodic_benchmark_model(args.states, args.actions, args.horizon, m)
+            print(f"# model {model.name}: {_describe(model)}", flush=True)
             for seed in args.seeds:
                 trace, wall, _ = _run(name, model, args.episodes, seed, options.get(name, {}))
                 s = trace.summary
