@@ -242,81 +242,93 @@ def run_episodes(model: EpisodicCMDP, agent: EpisodicAgent, episodes: int, seed:
     """
     K, seed = _validate(model, agent, episodes, seed)
     f_star = episodic_optimum(model) if optimum is None else float(optimum)
-    H, S, A = model.horizon, model.n_states, model.n_actions
     env_seq, action_seq, agent_seq = np.random.SeedSequence(seed).spawn(3)
-    env_rng, act_rng = np.random.default_rng(env_seq), np.random.default_rng(action_seq)
     agent.reset(agent_seq, episodes=K)
+    started = clock.perf_counter()
+    played = _play(model, agent, K, np.random.default_rng(env_seq), np.random.default_rng(action_seq), progress)
+    return _trace(model, agent, f_star, played, seed, clock.perf_counter() - started)
 
+
+class _Played:
+    """What the episodes recorded: per-episode totals (exact and realised) and the plans' facts."""
+
+    def __init__(self, model: EpisodicCMDP, K: int):
+        self.rewards = np.empty((K, model.n_rewards))
+        self.costs = np.empty((K, model.n_costs))
+        self.realised_rewards = np.empty((K, model.n_rewards))
+        self.realised_costs = np.empty((K, model.n_costs))
+        self.solve_time = np.zeros(K)
+        self.epsilon = np.zeros(K)
+        self.planned = np.full(K, math.nan)
+        self.sources: list[str] = []
+        self.statuses: list[str] = []
+        self.messages: dict[int, str] = {}
+
+    def plan(self, k: int, plan: Any) -> None:
+        self.solve_time[k], self.epsilon[k], self.planned[k] = plan.solve_time, plan.epsilon, plan.planned_value
+        self.sources.append(str(getattr(plan.source, "value", plan.source)))
+        self.statuses.append(plan.status)
+        if plan.message:
+            self.messages[k + 1] = plan.message
+
+
+def _play(model: EpisodicCMDP, agent: EpisodicAgent, K: int, env_rng: np.random.Generator,
+          act_rng: np.random.Generator, progress: bool) -> _Played:
+    """Play K episodes: plan, evaluate the policy exactly (once per distinct policy object), simulate, learn."""
+    H, S, A = model.horizon, model.n_states, model.n_actions
     initial_cum = _cumulative(np.asarray(model.initial, dtype=float))
     kernel_cum = (np.stack([_cumulative(model.step_kernel_dense(h)) for h in range(H - 1)]) if H > 1
                   else np.zeros((0, S, A, S)))
     step_rewards = np.asarray(model.step_rewards)   # (H, K_r, S, A)
     step_costs = np.asarray(model.step_costs)       # (H, d, S, A)
     steps = np.arange(H)
-
-    rewards = np.empty((K, model.n_rewards))
-    costs = np.empty((K, model.n_costs))
-    realised_rewards = np.empty((K, model.n_rewards))
-    realised_costs = np.empty((K, model.n_costs))
-    solve_time = np.zeros(K)
-    epsilon = np.zeros(K)
-    planned = np.full(K, math.nan)
-    sources: list[str] = []
-    statuses: list[str] = []
-    messages: dict[int, str] = {}
-    last_policy: np.ndarray | None = None
-    last_values: tuple[np.ndarray, np.ndarray] | None = None
-    last_cum: np.ndarray | None = None
-
+    out = _Played(model, K)
+    last: tuple[Any, np.ndarray, np.ndarray, np.ndarray] | None = None   # policy object, λ, ζ, cumulative table
     bar = None
     if progress:
         from tqdm import tqdm
         bar = tqdm(total=K, unit="episode")
-    started = clock.perf_counter()
     env_block = act_block = np.zeros((0, H))
     for k in range(K):
         if k % EPISODE_BLOCK == 0:
             count = min(EPISODE_BLOCK, K - k)
             env_block, act_block = env_rng.random((count, H)), act_rng.random((count, H))
         plan = agent.begin_episode(k + 1)
-        if plan.policy is last_policy and last_values is not None and last_cum is not None:
-            lam, zeta = last_values
-            policy_cum = last_cum
-        else:
+        if last is None or plan.policy is not last[0]:
             policy = _check_policy(plan.policy, (H, S, A), agent.name, k + 1)
             lam, zeta = episode_values(model, policy)
-            policy_cum = _cumulative(policy)
-            last_policy, last_values, last_cum = plan.policy, (lam, zeta), policy_cum
-        states, actions = simulate_episode(initial_cum, kernel_cum, policy_cum, env_block[k % EPISODE_BLOCK],
+            last = (plan.policy, lam, zeta, _cumulative(policy))
+        states, actions = simulate_episode(initial_cum, kernel_cum, last[3], env_block[k % EPISODE_BLOCK],
                                            act_block[k % EPISODE_BLOCK])
         agent.end_episode(states, actions)
-        rewards[k], costs[k] = lam, zeta
-        realised_rewards[k] = step_rewards[steps, :, states, actions].sum(axis=0)
-        realised_costs[k] = step_costs[steps, :, states, actions].sum(axis=0)
-        solve_time[k], epsilon[k], planned[k] = plan.solve_time, plan.epsilon, plan.planned_value
-        sources.append(str(plan.source.value if hasattr(plan.source, "value") else plan.source))
-        statuses.append(plan.status)
-        if plan.message:
-            messages[k + 1] = plan.message
+        out.rewards[k], out.costs[k] = last[1], last[2]
+        out.realised_rewards[k] = step_rewards[steps, :, states, actions].sum(axis=0)
+        out.realised_costs[k] = step_costs[steps, :, states, actions].sum(axis=0)
+        out.plan(k, plan)
         if bar is not None:
             bar.update(1)
-    wall = clock.perf_counter() - started
     if bar is not None:
         bar.close()
+    return out
 
-    exact = episode_metrics(model, f_star, rewards, costs)
-    realised = episode_metrics(model, f_star, realised_rewards, realised_costs)
+
+def _trace(model: EpisodicCMDP, agent: EpisodicAgent, f_star: float, played: _Played, seed: int,
+           wall: float) -> EpisodeTrace:
+    """The trace of a run: per-episode columns, sums, sources and meta."""
+    K = played.rewards.shape[0]
+    exact = episode_metrics(model, f_star, played.rewards, played.costs)
+    realised = episode_metrics(model, f_star, played.realised_rewards, played.realised_costs)
     columns = {
         "episode": np.arange(1, K + 1, dtype=np.int64),
-        "rewards": rewards, "costs": costs, "objective": exact["objective"], "regret": exact["regret"],
-        "violation": exact["violation"], "cumulative_regret": np.cumsum(exact["regret"]),
-        "cumulative_violation": np.cumsum(exact["violation"]),
-        "realised_rewards": realised_rewards, "realised_costs": realised_costs,
+        "rewards": played.rewards, "costs": played.costs, "objective": exact["objective"],
+        "regret": exact["regret"], "violation": exact["violation"],
+        "cumulative_regret": np.cumsum(exact["regret"]), "cumulative_violation": np.cumsum(exact["violation"]),
+        "realised_rewards": played.realised_rewards, "realised_costs": played.realised_costs,
         "realised_regret": realised["regret"], "realised_violation": realised["violation"],
-        "solve_time": solve_time, "epsilon": epsilon, "planned_value": planned,
+        "solve_time": played.solve_time, "epsilon": played.epsilon, "planned_value": played.planned,
     }
     source_counts: dict[str, int] = {}
-    for source in sources:
+    for source in played.sources:
         source_counts[source] = source_counts.get(source, 0) + 1
     summary = {
         "episodes": K, "optimum": f_star,
@@ -326,8 +338,8 @@ def run_episodes(model: EpisodicCMDP, agent: EpisodicAgent, episodes: int, seed:
         "realised_regret": realised["regret_total"], "realised_weak_regret": realised["weak_regret"],
         "realised_strong_violation": realised["strong_violation"],
         "realised_weak_violation": realised["weak_violation"],
-        "sources": source_counts, "solve_time": float(solve_time.sum()), "wall_time": wall,
+        "sources": source_counts, "solve_time": float(played.solve_time.sum()), "wall_time": wall,
     }
-    meta = {"model": model.name, "horizon": H, "n_states": S, "n_actions": A, "seed": seed,
-            "agent": agent.describe(), "curlopt": __version__, "values": "per-episode totals"}
-    return EpisodeTrace(columns, sources, statuses, messages, summary, meta)
+    meta = {"model": model.name, "horizon": model.horizon, "n_states": model.n_states, "n_actions": model.n_actions,
+            "seed": seed, "agent": agent.describe(), "curlopt": __version__, "values": "per-episode totals"}
+    return EpisodeTrace(columns, played.sources, played.statuses, played.messages, summary, meta)
