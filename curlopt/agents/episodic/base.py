@@ -274,7 +274,8 @@ class ProgramEpisodicAgent(EpisodicAgent):
             return EpisodePlan(self.policy, EpisodeSource.REUSED, message="doubling rule: no pair's visits doubled")
         start = clock.perf_counter()
         epsilon = self._update_program(k)
-        result = self.compiled.solve()
+        # an agent with a safe policy plays it when its program is infeasible: no fallback solve for it
+        result = self.compiled.solve(fallback=not self.uses_safe_policy)
         self.last_result = result
         elapsed = clock.perf_counter() - start
         self._solved_visits = self.counts.visits.copy()
