@@ -68,6 +68,10 @@ def run_command(
         value = options["seed"]
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise CurloptError(f"--option seed must be an integer >= 0, got {value!r}.")
+    if getattr(model, "criterion", None) == "episodic":  # episodes of H steps: the episodic loop, --steps episodes
+        from .run_episodic import run_episodic
+
+        return run_episodic(model, env, agent, steps, seed, options, out, as_json)
     if getattr(AGENTS.get(agent), "needs_horizon", False):
         if "horizon" in options:
             raise CurloptError(f"{agent}'s horizon is --steps ({steps}); drop --option horizon={options['horizon']!r}"
