@@ -213,3 +213,16 @@ def test_run_command_dispatches_an_episodic_model_to_the_episode_loop(capsys, tm
     code, _, err = invoke(["run", "media-streaming", "--param", "horizon=10", "--agent", "safe-curl", "--steps", "3"],
                           capsys)
     assert code != 0 and "its agents are" in err
+
+
+def test_a_run_is_reproducible_and_resets_the_agent():
+    from curlopt.agents.episodic import make_episodic_agent
+
+    model = two_state_model()
+    agent = make_episodic_agent("ps-curl", model, tightness_constant=0.1)
+    first = run_episodes(model, agent, episodes=6, seed=4, optimum=1.0)
+    assert agent.episodes == 6 and agent.counts.total == 6 * 2
+    second = run_episodes(model, agent, episodes=4, seed=4, optimum=1.0)
+    assert agent.episodes == 4 and agent.counts.total == 4 * 2        # reset: K and counts of this run only
+    np.testing.assert_array_equal(first.columns["rewards"][:4], second.columns["rewards"])
+    assert first.sources[:4] == second.sources
