@@ -2,57 +2,50 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ..backends import Backend
-from ..errors import AgentError, CurloptError
+from ..backends import Backend, auto_backend
+from ..errors import AgentError
 from ..models.cmdp import CMDP
 from ..programs.blocks import Program
 from ..programs.occupancy import OccupancyProgram
-from ..programs.optimistic import OptimisticProgram, check_radius
+from ..programs.optimistic import OptimisticProgram
 from ..programs.safe import SafeProgram
 from .base import ProgramAgent
 from .estimates import posterior_kernel, sample_posterior_kernel
+from .options import (
+    BACKEND,
+    HORIZON_LOWER_BOUND,
+    MAX_PRIOR,
+    MIN_EPOCH_LENGTH,
+    PRIOR,
+    RADIUS,
+    RADIUS_SCALE,
+    SEED,
+    SUPPORT,
+    TIGHTNESS_CONSTANT,
+    TRIGGER,
+    UNREACHED,
+    AgentOption,
+    check_value,
+    choice,
+    with_doc,
+)
 from .safe_sizing import constraint_scales, lipschitz_bounds
 from .triggers import EpochTrigger
 
-__all__ = ["UcCurl", "PsCurl", "MAX_PRIOR", "MARGINS", "COLUMNS_FROM_ENTRIES", "optimistic_backend", "sample_posterior_kernel"]
+__all__ = ["UcCurl", "PsCurl", "MAX_PRIOR", "MARGINS", "sample_posterior_kernel"]
 
 #: how PS-CURL's tightness ε becomes each constraint's margin: as it is, or in the constraint's own units
 MARGINS = ("absolute", "range")
-
-#: the largest Dirichlet prior α0 PS-CURL takes
-MAX_PRIOR = 1e6
-
-#: UC-CURL's ``auto`` choice for LP-representable utilities: the whole LP on ``highs`` below this many kernel entries
-#: (S²·A, or the stored nonzeros of a sparse kernel), column generation on ``highs-columns`` from there on
-COLUMNS_FROM_ENTRIES = 1000
-
-
-def optimistic_backend(model: Any, backend: Any) -> Any:
-    """UC-CURL's backend: ``backend`` as given, but ``"auto"`` with LP-representable utilities is ``highs-columns``
-    on a kernel of :data:`COLUMNS_FROM_ENTRIES` entries or more.
-
-    Both solve the same program (the same optimal value; where the optimum ties, possibly another optimal vertex).
-    Measured (benchmarks/bench_box.py, benchmarks/README.md): at the paper's sizes neither is faster throughout —
-    whole runs of T = 500,000 on the queue (6,16) and the scheduler's kernel (16,2) take from 0.7 to 1.4 times
-    ``highs``'s time with ``highs-columns``, by model and radius —, so the whole LP stays; from about 1,000
-    entries on, column generation is faster under both radii (per re-solve 1.1-1.6× at (12,8), 1.3-3× at (20,5),
-    4-5× at (30,10), 13× at (60,10)).
-    """
-    from ..backends import installed_backends
-    from ..models.cmdp import CMDP
-
-    if not (isinstance(backend, str) and backend == "auto" and isinstance(model, CMDP)):
-        return backend
-    entries = model.nnz if model.sparse else model.n_states ** 2 * model.n_actions
-    lp = all(u.is_lp_representable for u in (model.objective, *model.constraints))
-    if lp and entries >= COLUMNS_FROM_ENTRIES and "highs-columns" in installed_backends():
-        return "highs-columns"
-    return backend
-
+#: PS-CURL's margin option
+MARGIN = choice(
+    "margin", MARGINS,
+    "How the tightness ε enters each constraint: absolute (the paper's: g_m <= -ε, in the costs' units) or range"
+    " (g_m <= -ε s_m, in the constraint's own unit s_m, so invariant to the costs' units).",
+)
 
 class UcCurl(ProgramAgent):
     """UC-CURL: each epoch, the optimistic ε-tight program over L1 confidence sets (docs/math.md §3, §6).
@@ -62,10 +55,11 @@ class UcCurl(ProgramAgent):
     model : CMDP
         Rewards, costs and utilities (the kernel is not used).
     backend : str or Backend, default "auto"
-        Any backend that accepts the model's utilities; ``"auto"`` takes highs for
-        LP-representable utilities (``highs-columns``, the same optimal value by column
-        generation, once the kernel has :data:`COLUMNS_FROM_ENTRIES` entries or more: see
-        :func:`optimistic_backend`), else the first installed backend that accepts them.
+        Any backend that accepts the model's utilities; ``"auto"`` is the registry's rule for the
+        optimistic program (:func:`curlopt.backends.registry.choose_backend`): highs for
+        LP-representable utilities (``highs-columns``, the same optimal value by column generation,
+        once the kernel has :data:`~curlopt.backends.registry.COLUMNS_FROM_ENTRIES` entries or more),
+        else the first installed backend that accepts them.
     trigger : {"doubling", "linear", "linear-global", "linear-per-pair"} or EpochTrigger, default "doubling"
         The epoch rule (see :mod:`curlopt.agents.triggers`); ``linear`` is the paper's.
     tightness_constant : float, default 1
@@ -116,21 +110,31 @@ class UcCurl(ProgramAgent):
     """
 
     name = "uc-curl"
+    OPTIONS: ClassVar[tuple[AgentOption, ...]] = (
+        BACKEND, TRIGGER, TIGHTNESS_CONSTANT, HORIZON_LOWER_BOUND,
+        with_doc(SEED, "The agent's own seed (UC-CURL draws nothing)."), RADIUS, RADIUS_SCALE, UNREACHED, SUPPORT,
+        MIN_EPOCH_LENGTH,
+    )
+    REFUSED: ClassVar[dict[str, str]] = {
+        "prior": "it draws no posterior samples (prior is an option of ps-curl and safe-curl)",
+        "margin": "its tightness enters every constraint as it is (margin is an option of ps-curl and safe-curl)",
+    }
 
     def __init__(self, model: CMDP, backend: str | Backend = "auto", trigger: str | EpochTrigger = "doubling",
                  tightness_constant: float = 1.0, horizon_lower_bound: float | None = None, seed: Any = None,
                  radius: str = "analysis", radius_scale: float = 1.0, unreached: str = "uniform",
                  support: str = "model", min_epoch_length: int = 1, **backend_options: Any):
         # Checked before the base class builds the program, which reads them.
-        self.radius, self.radius_scale = check_radius(radius, radius_scale, AgentError)
-        super().__init__(model, optimistic_backend(model, backend), trigger, tightness_constant, horizon_lower_bound,
-                         seed, unreached, support=support, min_epoch_length=min_epoch_length, **backend_options)
+        self.radius: str = check_value(RADIUS, radius)
+        self.radius_scale: float = check_value(RADIUS_SCALE, radius_scale)
+        super().__init__(model, auto_backend(backend, model, OptimisticProgram), trigger, tightness_constant,
+                         horizon_lower_bound, seed, unreached, support=support, min_epoch_length=min_epoch_length, **backend_options)
 
     def _build_program(self) -> Program:
         return OptimisticProgram(self.model, radius=self.radius, radius_scale=self.radius_scale,
                                  support=self.program_support)
 
-    def _update_program(self, time, epsilon):
+    def _update_program(self, time: int, epsilon: float) -> None:
         self.program.update(counts=self.counts, time=time, epsilon=epsilon)
 
     def describe(self) -> dict[str, Any]:
@@ -175,25 +179,26 @@ class PsCurl(ProgramAgent):
     """
 
     name = "ps-curl"
+    OPTIONS: ClassVar[tuple[AgentOption, ...]] = (
+        BACKEND, TRIGGER, TIGHTNESS_CONSTANT, HORIZON_LOWER_BOUND,
+        with_doc(SEED, "The agent's own seed: it drives the posterior samples."), PRIOR, UNREACHED, MARGIN, SUPPORT,
+        MIN_EPOCH_LENGTH,
+    )
+    REFUSED: ClassVar[dict[str, str]] = {
+        key: "PS-CURL samples a posterior kernel and has no confidence radius (radius and radius_scale are options"
+             " of uc-curl)" for key in ("radius", "radius_scale")
+    }
 
     def __init__(self, model: CMDP, backend: str | Backend = "auto", trigger: str | EpochTrigger = "doubling",
                  tightness_constant: float = 1.0, horizon_lower_bound: float | None = None, seed: Any = None,
                  prior: float = 1.0, unreached: str = "uniform",
                  margin: str = "absolute", support: str = "model", min_epoch_length: int = 1,
                  **backend_options: Any):
-        for key in ("radius", "radius_scale"):
-            if key in backend_options:
-                raise AgentError(
-                    f"{self.name} does not take {key!r}: PS-CURL samples a posterior kernel and has no confidence"
-                    " radius (radius and radius_scale are options of uc-curl)."
-                )
-        if isinstance(prior, bool) or not isinstance(prior, (int, float)) or not 0 < prior <= MAX_PRIOR:
-            raise CurloptError(f"the Dirichlet prior must be a number in (0, {MAX_PRIOR:g}], got {prior!r}.")
-        self.prior = float(prior)
-        self.margin = margin
+        self.prior: float = check_value(PRIOR, prior)
+        self.margin: str = check_value(MARGIN, margin)
         #: ``s_m`` of each constraint with ``margin="range"`` (None with the absolute margin)
-        self.margin_scales = _margin_scales(model, margin)
-        super().__init__(model, backend, trigger, tightness_constant, horizon_lower_bound, seed, unreached,
+        self.margin_scales = _margin_scales(model, self.margin)
+        super().__init__(model, auto_backend(backend, model, OccupancyProgram), trigger, tightness_constant, horizon_lower_bound, seed, unreached,
                          support=support, min_epoch_length=min_epoch_length, **backend_options)
 
     def sample_kernel(self) -> Any:
@@ -215,7 +220,7 @@ class PsCurl(ProgramAgent):
             return SafeProgram(self.model, kernel=uniform, support=self.program_support)
         return OccupancyProgram(self.model, kernel=uniform, support=self.program_support)
 
-    def _update_program(self, time, epsilon):
+    def _update_program(self, time: int, epsilon: float) -> None:
         kernel = self.sample_kernel()
         if self.margin_scales is None:
             self.program.update(kernel=kernel, epsilon=epsilon)
@@ -228,10 +233,8 @@ class PsCurl(ProgramAgent):
         return {**super().describe(), "prior": self.prior, "margin": self.margin}
 
 
-def _margin_scales(model, margin: str) -> np.ndarray | None:
+def _margin_scales(model: CMDP, margin: str) -> np.ndarray | None:
     """``s_m`` for ``margin="range"`` (None for ``absolute`` or a model without constraints)."""
-    if not isinstance(margin, str) or margin not in MARGINS:
-        raise AgentError(f"margin must be one of {', '.join(map(repr, MARGINS))}, got {margin!r}.")
     if margin == "absolute" or not model.constraints:
         return None
     try:

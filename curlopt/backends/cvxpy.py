@@ -26,6 +26,7 @@ from __future__ import annotations
 import importlib.util
 import time
 import warnings
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -35,7 +36,7 @@ from ..errors import BackendError, BackendOptionError, CurloptError, Unsupported
 from ..programs.blocks import Program
 from ..utilities import forms
 from ..utilities.library import Utility
-from .base import Backend, CompiledProgram, RawSolution, expression_error, package_version
+from .base import Backend, CompiledForm, CompiledProgram, Exactly, RawSolution, expression_error, package_version
 from .form_table import FormCompiler, FormTable, Rule
 from .options import NONE, Option, refuse_both
 from .results import Status
@@ -263,14 +264,17 @@ CVXPY_FORMS = FormTable("cvxpy", {
 }, refused={})
 
 
-def _solver_names(value: Any) -> str | None:
+def solver_names(value: Any) -> str | None:
+    """The ``solvers`` option's check (here and wherever CVXPY's solvers are passed on): one or more non-empty
+    names."""
     names = [value] if isinstance(value, str) else value
     if value is None or (names and all(isinstance(name, str) and name for name in names)):
         return None
     return "it must hold at least one solver name, each a non-empty string"
 
 
-def _settings_by_solver(value: Any) -> str | None:
+def settings_by_solver(value: Any) -> str | None:
+    """The ``solver_options`` option's check: a dict of settings per solver name."""
     if value is None or all(isinstance(k, str) and isinstance(v, dict) for k, v in value.items()):
         return None
     return "each key must be a solver name and each value a dict of settings"
@@ -297,15 +301,18 @@ class CvxpyBackend(Backend):
     takes: ClassVar[str] = "utilities with a form (describe()) or a DCP cvxpy_expr"
     STATUS_MAP: ClassVar[dict[str, Status]] = STATUS_MAP
     FORMS = CVXPY_FORMS
+    #: every program, from its blocks and rows (the class is defined below)
+    COMPILES: ClassVar[Mapping[type[Program], CompiledForm | Exactly]] = {
+        Program: lambda backend, program: CompiledCvxpy(backend, program)}
     OPTIONS: ClassVar[tuple[Option, ...]] = (
         Option("solvers", (str, list, tuple) + NONE, None,
                "CVXPY solver names tried in order; None: CLARABEL then SCS, those installed.",
-               "a CVXPY solver name or a list of them, or None", _solver_names,
+               "a CVXPY solver name or a list of them, or None", solver_names,
                lambda value: [value] if isinstance(value, str) else (None if value is None else list(value))),
         Option("solver_options", (dict,) + NONE, None,
                "Each solver's settings, merged over DEFAULT_SOLVER_OPTIONS; tried on a scratch solver when given.",
                "a dict from CVXPY solver name to a dict of that solver's settings, e.g. {'CLARABEL': {'max_iter':"
-               " 100}}, or None", _settings_by_solver),
+               " 100}}, or None", settings_by_solver),
     )
 
     #: the solvers asked for (None: the default order)
@@ -385,9 +392,6 @@ class CvxpyBackend(Backend):
 
         installed = set(cp.installed_solvers())
         return [(name, {"solvers": [name]}) for name in cls.COMPARABLE_SOLVERS if name in installed]
-
-    def _compile(self, program: Program) -> CompiledCvxpy:
-        return CompiledCvxpy(self, program)
 
 
 #: the status name :meth:`CompiledCvxpy._attempt` gives a solve its solver stopped at a time limit (CVXPY says

@@ -39,7 +39,10 @@ A utility is ``{"type": <class name>, <constructor arguments>}``, written by its
 :data:`curlopt.utilities.library.UTILITY_TYPES` (the built-in Linear, SumOfLogs,
 AlphaFairness, MinOfLinear, Entropy, LinearBound, MaxOfLinear, ConvexQuadratic,
 Norm, and any type registered with :func:`curlopt.utilities.library.register_utility`).
-Custom utilities cannot be written to a file: build such models in Python.
+A utility of the user's own is named by import path, ``{"type": "package.module:Name", "args": {...}}``, and built
+as ``Name(**args)`` where the file is loaded (so ``compare-solvers`` and studies take it); a utility class writes
+itself that way when its ``to_spec()`` returns that form. A :class:`~curlopt.utilities.library.CustomUtility` made
+of callables cannot be written to a file.
 Every problem is a :class:`ModelError` naming the key (and nothing else escapes
 ``load_model``: deeply nested JSON, huge integers, wrong types). A file larger
 than :data:`curlopt.fileio.MAX_READ_BYTES` (64 MiB), or an endless one such as a
@@ -98,6 +101,8 @@ def utility_from_spec(spec: Any, where: str) -> U.Utility:
     if not isinstance(spec, dict) or "type" not in spec:
         raise ModelError(f"{where} must be an object with a 'type' key, got {spec!r}.")
     kind = spec["type"]
+    if isinstance(kind, str) and ":" in kind:
+        return _imported_utility(kind, spec, where)
     builder = U.UTILITY_TYPES.get(kind) if isinstance(kind, str) else None
     if builder is None:
         raise ModelError(f"{where}: unknown utility type {kind!r}; known: {', '.join(sorted(U.UTILITY_TYPES))}.")
@@ -109,6 +114,41 @@ def utility_from_spec(spec: Any, where: str) -> U.Utility:
         raise ModelError(f"{where} ({kind}): {exc}") from None
     except (ValueError, OverflowError, RecursionError, ZeroDivisionError) as exc:  # e.g. a 400-digit integer
         raise ModelError(f"{where} ({kind}): invalid arguments ({type(exc).__name__}: {exc}).") from None
+
+
+def _imported_utility(kind: str, spec: dict[str, Any], where: str) -> U.Utility:
+    """A utility named by import path, ``{"type": "package.module:Name", "args": {...}}``: ``Name(**args)``.
+
+    ``Name`` is a Utility class or a function returning a Utility, importable where the model is loaded (it runs
+    that code, as an ``import`` in a script would: load only model files you trust)."""
+    import importlib
+
+    module_name, _, attribute = kind.partition(":")
+    extra = sorted(set(spec) - {"type", "args"})
+    if extra:
+        raise ModelError(f"{where} ({kind}): a utility named by import path takes only 'type' and 'args', got"
+                         f" {', '.join(map(repr, extra))}.")
+    args = spec.get("args", {})
+    if not isinstance(args, dict) or not all(isinstance(key, str) for key in args):
+        raise ModelError(f"{where} ({kind}): 'args' must be an object of keyword arguments, got {args!r}.")
+    if not module_name or not attribute.isidentifier():
+        raise ModelError(f"{where}: a utility named by import path is 'package.module:Name', got {kind!r}.")
+    try:
+        factory = getattr(importlib.import_module(module_name), attribute)
+    except ImportError as exc:
+        raise ModelError(f"{where}: cannot import the module of utility {kind!r} ({exc}); is it on the Python"
+                         " path where the model is loaded?") from None
+    except AttributeError:
+        raise ModelError(f"{where}: module {module_name!r} has no {attribute!r} (utility {kind!r}).") from None
+    try:
+        utility = factory(**args)
+    except CurloptError as exc:
+        raise ModelError(f"{where} ({kind}): {exc}") from None
+    except Exception as exc:  # the user's constructor: any failure is a bad argument list for this model file
+        raise ModelError(f"{where} ({kind}): building it with args {args!r} raised {type(exc).__name__}: {exc}") from None
+    if not isinstance(utility, U.Utility):
+        raise ModelError(f"{where}: {kind}(**args) must give a curlopt Utility, got {type(utility).__name__}.")
+    return utility
 
 
 def save_model(model: CMDP, path: str | os.PathLike) -> Path:
@@ -189,16 +229,48 @@ def load_model(path: str | os.PathLike) -> CMDP:
     name = data.get("name", path.stem)
     if not isinstance(name, str):
         raise ModelError(f"{path}: 'name' must be a string, got {type(name).__name__}.")
+    kernel = _kernel_from_json(data.get("kernel"), path)
+    _check_signals_against_kernel(data["rewards"], kernel, path)
     arguments = dict(
         rewards=data["rewards"],
         costs=costs,
         objective=utility_from_spec(data["objective"], "objective"),
         constraints=[utility_from_spec(g, f"constraints[{m}]") for m, g in enumerate(constraints)],
-        kernel=_kernel_from_json(data.get("kernel"), path),
+        kernel=kernel,
         initial=data.get("initial"),
         name=name,
     )
     return _model_of_criterion(data, arguments, path)
+
+
+def _kernel_sizes(kernel: Any) -> tuple[int, int] | None:
+    """(S, A) as the kernel gives them: a CSR matrix of shape (S·A, S), or nested lists (S, A, S) read along their
+    first entries (the model checks the rest); None when the kernel does not say."""
+    if sp.issparse(kernel):
+        pairs, states = kernel.shape
+        return (states, pairs // states) if states and pairs % states == 0 else None
+    sizes: list[int] = []
+    node = kernel
+    while isinstance(node, list) and node and len(sizes) < 3:
+        sizes.append(len(node))
+        node = node[0]
+    return (sizes[0], sizes[1]) if len(sizes) == 3 and sizes[0] == sizes[2] else None
+
+
+def _check_signals_against_kernel(rewards: Any, kernel: Any, path: Path) -> None:
+    """Refuse rewards whose (S, A) is not the kernel's, naming the rewards (the model would take S and A from them
+    and blame the costs or the kernel)."""
+    sizes = _kernel_sizes(kernel)
+    if sizes is None:
+        return
+    try:
+        shape = np.asarray(rewards, dtype=float).shape
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        return  # not an array of numbers: the model says so
+    if len(shape) in (2, 3) and shape[-2:] != sizes:
+        count = f"{shape[0]}, " if len(shape) == 3 else ""
+        raise ModelError(f"{path}: rewards has shape {shape}, but the kernel has S={sizes[0]} states and"
+                         f" A={sizes[1]} actions: expected ({count}{sizes[0]}, {sizes[1]}).")
 
 
 def _holds_a_number(value: Any) -> bool:
@@ -231,6 +303,9 @@ def _kernel_from_json(value: Any, path: Path) -> Any:
     shape = value["shape"]
     if not isinstance(shape, list) or len(shape) != 2 or not all(_is_count(n) for n in shape):
         raise ModelError(f"{path}: kernel.shape must be [S·A, S] (two integers >= 0), got {shape!r}.")
+    if max(shape) > _MAX_DIMENSION:
+        raise ModelError(f"{path}: kernel.shape {shape!r} is larger than any model (each of S·A and S at most"
+                         f" {_MAX_DIMENSION:,}).")
     indptr = _integers(value["indptr"], f"{path}: kernel.indptr")
     indices = _integers(value["indices"], f"{path}: kernel.indices")
     data = value["data"]
@@ -242,11 +317,32 @@ def _kernel_from_json(value: Any, path: Path) -> Any:
                          f" shape[0] + 1 = {shape[0] + 1} steps, never decreasing.")
     if np.any((indices < 0) | (indices >= shape[1])):
         raise ModelError(f"{path}: kernel.indices must be successor states in 0..{shape[1] - 1}.")
+    # numbers only: numpy would read "0.4" as 0.4 and true as 1.0
+    wrong = [v for v in data if isinstance(v, bool) or not isinstance(v, (int, float))]
+    if wrong:
+        raise ModelError(f"{path}: kernel.data must be a list of numbers, got {wrong[0]!r}.")
     try:
         numbers = np.array(data, dtype=float)
     except (TypeError, ValueError, OverflowError) as exc:
         raise ModelError(f"{path}: kernel.data must be a list of numbers ({exc}).") from None
+    _refuse_duplicates(indptr, indices, shape, path)
     return sp.csr_array((numbers, indices, indptr), shape=tuple(shape))
+
+
+#: the largest S·A or S a sparse kernel's shape may give (index arrays are 32-bit in scipy below this)
+_MAX_DIMENSION = 2 ** 31 - 1
+
+
+def _refuse_duplicates(indptr: np.ndarray, indices: np.ndarray, shape: list[int], path: Path) -> None:
+    """Refuse a row that lists a successor twice: scipy would add the two entries silently."""
+    rows = np.repeat(np.arange(shape[0], dtype=np.int64), np.diff(indptr))
+    keys = rows * max(shape[1], 1) + indices
+    order = np.argsort(keys, kind="stable")
+    twice = np.flatnonzero(np.diff(keys[order]) == 0)
+    if twice.size:
+        entry = order[twice[0]]
+        raise ModelError(f"{path}: kernel row {int(rows[entry])} (s·A + a) lists the successor {int(indices[entry])}"
+                         " more than once: give each successor once, with its whole probability.")
 
 
 def _is_count(value: Any) -> bool:

@@ -148,6 +148,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -155,7 +156,7 @@ import numpy as np
 from ...errors import BackendOptionError, UnsupportedUtilityError
 from ...programs.blocks import Program
 from ...utilities.library import Utility, curvature_violation
-from ..base import Backend, call_utility, package_version
+from ..base import Backend, CompiledForm, Exactly, call_utility, package_version
 from ..options import NONE, NUMBER, Option, refuse_both, string_keys
 from ..results import Status
 from .compiled import CompiledPyomo, CompiledPyomoBridge, CompiledPyomoSolver
@@ -352,14 +353,20 @@ class PyomoBackend(Backend):
                 raise UnsupportedUtilityError(
                     f"the {role} {utility!r} is declared {utility.curvature} but its Hessian at y={np.round(point, 4).tolist()}"
                     f" has eigenvalue {eigenvalue:.3g}: the pyomo backend (a local solver) needs a concave objective and"
-                    " convex constraints. Fix the utility's curvature or its derivatives."
+                    " convex constraints. Fix the utility's curvature or its derivatives; if the function is defined"
+                    " only above some point (e.g. a log or 1/y), declare its domain (CustomUtility(lower=...), or a"
+                    " domain_lower() method): the check samples inside the domain."
                 )
 
-    def _compile(self, program: Program) -> CompiledPyomo:
+    def compiled_pyomo(self, program: Program) -> CompiledPyomo:
+        """The program as a Pyomo model, solved by Ipopt through cyipopt or by the named Pyomo solver."""
         with pyomo_messages():
             if self.solver == BRIDGE:
                 return CompiledPyomoBridge(self, program)
             return CompiledPyomoSolver(self, program)
+
+    #: every program, from its blocks and rows
+    COMPILES: ClassVar[Mapping[type[Program], CompiledForm | Exactly]] = {Program: compiled_pyomo}
 
     def __repr__(self) -> str:
         return f"PyomoBackend(solver={self.solver!r})"
