@@ -47,8 +47,8 @@ BARE_TARGET = 70.0
 
 def _bare(steps: int, seed: int = 0) -> tuple[float, float]:
     """The bare fast loop on the queue: a uniform policy, no trigger, ``steps`` steps. (CPU s, wall s)."""
+    from curlopt.experiments.simulation import UniformStream
     from curlopt.experiments.simulation.loop import _cumulative_rows, _fast_epoch
-    from curlopt.experiments.simulation.streams import UniformStream
     from curlopt.models import queue_model
 
     model = queue_model()

@@ -20,8 +20,8 @@ profile of its runs.
 
 from __future__ import annotations
 
-import csv
 import cProfile
+import csv
 import io
 import os
 import pstats
@@ -32,8 +32,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from _report import load_average, table
 
@@ -299,7 +299,8 @@ class _solver_clock:
 
 def run_profile(say: Callable[[str], None], targets, algorithms: list[str], steps: int = 500_000,
                 seed: int = 0) -> None:
-    from curlopt.experiments.presets import execute_task, plan_tasks
+    from curlopt.experiments.executors import execute_task
+    from curlopt.experiments.presets import plan_tasks
 
     tasks, _notes = plan_tasks("queue", [seed], steps, algorithms=algorithms)
     for task in tasks:

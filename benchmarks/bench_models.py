@@ -53,7 +53,7 @@ def build_table(models) -> list[tuple[str, str, str, str, str]]:
 
 
 def simulation_table(steps: int) -> list[tuple[str, str, str, str]]:
-    from curlopt.experiments.simulation.loop import ChainSimulator
+    from curlopt.experiments.simulation import ChainSimulator
     from curlopt.models import build_model
 
     rows = []

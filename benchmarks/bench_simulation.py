@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
-
 from _report import ratio, table
 
 
@@ -93,8 +92,8 @@ def _whole_at(steps: int, seed: int, repeats: int = 3) -> tuple[float, float, fl
 def _bare(steps_fast: int, steps_generic: int, seed: int = 0):
     """The bare loops: a fixed uniform policy, no trigger. Returns (fast seconds, generic seconds)."""
     from curlopt.envs import make
+    from curlopt.experiments.simulation import UniformStream
     from curlopt.experiments.simulation.loop import _cumulative_rows, _fast_epoch, _generic_epoch
-    from curlopt.experiments.simulation.streams import UniformStream
     from curlopt.models import queue_model
 
     model = queue_model()

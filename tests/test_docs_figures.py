@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from curlopt.experiments.outputs import SUMMARY_HASH_KEY
 from curlopt.experiments.outputs.figures.report import png_text
-from curlopt.experiments.runner import SUMMARY_HASH_KEY
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = sorted((ROOT / "docs" / "studies").glob("*/*.png"))

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_helpers import assert_one_line_error, forbid_running
+from cli_helpers import invoke as cli
 
 import curlopt
 from curlopt import CMDP, CurloptError, Linear, build_model, load_model, save_model
 from curlopt.utilities.library import CustomUtility
-
-from cli_helpers import assert_one_line_error, forbid_running, invoke as cli
 
 LINUX = sys.platform.startswith("linux")
 
@@ -164,7 +164,7 @@ def test_agent_seed_is_refused_by_name(bad):
 @pytest.mark.parametrize("line, key", [("steps = 1000000000001", "[study] steps"),
                                        ("checkpoints = 1000001", "[study] checkpoints")])
 def test_study_steps_and_checkpoints_are_bounded_before_anything_runs(tmp_path, line, key):
-    from curlopt.experiments.study.reader import load_study
+    from curlopt.experiments.study import load_study
 
     base = {"steps": "steps = 100", "checkpoints": "checkpoints = 10"}
     base[key.split()[-1]] = line

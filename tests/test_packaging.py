@@ -52,6 +52,9 @@ def test_the_wheel_holds_every_package_of_the_source_tree(installed):
                     if name.endswith("/__init__.py")}
         names = archive.namelist()
     assert _source_packages() - in_wheel == set()
+    # the package's data files too: the reproduce presets are study files (TOML) inside the package
+    data = {str(path.relative_to(ROOT)).replace(os.sep, "/") for path in (ROOT / "curlopt").rglob("*.toml")}
+    assert data and data - set(names) == set()
     assert not [name for name in names if name.startswith(("tests/", "benchmarks/", "studies/"))]
 
 
@@ -68,6 +71,8 @@ def test_the_installed_wheel_runs_outside_the_source_tree(installed, tmp_path):
     # the reference: the optimum written again from the problem statement (curlopt.testing.reference), here
     reference = model_optimum(build_model("queue")).value
     assert float(printed.split()[1]) == pytest.approx(reference, rel=1e-8)
+    presets = _run(site, tmp_path, "-c", "from curlopt.experiments import EXPERIMENTS as E; print(*sorted(E))")
+    assert presets.returncode == 0 and presets.stdout.split() == ["queue", "scheduler"], presets.stderr
     run = _run(site, tmp_path, "-m", "curlopt", "run", "queue", "-T", "2000", "--no-progress", "--out", "trace.json")
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "trace.json").is_file()

@@ -13,13 +13,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_helpers import invoke as _cli
 
 from curlopt.errors import CurloptError
-from curlopt.experiments.outputs.summary import STUDY_COLUMN_DOCS, TIME_COLUMNS, study_columns
-from curlopt.experiments.presets import (EXPERIMENTS, AlgorithmSpec, Experiment, Scale, SettingSpec, experiment_study,
-    plan_tasks, reproduce, task_status)
-from curlopt.experiments.simulation.trace import load_trace
-from cli_helpers import invoke as _cli
+from curlopt.experiments.outputs import STUDY_COLUMN_DOCS, TIME_COLUMNS, study_columns
+from curlopt.experiments.presets import (
+    EXPERIMENTS,
+    AlgorithmSpec,
+    Experiment,
+    Scale,
+    experiment_study,
+    plan_tasks,
+    reproduce,
+)
+from curlopt.experiments.runner import task_status
+from curlopt.experiments.simulation import load_trace
+from curlopt.experiments.study import SettingSpec
 
 STEPS = 2000
 ALGORITHMS = ["ps-curl-doubling", "uc-curl-linear"]
@@ -265,7 +274,7 @@ def test_the_profiles_set_the_options_the_paper_states_and_the_analysis_uses():
     assert override.profile["overrides"] == {"tightness_constant": 3, "backend": "pyomo"}
 
     # Each profile's configurations are their own folders: both can live in one output folder.
-    from curlopt.experiments.study.planning import plan_study
+    from curlopt.experiments.study import plan_study
 
     keys = {name: {c.algorithm.key: c.key for c in plan_study(experiment_study("queue", profile=name)[0]).configurations}
             for name in ("paper", "analysis")}
@@ -279,7 +288,7 @@ def test_ucrl_cmdp_runs_on_its_agents_default_backend_unless_backend_is_given(tm
     import inspect
 
     from curlopt.agents import AGENTS
-    from curlopt.experiments.study.planning import plan_study
+    from curlopt.experiments.study import plan_study
 
     # the agent's own default, read from its signature: what `curlopt run queue -a ucrl-cmdp` uses
     assert inspect.signature(AGENTS["ucrl-cmdp"]).parameters["backend"].default == "highs-box-columns"
@@ -310,7 +319,7 @@ def test_ucrl_cmdp_runs_on_its_agents_default_backend_unless_backend_is_given(tm
 
     # an algorithm can keep its agent's default only where that is a named backend ("auto" would leave it unstated)
     experiment = Experiment(name="mini", settings=(SettingSpec("queue", "queue"),),
-                            algorithms=(AlgorithmSpec("p", "P", "ps-curl", "linear", own_backend=True),),
+                            algorithms=(AlgorithmSpec("p", "P", "ps-curl", (("trigger", "linear"),), own_backend=True),),
                             backend="highs", default=Scale(500, 1), full=Scale(1000, 2))
     assert inspect.signature(AGENTS["ps-curl"]).parameters["backend"].default == "auto"
     with pytest.raises(CurloptError, match="'p' keeps its agent's default backend, but agent 'ps-curl' has no named"):
@@ -437,3 +446,69 @@ def test_cli_end_to_end_and_resume(tmp_path, capsys):
 def test_cli_errors_are_one_line(capsys, tmp_path):
     code, _, err = _cli(["reproduce", "maze", "--out", str(tmp_path)], capsys)
     assert code == 2 and err.strip().startswith("error: unknown experiment") and len(err.strip().splitlines()) == 1
+
+
+# -- the preset files ---------------------------------------------------------------------------------------------
+MINI_PRESET = """\
+[study]
+name = "mini"
+steps = 500
+seeds = 1
+
+[reproduce]
+backend = "highs"
+full = { steps = 1000, seeds = 2 }
+own_backend = ["p"]
+
+[model]
+name = "queue"
+
+[[algorithms]]
+agent = "ps-curl"
+key = "p"
+label = "P"
+options = { trigger = "linear" }
+"""
+
+
+def test_a_preset_file_is_a_study_file_with_a_reproduce_section(tmp_path):
+    from curlopt.experiments.presets import load_preset
+
+    path = tmp_path / "mini.toml"
+    path.write_text(MINI_PRESET, encoding="utf-8")
+    assert load_preset(path) == Experiment(
+        "mini", (SettingSpec("queue", "queue"),), (AlgorithmSpec("p", "P", "ps-curl", (("trigger", "linear"),),
+                                                                 own_backend=True),),
+        "highs", Scale(500, 1), Scale(1000, 2))
+    study, heading = experiment_study(path, backend="highs", full=True)
+    assert experiment_study(str(path), backend="highs", full=True)[0] == study  # `curlopt reproduce mini.toml`
+    assert (study.steps, study.seeds) == (1000, (0, 1)) and "the published scale" in heading
+    # the paper profile's options for PS-CURL (K_ε = 1, unreached = uniform) are added to the file's own
+    assert dict(study.algorithms[0].options) == {"backend": "highs", "tightness_constant": 1, "trigger": "linear",
+                                                 "unreached": "uniform"}
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ('[reproduce]\nbackend = "highs"\nfull = { steps = 1000, seeds = 2 }\nown_backend = ["p"]\n', "",
+     "[reproduce]: is required in a preset file (with backend and full)."),
+    ('backend = "highs"', "backend = 3", "[reproduce] backend: must be a string, got an integer 3."),
+    ('backend = "highs"', 'backend = "highs"\nspeed = 1',
+     "[reproduce] speed: unknown key; allowed keys: backend, full, own_backend, extra, reduced_note."),
+    ("full = { steps = 1000, seeds = 2 }", "full = { steps = 0, seeds = 2 }",
+     "[reproduce] full steps: must be an integer >= 1, got an integer 0."),
+    ("full = { steps = 1000, seeds = 2 }", "", "[reproduce] full: is required (the published scale"),
+    ('own_backend = ["p"]', 'own_backend = ["q"]', "[reproduce] own_backend: names no algorithm 'q'; algorithms: p."),
+    ("seeds = 1\n", "seeds = 1\njobs = 2\n",
+     "[study] jobs: is not read from a preset file; it gives name, description, steps, seeds."),
+    ("seeds = 1\n", "seeds = [4]\n", "[study] seeds: a preset file gives a count of seeds, got [4]."),
+    ("steps = 500", "steps = 0", "[study] steps: must be an integer >= 1, got an integer 0."),  # the study schema
+])
+def test_a_bad_preset_file_is_refused_naming_the_file_and_the_key(tmp_path, old, new, message):
+    from curlopt.experiments.presets import load_preset
+
+    assert old in MINI_PRESET
+    path = tmp_path / "mini.toml"
+    path.write_text(MINI_PRESET.replace(old, new, 1), encoding="utf-8")
+    with pytest.raises(CurloptError) as caught:
+        load_preset(path)
+    assert str(caught.value).startswith(f"{path}: {message}")

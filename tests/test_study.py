@@ -8,15 +8,15 @@ import json
 from pathlib import Path
 
 import pytest
+from cli_helpers import invoke as _cli
 from hypothesis import given
 from hypothesis import strategies as st
 
 from curlopt.errors import CurloptError
 from curlopt.experiments import load_study, run_study
+from curlopt.experiments.simulation import load_trace
 from curlopt.experiments.study.planning import MAX_KEY_LENGTH, configuration_key, plan_study
 from curlopt.experiments.study.spec import canonical
-from curlopt.experiments.simulation.trace import load_trace
-from cli_helpers import invoke as _cli
 
 STEPS = 400
 QUIET = dict(jobs=1, progress=False, figures=False, echo=None)
@@ -349,7 +349,7 @@ def test_a_bad_study_is_refused_with_one_line_naming_the_file_and_key(case, tmp_
 
 
 def test_the_api_reads_the_same_study_as_the_file(tmp_path):
-    from curlopt.experiments.study.reader import study_from_dict
+    from curlopt.experiments.study import study_from_dict
 
     path = _study(tmp_path, GRID.format(values="[1, 3]"))
     import tomllib

@@ -9,10 +9,16 @@ from cli_helpers import invoke
 from hypothesis import given
 from hypothesis import strategies as st
 
-from curlopt.experiments.study import planning
-from curlopt.experiments.study.planning import plan_study, study_size
-from curlopt.experiments.study.reader import load_study, study_from_dict
-from curlopt.experiments.study.spec import DEFAULT_MAX_RUNS, MAX_SEEDS, StudyError
+from curlopt.experiments.study import (
+    DEFAULT_MAX_RUNS,
+    MAX_SEEDS,
+    StudyError,
+    load_study,
+    plan_study,
+    planning,
+    study_from_dict,
+    study_size,
+)
 
 
 def _write(path: Path, text: str) -> Path:

@@ -9,7 +9,8 @@ from .app import app
 
 @app.command("reproduce")
 def reproduce_command(
-    experiment: str = typer.Argument(..., help="Experiment: queue or scheduler."),
+    experiment: str = typer.Argument(..., help="Experiment: queue or scheduler, or a preset file (a study file with a"
+                                                " [reproduce] section, like curlopt/experiments/presets/queue.toml)."),
     profile: str = typer.Option("paper", "--profile",
                                 help="paper: the options the paper's experiments state (UC-CURL radius=experiment, K_ε=1);"
                                      " analysis: the analysed algorithm (radius=analysis, K_ε=1)."),

@@ -1,23 +1,21 @@
 """Running agents: the learning loop, traces, studies (grids of configurations × seeds), summaries and figures.
 
-A study (a TOML file, or a ``reproduce`` preset) is read by :func:`load_study`,
-planned into configurations and runs, and run (resumably) by :func:`run_study`;
+A study (a TOML file, or a ``reproduce`` preset: a study file shipped in :mod:`.presets`) is read by
+:func:`load_study`, planned into configurations and runs, and run (resumably) by :func:`run_study`;
 :func:`reproduce` runs the paper's experiments as presets of the same runner.
+Each room has one door, its package: :mod:`.simulation` (one run), :mod:`.study` (a study before it runs),
+:mod:`.outputs` (what a study writes, :mod:`.outputs.figures` its figures) and :mod:`.compare` (backends and
+solvers side by side); this package is the door to the names users need most.
 Nothing heavy is imported here: matplotlib loads when a figure is drawn, Ray when
 its executor is chosen.
 """
 
 from .executors import LocalExecutor, RayExecutor
-from .outputs.figures.plots import plot_study
-from .outputs.runs import ConfigurationRuns
-from .outputs.summary import write_study_summary
+from .outputs import ConfigurationRuns, plot_study, write_study_summary
 from .presets import EXPERIMENTS, PROFILES, AlgorithmSpec, Experiment, Scale, experiment_study, plan_tasks, reproduce
 from .runner import StudyResult, run_study
-from .simulation.loop import checkpoint_times, run
-from .simulation.trace import EpochRecord, Trace, load_trace
-from .study.planning import Configuration, Task, configuration_key, plan_study
-from .study.reader import load_study
-from .study.spec import SettingSpec, Study, StudyAlgorithm
+from .simulation import EpochRecord, Trace, checkpoint_times, load_trace, run
+from .study import Configuration, SettingSpec, Study, StudyAlgorithm, Task, configuration_key, load_study, plan_study
 
 __all__ = [
     "run", "checkpoint_times", "Trace", "EpochRecord", "load_trace",

@@ -58,8 +58,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import CurloptError
 from ..fileio import atomic_write_text, write_error
-from .executors import LocalExecutor, RayExecutor, execute_task, make_executor
-from .outputs.figures.style import SUMMARY_HASH_KEY  # re-exported: the runner writes it into every figure
+from .executors import LocalExecutor, RayExecutor, make_executor
+from .outputs.figures.style import SUMMARY_HASH_KEY
 from .outputs.lock import FolderLock
 from .outputs.solve_failures import failed_solves_warning
 from .study.planning import OPTION_NAMES, Configuration, Plan, Task, option_label, plan_study, value_label
@@ -70,8 +70,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .outputs.runs import ConfigurationRuns
     from .simulation.trace import Trace
 
-__all__ = ["StudyResult", "run_study", "execute_task", "task_status", "format_duration", "write_json",
-           "SUMMARY_HASH_KEY"]
+__all__ = ["StudyResult", "run_study", "task_status", "format_duration", "write_json"]
 
 
 

@@ -1,9 +1,11 @@
-"""Reading a study file's structure into a :class:`~curlopt.experiments.study.spec.Study`, key by key.
+"""A study file's schema, declared once (:data:`SCHEMA`: each table's keys, what each accepts, its default), and
+the reader that checks a file against it.
 
-Each check refuses with one line: the file, the key (``[study] steps``,
-``algorithms[2].options.radius``; ``[[algorithms]]`` and ``[[models]]`` tables
-counted from 1), what is wrong and what is allowed. The format is described in
-:mod:`curlopt.experiments.study.spec`.
+One checker (:meth:`StudyReader.section`) refuses an unknown key, a missing required one or a value of the wrong
+kind; what a table's keys mean together (exactly one of ``name`` or ``file``; a key used twice) is checked where the
+table becomes a :class:`~curlopt.experiments.study.spec.Study`. Each refusal is one line: the file, the key
+(``[study] steps``, ``algorithms[2].options.radius``; ``[[algorithms]]`` and ``[[models]]`` tables counted from 1),
+what is wrong and what is allowed. The format is described in :mod:`curlopt.experiments.study.spec`.
 """
 
 from __future__ import annotations
@@ -11,11 +13,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any
 
 from ...errors import CurloptError
 from ..simulation.loop import MAX_CHECKPOINTS, MAX_STEPS
@@ -34,14 +36,82 @@ from .spec import (
     is_option_value,
 )
 
-__all__ = ["StudyReader", "load_study", "study_from_dict"]
+__all__ = ["Key", "SCHEMA", "StudyReader", "load_study", "read_toml", "study_from_dict"]
 
 _NAME_RULE = "lower-case letters, digits, '.', '_' and '-'"
-_TOP_KEYS = ("study", "model", "models", "options", "algorithms", "grid")
-_STUDY_KEYS = ("name", "description", "steps", "seeds", "checkpoints", "out", "executor", "jobs", "address",
-               "max_runs")
-_MODEL_KEYS = ("name", "file", "params", "setting", "label", "cost_names")
-_ALGORITHM_KEYS = ("agent", "key", "label", "options", "grid")
+
+
+@dataclass(frozen=True)
+class Key:
+    """What one key of a study-file table accepts: its ``kind`` (a checker of :class:`StudyReader`: ``string``,
+    ``name``, ``path``, ``choice`` of ``choices``, ``integer`` from ``minimum`` to ``maximum``, ``strings``,
+    ``seeds``, ``options``, ``grid``, ``params``, ``table``, ``tables``); for a required key, what to give
+    (``required``, said when it is missing), else its ``default``."""
+
+    kind: str
+    required: str = ""
+    default: Any = None
+    minimum: int = 1
+    maximum: int | None = None
+    choices: tuple[str, ...] = ()
+
+
+#: Every table of a study file: its keys, in the order they are checked (and listed in messages).
+SCHEMA: dict[str, dict[str, Key]] = {
+    "top": {
+        "study": Key("table", required="with name, steps and seeds"),
+        "model": Key("table"),
+        "models": Key("tables"),
+        "options": Key("options", default=()),
+        "algorithms": Key("tables", required="one or more tables with agent = \"...\""),
+        "grid": Key("grid", default=()),
+    },
+    "study": {
+        "name": Key("name", required=f"a string, {_NAME_RULE}"),
+        "description": Key("string", default=""),
+        "steps": Key("integer", required="an integer >= 1", maximum=MAX_STEPS),
+        "seeds": Key("seeds", required="a count >= 1, or a list of distinct integers >= 0"),
+        "checkpoints": Key("integer", minimum=2, default=DEFAULT_CHECKPOINTS, maximum=MAX_CHECKPOINTS),
+        "out": Key("path"),
+        "executor": Key("choice", choices=EXECUTORS, default="local"),
+        "jobs": Key("integer"),
+        "address": Key("string"),
+        "max_runs": Key("integer"),
+    },
+    "model": {
+        "name": Key("string"),
+        "file": Key("string"),
+        "params": Key("params", default={}),
+        "setting": Key("name"),
+        "label": Key("string", default=""),
+        "cost_names": Key("strings", default=()),
+    },
+    "algorithm": {
+        "agent": Key("string", required="a string"),
+        "key": Key("name"),
+        "label": Key("string"),
+        "options": Key("options", default=()),
+        "grid": Key("grid", default=()),
+    },
+    # a preset file (curlopt reproduce) is a study file with this section more
+    "reproduce": {
+        "backend": Key("string", required="the backend of every algorithm that takes one"),
+        "full": Key("table", required="the published scale, { steps = ..., seeds = ... }"),
+        "own_backend": Key("strings", default=()),
+        "extra": Key("strings", default=()),
+        "reduced_note": Key("string", default=""),
+    },
+    "scale": {
+        "steps": Key("integer", required="an integer >= 1", maximum=MAX_STEPS),
+        "seeds": Key("integer", required="a count >= 1", maximum=MAX_SEEDS),
+    },
+    # one profile of the preset files' profiles.toml: agent -> options, in stated and defaults
+    "profile": {
+        "description": Key("string", required="a string"),
+        "stated": Key("table", default={}),
+        "defaults": Key("table", default={}),
+    },
+}
 
 
 def _type_name(value: Any) -> str:
@@ -52,6 +122,13 @@ def _type_name(value: Any) -> str:
 def _show(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _at(where: str, key: str) -> str:
+    """A key's name in messages: ``[study] steps`` in a named table, ``algorithms[2].options`` in a listed one."""
+    if not where:
+        return key
+    return f"{where} {key}" if where.startswith("[") else f"{where}.{key}"
 
 
 def _value_identity(value: Any) -> tuple[str, Any]:
@@ -77,168 +154,58 @@ class StudyReader:
     def fail(self, key: str, message: str) -> StudyError:
         return StudyError(f"{self.source}: {key}: {message}" if key else f"{self.source}: {message}")
 
-    # -- small checks ---------------------------------------------------------------------------------------------
-    def table(self, value: Any, key: str) -> dict[str, Any]:
+    # -- the one checker ------------------------------------------------------------------------------------------
+    def section(self, value: Any, keys: Mapping[str, Key], where: str) -> dict[str, Any]:
+        """A table checked against its declared ``keys``: every key's value (its default when missing)."""
+        table = self.table(value, where)
+        for name in table:
+            if name not in keys:
+                raise self.fail(_at(where, name), f"unknown key; allowed keys: {', '.join(keys)}.")
+        out = {}
+        for name, key in keys.items():
+            if name in table:
+                out[name] = _CHECKS[key.kind](self, table[name], _at(where, name), key)
+            elif key.required:
+                raise self.fail(_at(where, name), f"is required ({key.required}).")
+            else:
+                out[name] = key.default
+        return out
+
+    def table(self, value: Any, where: str, _key: Key | None = None) -> dict[str, Any]:
         if not isinstance(value, dict):
-            raise self.fail(key, f"must be a table, got {_type_name(value)} {_show(value)}.")
+            raise self.fail(where, f"must be a table, got {_type_name(value)} {_show(value)}.")
         return value
 
-    # A required value is there (a missing one raises): the overloads tell the type checker so.
-    @overload
-    def string(self, table: Mapping[str, Any], key: str, where: str, required: Literal[True],
-               pattern: re.Pattern | None = None) -> str: ...
+    def tables(self, value: Any, where: str, _key: Key | None = None) -> list[Any]:
+        if not isinstance(value, list) or not value:
+            raise self.fail(where, f"must be one or more {where} tables, got {_type_name(value)}.")
+        return value
 
-    @overload
-    def string(self, table: Mapping[str, Any], key: str, where: str, required: bool = False,
-               pattern: re.Pattern | None = None) -> str | None: ...
-
-    def string(self, table: Mapping[str, Any], key: str, where: str, required: bool = False,
-               pattern: re.Pattern | None = None) -> str | None:
-        if key not in table:
-            if required:
-                raise self.fail(where, f"is required (a string{', ' + _NAME_RULE if pattern else ''}).")
-            return None
-        value = table[key]
+    def string(self, value: Any, where: str, key: Key = Key("string")) -> str:
+        """A string; a ``name`` matches NAME_PATTERN, a ``path`` is not blank, a ``choice`` is one of its choices."""
         if not isinstance(value, str):
             raise self.fail(where, f"must be a string, got {_type_name(value)} {_show(value)}.")
-        if pattern is not None and not pattern.match(value):
+        if key.kind == "name" and not NAME_PATTERN.match(value):
             raise self.fail(where, f"{value!r} is not a valid name; use {_NAME_RULE}.")
+        if key.kind == "path" and not value.strip():
+            raise self.fail(where, "must be a folder path, got an empty string.")
+        if key.kind == "choice" and value not in key.choices:
+            raise self.fail(where, f"must be one of {', '.join(key.choices)}, got {value!r}.")
         return value
 
-    # An integer that is required, or has an integer default, is an int.
-    @overload
-    def integer(self, table: Mapping[str, Any], key: str, where: str, minimum: int, required: Literal[True],
-                default: int | None = None, maximum: int | None = None) -> int: ...
-
-    @overload
-    def integer(self, table: Mapping[str, Any], key: str, where: str, minimum: int, required: bool = False, *,
-                default: int, maximum: int | None = None) -> int: ...
-
-    @overload
-    def integer(self, table: Mapping[str, Any], key: str, where: str, minimum: int, required: bool = False,
-                default: None = None, maximum: int | None = None) -> int | None: ...
-
-    def integer(self, table: Mapping[str, Any], key: str, where: str, minimum: int, required: bool = False,
-                default: int | None = None, maximum: int | None = None) -> int | None:
-        if key not in table:
-            if required:
-                raise self.fail(where, f"is required (an integer >= {minimum}).")
-            return default
-        value = table[key]
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.fail(where, f"must be an integer >= {minimum}, got {_type_name(value)} {_show(value)}.")
-        if maximum is not None and value > maximum:
-            raise self.fail(where, f"must be at most {maximum:,}, got {value:,}.")
+    def integer(self, value: Any, where: str, key: Key) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < key.minimum:
+            raise self.fail(where, f"must be an integer >= {key.minimum}, got {_type_name(value)} {_show(value)}.")
+        if key.maximum is not None and value > key.maximum:
+            raise self.fail(where, f"must be at most {key.maximum:,}, got {value:,}.")
         return value
 
-    def options(self, value: Any, where: str) -> tuple[tuple[str, Any], ...]:
-        table = self.table(value, where)
-        out = []
-        for name, option in table.items():
-            key = f"{where} {name}" if where.startswith("[") else f"{where}.{name}"
-            if not name.isidentifier():
-                raise self.fail(key, "is not an option name (options are Python keyword arguments of the agent).")
-            if not is_option_value(option):
-                raise self.fail(key, f"must be a number, string, boolean, list or table, got {_type_name(option)}.")
-            out.append((name, option))
-        return tuple(out)
+    def strings(self, value: Any, where: str, _key: Key | None = None) -> tuple[str, ...]:
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise self.fail(where, f"must be a list of strings, got {_show(value)}.")
+        return tuple(value)
 
-    def grid(self, value: Any, where: str) -> tuple[tuple[str, tuple[Any, ...]], ...]:
-        table = self.table(value, where)
-        axes = []
-        for name, values in table.items():
-            key = f"{where} {name}" if where.startswith("[") else f"{where}.{name}"
-            if not name.isidentifier():
-                raise self.fail(key, "is not an option name (options are Python keyword arguments of the agent).")
-            if not isinstance(values, list):
-                raise self.fail(key, f"a grid axis must be a non-empty list of values, got {_type_name(values)}"
-                                     f" {_show(values)}.")
-            if not values:
-                raise self.fail(key, "a grid axis must be a non-empty list of values, got [].")
-            seen: set[tuple[str, Any]] = set()  # one pass, however long the axis
-            for item in values:
-                if not is_option_value(item):
-                    raise self.fail(key, f"values must be numbers, strings, booleans, lists or tables, got"
-                                         f" {_type_name(item)}.")
-                identity = _value_identity(item)
-                if identity in seen:
-                    raise self.fail(key, f"the value {_show(item)} appears twice; give each value once.")
-                seen.add(identity)
-            axes.append((name, tuple(values)))
-        return tuple(axes)
-
-    # -- sections -------------------------------------------------------------------------------------------------
-    def study(self, data: Mapping[str, Any]) -> Study:
-        data = self.table(data, "")
-        for key in data:
-            if key not in _TOP_KEYS:
-                raise self.fail(key, "unknown top-level key; allowed: [study], [model] or [[models]], [options],"
-                                     " [[algorithms]], [grid].")
-        if "study" not in data:
-            raise self.fail("[study]", "is required (with name, steps and seeds).")
-        head = self.table(data["study"], "[study]")
-        for key in head:
-            if key not in _STUDY_KEYS:
-                raise self.fail(f"[study] {key}", f"unknown key; allowed keys: {', '.join(_STUDY_KEYS)}.")
-        name = self.string(head, "name", "[study] name", required=True, pattern=NAME_PATTERN)
-        description = self.string(head, "description", "[study] description") or ""
-        steps = self.integer(head, "steps", "[study] steps", 1, required=True, maximum=MAX_STEPS)
-        seeds = self.seeds(head)
-        checkpoints = self.integer(head, "checkpoints", "[study] checkpoints", 2, default=DEFAULT_CHECKPOINTS,
-                                   maximum=MAX_CHECKPOINTS)
-        out = self.string(head, "out", "[study] out")
-        if out is not None and not out.strip():
-            raise self.fail("[study] out", "must be a folder path, got an empty string.")
-        executor = self.string(head, "executor", "[study] executor") or "local"
-        if executor not in EXECUTORS:
-            raise self.fail("[study] executor", f"must be one of {', '.join(EXECUTORS)}, got {executor!r}.")
-        jobs = self.integer(head, "jobs", "[study] jobs", 1)
-        address = self.string(head, "address", "[study] address")
-        if address is not None and executor != "ray":
-            raise self.fail("[study] address", 'is for the Ray executor; add executor = "ray".')
-        max_runs = self.integer(head, "max_runs", "[study] max_runs", 1)
-
-        if ("model" in data) == ("models" in data):
-            raise self.fail("[model]", "give exactly one of [model] (one model) or [[models]] (several).")
-        if "model" in data:
-            settings: tuple[SettingSpec, ...] = (self.setting(data["model"], "[model]"),)
-        else:
-            entries = data["models"]
-            if not isinstance(entries, list) or not entries:
-                raise self.fail("[[models]]", f"must be one or more [[models]] tables, got {_type_name(entries)}.")
-            settings = tuple(self.setting(entry, f"models[{i}]") for i, entry in enumerate(entries, 1))
-        names = [s.name for s in settings]
-        for i, setting in enumerate(settings, 1):
-            if names.index(setting.name) != i - 1:
-                raise self.fail(f"models[{i}].setting", f"the setting name {setting.name!r} is used twice; give"
-                                                        " each model its own setting = \"...\".")
-
-        options = self.options(data.get("options", {}), "[options]")
-        grid = self.grid(data.get("grid", {}), "[grid]")
-        for axis, _ in grid:
-            if axis in dict(options):
-                raise self.fail(f"[grid] {axis}", "is also set in [options]; give it in one place.")
-        if "algorithms" not in data:
-            raise self.fail("[[algorithms]]", "is required: one or more tables with agent = \"...\".")
-        entries = data["algorithms"]
-        if not isinstance(entries, list) or not entries:
-            raise self.fail("[[algorithms]]", f"must be one or more [[algorithms]] tables, got {_type_name(entries)}.")
-        algorithms = tuple(self.algorithm(entry, f"algorithms[{i}]") for i, entry in enumerate(entries, 1))
-        keys: dict[str, str] = {}
-        for algorithm in algorithms:
-            if algorithm.key in keys:
-                raise self.fail(f"{algorithm.where}.key", f"the key {algorithm.key!r} is already used by"
-                                                          f" {keys[algorithm.key]}; give each algorithm its own key.")
-            keys[algorithm.key] = algorithm.where
-        return Study(name=name, steps=steps, seeds=seeds, settings=settings, algorithms=algorithms,
-                     description=description, checkpoints=checkpoints, out=out, executor=executor, jobs=jobs,
-                     address=address, max_runs=max_runs, options=options, grid=grid, source=self.source)
-
-    def seeds(self, head: Mapping[str, Any]) -> tuple[int, ...]:
-        where = "[study] seeds"
-        if "seeds" not in head:
-            raise self.fail(where, "is required (a count >= 1, or a list of distinct integers >= 0).")
-        value = head["seeds"]
+    def seeds(self, value: Any, where: str, _key: Key | None = None) -> tuple[int, ...]:
         if isinstance(value, int) and not isinstance(value, bool):
             if value < 1:
                 raise self.fail(where, f"a count of seeds must be >= 1, got {value}.")
@@ -253,92 +220,180 @@ class StudyReader:
         raise self.fail(where, f"must be a count >= 1 or a non-empty list of distinct integers >= 0, got"
                                f" {_type_name(value)} {_show(value)}.")
 
+    def params(self, value: Any, where: str, _key: Key | None = None) -> dict[str, Any]:
+        for name, item in self.table(value, where).items():
+            if not is_option_value(item):
+                raise self.fail(f"{where}.{name}", f"must be a number, string, boolean, list or table, got"
+                                                   f" {_type_name(item)}.")
+        return {name: None if item == "none" else item for name, item in value.items()}  # TOML has no null
+
+    def _entries(self, value: Any, where: str) -> list[tuple[str, str, Any]]:
+        """A table of options or axes as ``(name, where, value)``, each name an identifier."""
+        entries = []
+        for name, item in self.table(value, where).items():
+            if not name.isidentifier():
+                raise self.fail(_at(where, name), "is not an option name (options are Python keyword arguments of"
+                                                  " the agent).")
+            entries.append((name, _at(where, name), item))
+        return entries
+
+    def options(self, value: Any, where: str, _key: Key | None = None) -> tuple[tuple[str, Any], ...]:
+        for _name, key, option in self._entries(value, where):
+            if not is_option_value(option):
+                raise self.fail(key, f"must be a number, string, boolean, list or table, got {_type_name(option)}.")
+        return tuple(value.items())
+
+    def grid(self, value: Any, where: str, _key: Key | None = None) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+        for _name, key, values in self._entries(value, where):
+            if not isinstance(values, list) or not values:
+                raise self.fail(key, f"a grid axis must be a non-empty list of values, got {_type_name(values)}"
+                                     f" {_show(values)}.")
+            seen: set[tuple[str, Any]] = set()  # one pass, however long the axis
+            for item in values:
+                if not is_option_value(item):
+                    raise self.fail(key, f"values must be numbers, strings, booleans, lists or tables, got"
+                                         f" {_type_name(item)}.")
+                identity = _value_identity(item)
+                if identity in seen:
+                    raise self.fail(key, f"the value {_show(item)} appears twice; give each value once.")
+                seen.add(identity)
+        return tuple((name, tuple(values)) for name, values in value.items())
+
+    # -- what the keys of a table mean together -------------------------------------------------------------------
+    def study(self, data: Mapping[str, Any]) -> Study:
+        top = SCHEMA["top"]
+        for key in self.table(data, ""):
+            if key not in top:
+                raise self.fail(key, "unknown top-level key; allowed: [study], [model] or [[models]], [options],"
+                                     " [[algorithms]], [grid].")
+        if "study" not in data:
+            raise self.fail("[study]", f"is required ({top['study'].required}).")
+        head = self.section(data["study"], SCHEMA["study"], "[study]")
+        if head["address"] is not None and head["executor"] != "ray":
+            raise self.fail("[study] address", 'is for the Ray executor; add executor = "ray".')
+        settings = self.settings(data)
+        options = self.options(data.get("options", {}), "[options]")
+        grid = self.grid(data.get("grid", {}), "[grid]")
+        for axis, _ in grid:
+            if axis in dict(options):
+                raise self.fail(f"[grid] {axis}", "is also set in [options]; give it in one place.")
+        if "algorithms" not in data:
+            raise self.fail("[[algorithms]]", f"is required: {top['algorithms'].required}.")
+        entries = self.tables(data["algorithms"], "[[algorithms]]")
+        algorithms = tuple(self.algorithm(entry, f"algorithms[{i}]") for i, entry in enumerate(entries, 1))
+        keys: dict[str, str] = {}
+        for algorithm in algorithms:
+            if algorithm.key in keys:
+                raise self.fail(f"{algorithm.where}.key", f"the key {algorithm.key!r} is already used by"
+                                                          f" {keys[algorithm.key]}; give each algorithm its own key.")
+            keys[algorithm.key] = algorithm.where
+        return Study(settings=settings, algorithms=algorithms, options=options, grid=grid, source=self.source, **head)
+
+    def settings(self, data: Mapping[str, Any]) -> tuple[SettingSpec, ...]:
+        """The ``[model]`` or the ``[[models]]`` tables, each setting named once."""
+        if ("model" in data) == ("models" in data):
+            raise self.fail("[model]", "give exactly one of [model] (one model) or [[models]] (several).")
+        if "model" in data:
+            return (self.setting(data["model"], "[model]"),)
+        entries = self.tables(data["models"], "[[models]]")
+        settings = tuple(self.setting(entry, f"models[{i}]") for i, entry in enumerate(entries, 1))
+        names = [s.name for s in settings]
+        for i, setting in enumerate(settings, 1):
+            if names.index(setting.name) != i - 1:
+                raise self.fail(f"models[{i}].setting", f"the setting name {setting.name!r} is used twice; give"
+                                                        " each model its own setting = \"...\".")
+        return settings
+
     def setting(self, value: Any, where: str) -> SettingSpec:
-        table = self.table(value, where)
-        for key in table:
-            if key not in _MODEL_KEYS:
-                raise self.fail(f"{where} {key}" if where.startswith("[") else f"{where}.{key}",
-                                f"unknown key; allowed keys: {', '.join(_MODEL_KEYS)}.")
-
-        def at(key: str) -> str:
-            return f"{where} {key}" if where.startswith("[") else f"{where}.{key}"
-
-        if ("name" in table) == ("file" in table):
+        table = self.section(value, SCHEMA["model"], where)
+        if (table["name"] is None) == (table["file"] is None):
             raise self.fail(where, "give exactly one of name = \"<built-in model>\" or file = \"<model file>\".")
-        label = self.string(table, "label", at("label")) or ""
-        cost_names = table.get("cost_names", [])
-        if not isinstance(cost_names, list) or not all(isinstance(c, str) for c in cost_names):
-            raise self.fail(at("cost_names"), f"must be a list of strings, got {_show(cost_names)}.")
-        setting_name = self.string(table, "setting", at("setting"), pattern=NAME_PATTERN)
-        if "name" in table:
+        label, cost_names = table["label"], table["cost_names"]
+        if table["name"] is not None:
             from ...models import MODELS
 
-            model = self.string(table, "name", at("name"))
+            model = table["name"]
             if model not in MODELS:
-                raise self.fail(at("name"), f"unknown model {model!r}; built-in models: {', '.join(sorted(MODELS))}.")
-            params = table.get("params", {})
-            params = self.table(params, at("params"))
-            for key, item in params.items():
-                if not is_option_value(item):
-                    raise self.fail(f"{at('params')}.{key}", f"must be a number, string, boolean, list or table,"
-                                                             f" got {_type_name(item)}.")
-            params = {key: None if item == "none" else item for key, item in params.items()}  # TOML has no null
-            name = setting_name or model
+                raise self.fail(_at(where, "name"), f"unknown model {model!r}; built-in models:"
+                                                    f" {', '.join(sorted(MODELS))}.")
+            name = table["setting"] or model
             if not NAME_PATTERN.match(name):
-                raise self.fail(at("setting"), f"the model name {model!r} is not a valid setting name; add setting ="
-                                               f" \"...\" ({_NAME_RULE}).")
-            spec = SettingSpec(name, model, tuple(params.items()), label, tuple(cost_names))
+                raise self.fail(_at(where, "setting"), f"the model name {model!r} is not a valid setting name; add"
+                                                       f" setting = \"...\" ({_NAME_RULE}).")
+            spec = SettingSpec(name, model, tuple(table["params"].items()), label, cost_names)
         else:
-            if "params" in table:
-                raise self.fail(at("params"), "applies to built-in models (name = ...), not to a model file.")
-            file = self.string(table, "file", at("file"), required=True)  # there: checked above
-            path = Path(file)
-            if not path.is_absolute():
-                path = self.base / path
-            path = path.resolve()
-            try:
-                digest = hashlib.sha256(path.read_bytes()).hexdigest()
-            except FileNotFoundError:
-                raise self.fail(at("file"), f"no model file at {path}.") from None
-            except OSError as exc:
-                raise self.fail(at("file"), f"cannot read {path} ({exc.strerror or exc}).") from None
-            name = setting_name or path.stem
-            if not NAME_PATTERN.match(name):
-                raise self.fail(at("setting"), f"the file name {path.stem!r} is not a valid setting name; add setting"
-                                               f" = \"...\" ({_NAME_RULE}).")
-            spec = SettingSpec(name, "", (), label, tuple(cost_names), file=str(path), file_sha256=digest)
+            if "params" in value:
+                raise self.fail(_at(where, "params"), "applies to built-in models (name = ...), not to a model file.")
+            spec = self.model_file(table["file"], table["setting"], label, cost_names, where)
         try:
             spec.build()
         except CurloptError as exc:
-            raise self.fail(at("params") if spec.model else at("file"), _one_line(exc)) from None
+            raise self.fail(_at(where, "params" if spec.model else "file"), _one_line(exc)) from None
         except Exception as exc:  # a builder's own check (e.g. numpy) on a parameter value
-            raise self.fail(at("params") if spec.model else at("file"), f"{type(exc).__name__}: {_one_line(exc)}") from None
+            raise self.fail(_at(where, "params" if spec.model else "file"),
+                            f"{type(exc).__name__}: {_one_line(exc)}") from None
         return spec
+
+    def model_file(self, file: str, setting: str | None, label: str, cost_names: tuple[str, ...],
+                   where: str) -> SettingSpec:
+        """A setting of a model file (relative to the study file), named by its stem unless ``setting`` is given."""
+        path = Path(file)
+        path = (path if path.is_absolute() else self.base / path).resolve()
+        try:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        except FileNotFoundError:
+            raise self.fail(_at(where, "file"), f"no model file at {path}.") from None
+        except OSError as exc:
+            raise self.fail(_at(where, "file"), f"cannot read {path} ({exc.strerror or exc}).") from None
+        name = setting or path.stem
+        if not NAME_PATTERN.match(name):
+            raise self.fail(_at(where, "setting"), f"the file name {path.stem!r} is not a valid setting name; add"
+                                                   f" setting = \"...\" ({_NAME_RULE}).")
+        return SettingSpec(name, "", (), label, cost_names, file=str(path), file_sha256=digest)
 
     def algorithm(self, value: Any, where: str) -> StudyAlgorithm:
         from ...agents import AGENTS
 
-        table = self.table(value, where)
-        for key in table:
-            if key not in _ALGORITHM_KEYS:
-                raise self.fail(f"{where}.{key}", f"unknown key; allowed keys: {', '.join(_ALGORITHM_KEYS)}.")
-        agent = self.string(table, "agent", f"{where}.agent", required=True)
+        table = self.section(value, SCHEMA["algorithm"], where)
+        agent = table["agent"]
         if agent not in AGENTS:
             raise self.fail(f"{where}.agent", f"unknown agent {agent!r}; agents: {', '.join(AGENTS)}.")
-        key = self.string(table, "key", f"{where}.key", pattern=NAME_PATTERN) or agent
+        key = table["key"] or agent
         if not NAME_PATTERN.match(key):
             raise self.fail(f"{where}.key", f"the agent name {agent!r} is not a valid key; add key = \"...\""
                                             f" ({_NAME_RULE}).")
-        label = self.string(table, "label", f"{where}.label") or default_label(agent, key)
-        options = self.options(table.get("options", {}), f"{where}.options")
-        grid = self.grid(table.get("grid", {}), f"{where}.grid")
+        options, grid = table["options"], table["grid"]
         for name, _ in grid:
             if name in dict(options):
                 raise self.fail(f"{where}.grid.{name}", f"is also set in {where}.options; give it in one place.")
-        return StudyAlgorithm(key, agent, label, options, grid, where)
+        return StudyAlgorithm(key, agent, table["label"] or default_label(agent, key), options, grid, where)
+
+
+#: the checker of each kind of key
+_CHECKS: dict[str, Callable[[StudyReader, Any, str, Key], Any]] = {
+    "name": StudyReader.string, "path": StudyReader.string, "choice": StudyReader.string,
+    **{kind: getattr(StudyReader, kind) for kind in ("string", "integer", "strings", "seeds", "params", "options",
+                                                       "grid", "table", "tables")},
+}
 
 
 # -- reading --------------------------------------------------------------------------------------------------------
+def read_toml(path: str | os.PathLike, what: str = "study file") -> dict[str, Any]:
+    """A TOML file's structure, or one line saying why it cannot be read (``what`` names the file's kind)."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as stream:
+            return tomllib.load(stream)
+    except FileNotFoundError:
+        raise StudyError(f"{path}: no such {what}.") from None
+    except IsADirectoryError:
+        raise StudyError(f"{path}: is a directory, not a {what}.") from None
+    except OSError as exc:
+        raise StudyError(f"{path}: cannot be read ({exc.strerror or exc}).") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise StudyError(f"{path}: not a valid TOML file ({_one_line(exc)}).") from None
+
+
 def load_study(path: str | os.PathLike) -> Study:
     """Read and check a study file (format, types, names; the agents' options are checked when planned).
 
@@ -347,19 +402,7 @@ def load_study(path: str | os.PathLike) -> Study:
     StudyError
         One line naming the file, the key and what is allowed.
     """
-    path = Path(path)
-    try:
-        with open(path, "rb") as stream:
-            data = tomllib.load(stream)
-    except FileNotFoundError:
-        raise StudyError(f"{path}: no such study file.") from None
-    except IsADirectoryError:
-        raise StudyError(f"{path}: is a directory, not a study file.") from None
-    except OSError as exc:
-        raise StudyError(f"{path}: cannot be read ({exc.strerror or exc}).") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise StudyError(f"{path}: not a valid TOML file ({_one_line(exc)}).") from None
-    return study_from_dict(data, source=str(path), base=path.parent)
+    return study_from_dict(read_toml(path), source=str(path), base=Path(path).parent)
 
 
 def study_from_dict(data: Mapping[str, Any], source: str = "study", base: str | os.PathLike | None = None) -> Study:

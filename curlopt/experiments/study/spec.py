@@ -48,8 +48,8 @@ refused when the file is read.
 Every problem is a :class:`~curlopt.errors.CurloptError` of one line naming the
 file and the key (``[grid] radius``, ``algorithms[2].options.radius``; the
 ``[[algorithms]]`` and ``[[models]]`` tables are counted from 1) and saying what
-is allowed (the checks of the file itself are in
-:mod:`curlopt.experiments.study.reader`). How the grid expands into
+is allowed (the keys of each table, what each accepts and its default are declared once, in
+:data:`curlopt.experiments.study.reader.SCHEMA`, and checked by its reader). How the grid expands into
 configurations, and the checks that need the agents, are in
 :mod:`curlopt.experiments.study.planning`.
 """
@@ -181,7 +181,8 @@ class Study:
 
     Built by :func:`~curlopt.experiments.study.reader.load_study` from a TOML file, by
     :func:`~curlopt.experiments.study.reader.study_from_dict`
-    from the same structure in memory, or by the ``reproduce`` presets.
+    from the same structure in memory, or by the ``reproduce`` presets (study files too, with a ``[reproduce]``
+    section: :mod:`curlopt.experiments.presets`).
     ``source`` names the study in messages (the file's path, or e.g.
     ``experiment 'queue' (profile paper)``); ``profile`` is the preset's
     profile record (None for study files). ``max_runs`` is the file's

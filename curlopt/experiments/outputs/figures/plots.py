@@ -79,9 +79,9 @@ rendered in memory and written atomically by :func:`curlopt.fileio.atomic_write_
 :func:`setting_figures`) return the :class:`~matplotlib.figure.Figure` without
 saving it.
 
-The figures are built in :mod:`curlopt.experiments.outputs.figures` (one module each:
-shared style, curves stacked over seeds, one curve panel, the curve figures,
-the frontier and its labels, the epochs); this module ties them together.
+The figures are built in the modules of :mod:`curlopt.experiments.outputs.figures` (one each: shared style,
+curves stacked over seeds, one curve panel, the curve figures, the frontier and its labels, the epochs); this
+module ties them together, and the package is their one public door.
 """
 
 from __future__ import annotations
@@ -91,28 +91,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .curves import curve_figure
-from .epochs import SOURCES, epochs_figure, source_shares
-from .frontier import FrontierPoint, frontier_figure, frontier_points
-from .panel import COINCIDE_TOLERANCE, NEAR_TOLERANCE, draw_panel, settle_time
+from .epochs import epochs_figure
+from .frontier import frontier_figure
 from .style import load_matplotlib, save_png
-from .view import (
-    MAX_LINES,
-    SINGLE_PANEL_MAX,
-    Curves,
-    SettingView,
-    algorithm_label,
-    curves_from_traces,
-    setting_view,
-    short_label,
-)
+from .view import setting_view
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..runs import ConfigurationRuns
 
-__all__ = ["Curves", "curves_from_traces", "plot_study", "setting_figures", "setting_view", "SettingView",
-           "frontier_figure", "frontier_points", "FrontierPoint", "curve_figure", "epochs_figure", "source_shares",
-           "short_label", "algorithm_label", "draw_panel", "settle_time", "COINCIDE_TOLERANCE", "NEAR_TOLERANCE",
-           "MAX_LINES", "SINGLE_PANEL_MAX", "SOURCES"]
+__all__ = ["plot_study", "setting_figures"]
 
 
 def setting_figures(groups: Sequence[ConfigurationRuns], frontier: bool = True,

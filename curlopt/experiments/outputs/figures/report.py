@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .view import Curves
 
 __all__ = ["ReportFigure", "png_text", "png_bytes", "study_figures", "exact_constraint_figure",
-           "exact_constraint_png", "SUMMARY_HASH_KEY", "PNG_SIGNATURE"]
+           "exact_constraint_png", "PNG_SIGNATURE"]
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -1,30 +1,17 @@
 """The paper's experiments as presets of the study runner: ``curlopt reproduce queue|scheduler``.
 
-An *experiment* (``queue``, ``scheduler``) is one or more settings (a built-in
-model with parameters) times a list of algorithms (a registered agent and, for
-UC-CURL and PS-CURL, an epoch trigger) with a default backend and two scales.
-The default backend is that of the paper's CURL agents; an algorithm can keep
-its own agent's default instead (UCRL-CMDP: ``highs-box-columns``, its box
-program by column generation, the same program as the whole LP on ``highs``).
-:func:`experiment_study` turns it into a :class:`~curlopt.experiments.study.spec.Study`
-(the same object a study file gives) under a *profile* of agent options, and
-:func:`reproduce` runs that study with :func:`~curlopt.experiments.runner.run_study`:
-one code path for studies and presets (files, resume, summary and figures are
-described in :mod:`curlopt.experiments.runner`).
-
-Profiles (``--profile``):
-
-``paper`` (default)
-    What the paper's experiment sections state: UC-CURL with the experiments'
-    confidence radius (``radius="experiment"``) and K_ε = 1, PS-CURL with K_ε = 1,
-    the triggers by name (``linear`` is the paper's rule), primal-dual with
-    scaled constraints (``scale=True``). Where the paper is silent the toolkit's
-    default is used and said: ``unreached="uniform"`` for UC-CURL, PS-CURL and
-    UCRL-CMDP.
-``analysis``
-    The analysed algorithm: UC-CURL with the radius of the analysis
-    (``radius="analysis"``) and K_ε = 1; the same triggers, PS-CURL and
-    baselines as ``paper``.
+An *experiment* is a study file shipped in this package (``queue.toml``, ``scheduler.toml``; read by
+:func:`load_preset` through the study file's schema) with one section more, ``[reproduce]``: its settings times its
+algorithms (a registered agent with its own options, e.g. the epoch trigger), a default backend, the reduced
+default scale (``[study] steps`` and ``seeds``) and the published one (``full``). The default backend is that of the
+paper's CURL agents; an algorithm can keep its own agent's default instead (``own_backend``; UCRL-CMDP:
+``highs-box-columns``, the same program as the whole LP on ``highs`` by column generation), and the toolkit's own
+agents run beside the paper's (``extra``). :func:`experiment_study` turns it into a
+:class:`~curlopt.experiments.study.spec.Study` under a *profile* of agent options (``profiles.toml``: ``paper``,
+the default, the options the paper's experiment sections state and the toolkit's defaults where it is silent;
+``analysis``, the analysed algorithm), and :func:`reproduce` runs that study with
+:func:`~curlopt.experiments.runner.run_study`: one code path for studies and presets (files, resume, summary and
+figures are described in :mod:`curlopt.experiments.runner`).
 
 ``--tightness`` and ``--backend`` override the profile for every algorithm that
 takes them (``--backend`` also for an algorithm that keeps its agent's default).
@@ -41,22 +28,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import CurloptError
-from .runner import StudyResult, execute_task, format_duration, run_study, task_status
-from .study.planning import Configuration, Task, agent_parameters, plan_study
-from .study.spec import MAX_SEEDS, SettingSpec, Study, StudyAlgorithm
+from ...errors import CurloptError
+from ..runner import StudyResult, run_study
+from ..study.planning import Task, agent_parameters, plan_study
+from ..study.reader import SCHEMA, StudyReader, read_toml
+from ..study.spec import SettingSpec, Study, StudyAlgorithm
 
-__all__ = [
-    "AlgorithmSpec", "SettingSpec", "Scale", "Experiment", "EXPERIMENTS", "Profile", "PROFILES", "Task",
-    "Configuration", "StudyResult", "plan_tasks", "task_status", "execute_task", "experiment_study", "reproduce",
-    "run_study", "format_duration",
-]
+__all__ = ["AlgorithmSpec", "Scale", "Experiment", "EXPERIMENTS", "Profile", "PROFILES", "PRESET_DIR", "load_preset",
+           "load_profiles", "plan_tasks", "experiment_study", "reproduce"]
 
 
 # -- what an experiment is ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class AlgorithmSpec:
-    """A registered agent (with an epoch trigger for UC-CURL and PS-CURL), as one algorithm of an experiment.
+    """A registered agent with its own options (the epoch trigger of UC-CURL and PS-CURL), as one algorithm of an
+    experiment.
 
     Attributes
     ----------
@@ -66,8 +52,8 @@ class AlgorithmSpec:
         Display name in tables and legends, e.g. ``PS-CURL (linear)``.
     agent : str
         Name in :data:`curlopt.agents.AGENTS`.
-    trigger : str or None
-        Epoch trigger; None for agents with their own epoch schedule (the baselines).
+    options : tuple of (str, value)
+        The algorithm's own options (e.g. ``(("trigger", "linear"),)``); the profile's are added to them.
     extra : bool
         True for a configuration of the toolkit's own (safe mode), run beside the paper's and labelled as such;
         the profile's options, which state the paper's choices, do not apply to it.
@@ -79,7 +65,7 @@ class AlgorithmSpec:
     key: str
     label: str
     agent: str
-    trigger: str | None = None
+    options: tuple[tuple[str, Any], ...] = ()
     extra: bool = False
     own_backend: bool = False
 
@@ -119,59 +105,6 @@ class Experiment:
         )
 
 
-def _curl_algorithms() -> tuple[AlgorithmSpec, ...]:
-    return tuple(
-        AlgorithmSpec(f"{agent}-{trigger}", f"{agent.upper()} ({trigger})", agent, trigger)
-        for agent in ("uc-curl", "ps-curl")
-        for trigger in ("doubling", "linear")
-    )
-
-
-#: Safe mode, the toolkit's own agent, beside the paper's configurations (docs/safe-mode.md).
-SAFE_MODE = AlgorithmSpec("safe-curl", "Safe mode (ours, not in the paper)", "safe-curl", "linear", extra=True)
-
-#: The paper's two experiments.
-EXPERIMENTS: dict[str, Experiment] = {
-    "queue": Experiment(
-        name="queue",
-        settings=(SettingSpec("queue", "queue", (), "single-server queue with flow and service control",
-                              ("service cost 6 - 10a", "flow cost 2 - 8(1-b)²")),),
-        algorithms=_curl_algorithms() + (
-            # its agent's default, highs-box-columns: the same box program as the whole LP on highs, by column
-            # generation (faster; where the optimum ties it may pick another optimal vertex)
-            AlgorithmSpec("ucrl-cmdp", "UCRL-CMDP", "ucrl-cmdp", own_backend=True),
-            AlgorithmSpec("primal-dual", "Primal-dual", "primal-dual"),
-            SAFE_MODE,
-        ),
-        backend="highs",
-        default=Scale(steps=100_000, seeds=5),
-        full=Scale(steps=500_000, seeds=50),
-        description="queue with flow and service control: linear reward, two linear constraints",
-        reduced_note="At the reduced scale (T = 100,000, 5 seeds) every configuration ends with C(T) = 0, although"
-                     " many epochs of the paper-mode agents and the baselines play policies that violate on the true"
-                     " kernel (the violating epochs column): their C(T) > 0 appears at the published T = 500,000"
-                     " (docs/reproduction.md quotes it); run --full to see it.",
-    ),
-    "scheduler": Experiment(
-        name="scheduler",
-        settings=(
-            SettingSpec("scheduler", "scheduler", (), "fair scheduler with the SLA ζ ≤ 0.3",
-                        ("client 2's share of service",)),
-            SettingSpec("scheduler-unconstrained", "scheduler", (("sla", None),), "fair scheduler without the SLA",
-                        ("client 2's share of service",)),
-        ),
-        algorithms=_curl_algorithms() + (SAFE_MODE,),
-        backend="cvxpy",  # the objective ln λ1 + ln λ2 is not an LP
-        default=Scale(steps=50_000, seeds=3),
-        full=Scale(steps=500_000, seeds=10),
-        description="fair scheduler: proportional fairness (sum of logs), with and without the SLA",
-        reduced_note="At the reduced scale (T = 50,000, 3 seeds) the curves show the early part of learning; the"
-                     " claims docs/reproduction.md checks are at T = 500,000 (--full).",
-    ),
-}
-
-
-# -- profiles -------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Profile:
     """Agent options of a preset: those its source states, and the toolkit's defaults where it is silent."""
@@ -187,32 +120,72 @@ class Profile:
         return {**self.defaults.get(agent, {}), **self.stated.get(agent, {})}
 
 
-_SILENT = {"uc-curl": {"unreached": "uniform"}, "ps-curl": {"unreached": "uniform"},
-           "ucrl-cmdp": {"unreached": "uniform"}}
-
-PROFILES: dict[str, Profile] = {
-    "paper": Profile(
-        "paper",
-        "the options the paper's experiment sections state (UC-CURL radius=experiment, K_ε=1; PS-CURL K_ε=1;"
-        " the triggers by name; primal-dual scale=true)",
-        stated={"uc-curl": {"radius": "experiment", "tightness_constant": 1}, "ps-curl": {"tightness_constant": 1},
-                "primal-dual": {"scale": True}},
-        defaults=_SILENT,
-    ),
-    "analysis": Profile(
-        "analysis",
-        "the analysed algorithm (UC-CURL radius=analysis, K_ε=1; PS-CURL K_ε=1; the same triggers; the baselines as"
-        " in the paper's experiments: primal-dual scale=true)",
-        stated={"uc-curl": {"radius": "analysis", "tightness_constant": 1}, "ps-curl": {"tightness_constant": 1},
-                "primal-dual": {"scale": True}},
-        defaults=_SILENT,
-    ),
-}
+# -- the preset files -----------------------------------------------------------------------------------------------
+#: where the preset files are (package data: ``<experiment>.toml`` and ``profiles.toml``)
+PRESET_DIR = Path(__file__).parent
+#: the ``[study]`` keys a preset file gives (the others are the command's: ``--out``, ``--jobs``, ...)
+_PRESET_STUDY_KEYS = ("name", "description", "steps", "seeds")
 
 
-def get_experiment(experiment: str | Experiment) -> Experiment:
+def load_preset(path: str | os.PathLike) -> Experiment:
+    """An experiment from its preset file: a study file whose algorithms give their own options, with a
+    ``[reproduce]`` section (the default backend, the published scale, the algorithms on their agent's default
+    backend, the extras). Checked key by key against the study file's schema (one line naming the file and key).
+    """
+    data = read_toml(path, "preset file")
+    reader = StudyReader(str(path), Path(path).parent)
+    if "reproduce" not in data:
+        raise reader.fail("[reproduce]", "is required in a preset file (with backend and full).")
+    data = dict(data)
+    preset = reader.section(data.pop("reproduce"), SCHEMA["reproduce"], "[reproduce]")
+    full = reader.section(preset["full"], SCHEMA["scale"], "[reproduce] full")
+    for key in reader.table(data.get("study", {}), "[study]"):
+        if key not in _PRESET_STUDY_KEYS:
+            raise reader.fail(f"[study] {key}", f"is not read from a preset file; it gives {', '.join(_PRESET_STUDY_KEYS)}.")
+    for section in ("options", "grid"):
+        if section in data:
+            raise reader.fail(f"[{section}]", "is not read from a preset file; give each algorithm its own options.")
+    study = reader.study(data)
+    if study.seeds != tuple(range(len(study.seeds))):
+        raise reader.fail("[study] seeds", f"a preset file gives a count of seeds, got {list(study.seeds)}.")
+    keys = [a.key for a in study.algorithms]
+    for name in ("own_backend", "extra"):
+        for key in preset[name]:
+            if key not in keys:
+                raise reader.fail(f"[reproduce] {name}", f"names no algorithm {key!r}; algorithms: {', '.join(keys)}.")
+    for algorithm in study.algorithms:
+        if algorithm.grid:
+            raise reader.fail(f"{algorithm.where}.grid", "is not read from a preset file; give one configuration.")
+    algorithms = tuple(AlgorithmSpec(a.key, a.label, a.agent, a.options, a.key in preset["extra"],
+                                     a.key in preset["own_backend"]) for a in study.algorithms)
+    return Experiment(study.name, study.settings, algorithms, preset["backend"], Scale(study.steps, len(study.seeds)),
+                      Scale(full["steps"], full["seeds"]), study.description, preset["reduced_note"])
+
+
+def load_profiles(path: str | os.PathLike) -> dict[str, Profile]:
+    """The profiles of a profiles file: one table per profile, checked against the study file's schema."""
+    reader = StudyReader(str(path), Path(path).parent)
+    profiles = {}
+    for name, table in read_toml(path, "profiles file").items():
+        entry = reader.section(table, SCHEMA["profile"], f"[{name}]")
+        options = {part: {agent: dict(reader.options(value, f"[{name}] {part}.{agent}"))
+                          for agent, value in entry[part].items()} for part in ("stated", "defaults")}
+        profiles[name] = Profile(name, entry["description"], options["stated"], options["defaults"])
+    return profiles
+
+
+#: The paper's two experiments (the preset files ``queue.toml`` and ``scheduler.toml``).
+EXPERIMENTS: dict[str, Experiment] = {name: load_preset(PRESET_DIR / f"{name}.toml") for name in ("queue", "scheduler")}
+#: The profiles (``profiles.toml``).
+PROFILES: dict[str, Profile] = load_profiles(PRESET_DIR / "profiles.toml")
+
+
+def get_experiment(experiment: str | os.PathLike | Experiment) -> Experiment:
+    """A preset by name, a preset file by path, or the experiment given."""
     if isinstance(experiment, Experiment):
         return experiment
+    if isinstance(experiment, os.PathLike) or (isinstance(experiment, str) and experiment.endswith(".toml")):
+        return load_preset(experiment)
     try:
         return EXPERIMENTS[experiment]
     except (KeyError, TypeError):
@@ -228,27 +201,12 @@ def get_profile(profile: str | Profile) -> Profile:
         raise CurloptError(f"unknown profile {profile!r}; profiles: {', '.join(PROFILES)}.") from None
 
 
-def _seed_list(seeds: int | Sequence[int]) -> list[int]:
-    if isinstance(seeds, bool):
-        raise CurloptError(f"seeds must be a count >= 1 or a list of seeds, got {seeds!r}.")
-    if isinstance(seeds, int):
-        if seeds < 1:
-            raise CurloptError(f"the number of seeds must be >= 1, got {seeds}.")
-        if seeds > MAX_SEEDS:  # before listing them
-            raise CurloptError(f"the number of seeds must be at most {MAX_SEEDS:,}, got {seeds:,}.")
-        return list(range(seeds))
-    out = [int(s) for s in seeds]
-    if not out or any(s < 0 for s in out) or len(set(out)) != len(out):
-        raise CurloptError(f"seeds must be distinct integers >= 0, got {seeds!r}.")
-    return out
-
-
 def _show(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else (f"{value:g}" if isinstance(value, float) else str(value))
 
 
 def experiment_study(
-    experiment: str | Experiment = "queue",
+    experiment: str | os.PathLike | Experiment = "queue",
     *,
     profile: str | Profile = "paper",
     full: bool = False,
@@ -270,8 +228,7 @@ def experiment_study(
     prof = get_profile(profile)
     scale = exp.full if full else exp.default
     steps = scale.steps if steps is None else steps
-    _check_numbers(steps, checkpoints, tightness)
-    seed_list = _seed_list(scale.seeds if seeds is None else seeds)
+    seed_list = _check_numbers(exp.name, steps, scale.seeds if seeds is None else seeds, checkpoints, tightness)
     given = backend is not None
     backend = backend or exp.backend
     specs = _algorithm_specs(exp, algorithms)
@@ -296,15 +253,16 @@ def experiment_study(
     return study, f"backend {backend} ({'; '.join(_other_backends(specs, chosen, backend) + [_scale_text(exp, steps, len(seed_list))])})"
 
 
-def _check_numbers(steps: Any, checkpoints: Any, tightness: Any) -> None:
-    """Refuse a horizon, checkpoint count or tightness constant out of range (one line naming it)."""
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise CurloptError(f"steps must be an integer >= 1, got {steps!r}.")
-    if isinstance(checkpoints, bool) or not isinstance(checkpoints, int) or checkpoints < 2:
-        raise CurloptError(f"checkpoints must be an integer >= 2, got {checkpoints!r}.")
+def _check_numbers(name: str, steps: Any, seeds: Any, checkpoints: Any, tightness: Any) -> tuple[int, ...]:
+    """The seeds, once the horizon, seeds and checkpoint count are checked as a study file's are (one line naming
+    the argument and what it accepts), and the tightness constant K_ε."""
+    reader, keys = StudyReader(f"experiment {name!r}", Path.cwd()), SCHEMA["study"]
+    reader.integer(steps, "steps", keys["steps"])
+    reader.integer(checkpoints, "checkpoints", keys["checkpoints"])
     if tightness is not None and (isinstance(tightness, bool) or not isinstance(tightness, (int, float))
                                   or not math.isfinite(tightness) or tightness < 0):
         raise CurloptError(f"the tightness constant K_ε must be a finite number >= 0, got {tightness!r}.")
+    return reader.seeds(seeds if isinstance(seeds, int) else list(seeds), "seeds")
 
 
 def _algorithm_specs(exp: Experiment, algorithms: Sequence[str] | None) -> list[AlgorithmSpec]:
@@ -335,7 +293,7 @@ def _study_algorithms(specs: list[AlgorithmSpec], prof: Profile, backend: str, t
     ``backend`` goes to every agent that takes one, except a spec with ``own_backend`` (its agent's default)
     when the backend was not ``given`` for every algorithm.
     """
-    from ..agents import AGENTS
+    from ...agents import AGENTS
 
     notes: list[str] = []
     chosen: list[StudyAlgorithm] = []
@@ -347,12 +305,12 @@ def _study_algorithms(specs: list[AlgorithmSpec], prof: Profile, backend: str, t
         options: dict[str, Any] = {}
         if "backend" in takes:
             options["backend"] = _own_backend(spec, takes) if spec.own_backend and not given else backend
-        if spec.trigger is not None:
-            if "trigger" not in takes:
-                raise CurloptError(f"algorithm {spec.key!r}: agent {spec.agent!r} takes no epoch trigger.")
-            options["trigger"] = spec.trigger
         if "tightness_constant" in takes:
             options["tightness_constant"] = 1
+        for name, value in spec.options:
+            if name not in takes:
+                raise CurloptError(f"algorithm {spec.key!r}: agent {spec.agent!r} takes no option {name!r}.")
+            options[name] = value
         if not spec.extra:  # the profile states the paper's choices; an extra runs at its own defaults
             options.update(prof.options(spec.agent))  # given even if the agent does not take them: planning refuses
         if tightness is not None and "tightness_constant" in takes:
@@ -426,7 +384,7 @@ def _scale_text(exp: Experiment, steps: int, n_seeds: int) -> str:
 
 
 def plan_tasks(
-    experiment: str | Experiment,
+    experiment: str | os.PathLike | Experiment,
     seeds: int | Sequence[int],
     steps: int,
     backend: str | None = None,
@@ -444,7 +402,7 @@ def plan_tasks(
 
 
 def reproduce(
-    experiment: str | Experiment = "queue",
+    experiment: str | os.PathLike | Experiment = "queue",
     *,
     profile: str | Profile = "paper",
     full: bool = False,
@@ -468,7 +426,7 @@ def reproduce(
 
     Parameters
     ----------
-    experiment : {"queue", "scheduler"} or Experiment
+    experiment : {"queue", "scheduler"}, path of a preset file, or Experiment
     profile : {"paper", "analysis"}, default "paper"
         The agents' options (see the module docstring).
     full : bool, default False
