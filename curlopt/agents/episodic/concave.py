@@ -43,8 +43,13 @@ def _occupancy_program(model: EpisodicCMDP) -> Any:
 
 def _shifted(model: EpisodicCMDP, bonus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(r + b, c − b)`` per step, every signal: optimistic for an f non-decreasing in every λ_k and g_m
-    non-decreasing in every ζ_i (the budget form)."""
-    return _add_per_step(model.step_rewards, bonus), _add_per_step(model.step_costs, -bonus)
+    non-decreasing in every ζ_i (the budget form). When the model's costs are all >= 0 (consumptions) the shifted
+    costs stop at 0: no cost total can be negative, so ``max(c − b, 0)`` is still optimistic, and a g that is
+    non-decreasing only on the non-negative orthant (a norm or a quadratic centred at 0) stays optimistic."""
+    costs = _add_per_step(model.step_costs, -bonus)
+    if np.all(model.step_costs >= 0):
+        costs = np.maximum(costs, 0.0)
+    return _add_per_step(model.step_rewards, bonus), costs
 
 
 class ConRl(ProgramEpisodicAgent):
@@ -109,13 +114,13 @@ def moma_bonus(visits: np.ndarray, horizon: int, log_term: float) -> np.ndarray:
 
 
 def optimistic_backward_induction(initial: np.ndarray, kernel: np.ndarray, signal: np.ndarray,
-                                  bonus: np.ndarray, cap: float) -> tuple[np.ndarray, float]:
-    """Value iteration ``Q_h = min(cap_h, x_h + b + P̂ V_{h+1})``, ``V_h = max_a Q_h``: the greedy deterministic
-    policy (H, S, A) (the first maximiser on ties) and its optimistic value ``μ·V_1``.
+                                  cap: float) -> tuple[np.ndarray, float]:
+    """Value iteration ``Q_h = min((H − h) cap, x_h + P̂ V_{h+1})``, ``V_h = max_a Q_h`` (steps h = 0..H−1): the
+    greedy deterministic policy (H, S, A) (the first maximiser on ties) and its optimistic value ``μ·V_1``.
 
-    ``signal`` (H, S, A) is the scalarised per-step reward, ``bonus`` (S, A) for every step or (H − 1, S, A) per
-    transition step (the last step gets none, as with the programs), ``kernel`` (S, A, S) or (H − 1, S, A, S), and
-    ``cap`` the largest per-step value of the scalarised signal (``V_h <= (H − h) cap``, the clip of UCBVI).
+    ``signal`` (H, S, A) is the optimistic per-step signal (the bonus already added), ``kernel`` (S, A, S) or
+    (H − 1, S, A, S), and ``cap`` the largest true per-step value: no true value from step h exceeds
+    ``(H − h) cap``, so the optimistic values are clipped there (UCBVI's clip).
     """
     H, S, A = signal.shape
     values = np.zeros(S)
@@ -123,9 +128,8 @@ def optimistic_backward_induction(initial: np.ndarray, kernel: np.ndarray, signa
     for h in range(H - 1, -1, -1):
         q = np.array(signal[h], dtype=float)
         if h < H - 1:
-            P = kernel if kernel.ndim == 3 else kernel[h]
-            q += (bonus if bonus.ndim == 2 else bonus[h]) + P @ values
-            q = np.minimum(q, (H - h) * cap)
+            q += (kernel if kernel.ndim == 3 else kernel[h]) @ values
+        q = np.minimum(q, (H - h) * cap)
         best = np.argmax(q, axis=1)
         values = q[np.arange(S), best]
         policy[h, np.arange(S), best] = 1.0
@@ -146,8 +150,9 @@ class Moma(EpisodicAgent):
       ``η = 1 / (H sqrt(K))`` and ``ζ_k`` the observed cost totals of episode k.
 
     The policy of episode k is greedy for ``x_h = θ·r_h − Σ_m μ_m ∇g_m(ζ̄)·c_h`` plus the bonus
-    ``‖x‖ · min(H, H sqrt(2 L / N))``, ``L = ln(2 S A H K / δ)``, by value iteration on ``P̂`` clipped at the
-    largest reachable value. The paper bounds the distance of the *average* to the target (here: the weaker regret
+    ``‖x‖ · min(H, H sqrt(2 L / N))``, ``‖x‖ = ‖θ‖_1 + ‖Σ μ ∇g‖_1``, ``L = ln(2 S A H K / δ)`` (added as the
+    other agents add theirs: at every step for pooled counts, at the H − 1 transition steps per step), by value
+    iteration on ``P̂`` clipped at ``(H − h) max x``. The paper bounds the distance of the *average* to the target (here: the weaker regret
     ``K f(λ*) − K f(λ̄)`` and the constraints of the average); every episode's policy is deterministic and
     unconstrained, so the per-episode regret and the strong violation are not what it controls.
 
@@ -224,8 +229,9 @@ class Moma(EpisodicAgent):
         signal, scale = self.scalarised()
         bonus = self.bonus_scale * scale * moma_bonus(self.counts.visits, self.horizon, self.log_term())
         bonus = bonus[0] if self.counts.pooled else bonus
-        cap = float(np.max(signal))  # no true per-step value exceeds it: the optimistic values are clipped there
-        policy, value = optimistic_backward_induction(self.model.initial, self.kernel_estimate(), signal, bonus, cap)
+        optimistic = _add_per_step(signal[:, None], bonus)[:, 0]
+        policy, value = optimistic_backward_induction(self.model.initial, self.kernel_estimate(), optimistic,
+                                                      float(np.max(signal)))
         return EpisodePlan(policy, EpisodeSource.PROGRAM, "optimal",
                            f"best response to θ = {np.round(self.direction(), 4).tolist()},"
                            f" μ = {np.round(self.multipliers, 4).tolist()}", planned_value=value)
