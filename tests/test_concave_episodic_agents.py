@@ -254,3 +254,23 @@ def test_a_model_without_a_horizon_is_refused(name):
     plain = CMDP(REWARDS, COSTS[None], SumOfLogs(2), [LinearBound([1.0], 0.5)], kernel=KERNEL)
     with pytest.raises(CurloptError, match="episodic"):
         EPISODIC_AGENTS[name](plain)
+
+
+@pytest.mark.parametrize("name", ["conrl", "moma", "moma-program"])
+def test_per_step_kernels_and_no_constraint(name):
+    """Per-step counts (a model with one kernel per step) give per-step bonuses; without constraints MOMA has no
+    multipliers and conrl's program has no constraint row."""
+    kernels = np.stack([KERNEL, KERNEL[:, :, ::-1]])
+    m = EpisodicCMDP(REWARDS, COSTS, SumOfLogs(2), [], kernel=kernels, initial=INITIAL, horizon=H, name="per-step")
+    agent = fed(name, m)
+    assert agent.counts.transitions.shape == (H - 1, S, A, S)
+    # the first transition of every episode is counted at step 0 only: (0,0)->0, (1,0)->1, (0,0)->1
+    assert agent.counts.transitions[0].sum() == 3 and agent.counts.transitions[0, 0, 0].tolist() == [1, 1]
+    plan = agent.begin_episode(4)
+    assert plan.source is EpisodeSource.PROGRAM
+    assert np.allclose(plan.policy.sum(axis=-1), 1.0)
+    if name == "moma":
+        assert agent.multipliers.shape == (0,)
+    else:
+        bonus = agent.bonus(4) if name == "conrl" else agent.bonus()
+        assert bonus.shape == (H - 1, S, A)
