@@ -35,11 +35,11 @@ AGENTS = ("conrl", "moma", "moma-program")
 
 def concave_benchmark_model(S: int, A: int, H: int, seed: int):
     """The benchmark's model (module docstring) and its f(λ*)."""
+    from curlopt.backends import resolve_backend
     from curlopt.experiments.simulation.episodes import episodic_optimum
     from curlopt.models import random_model
     from curlopt.models.episodic import EpisodicCMDP
     from curlopt.programs import EpisodicOccupancyProgram
-    from curlopt.backends import resolve_backend
     from curlopt.utilities.library import Linear, LinearBound, SumOfLogs
 
     base = random_model(S, A, n_rewards=2, n_costs=1, seed=seed)
