@@ -152,9 +152,10 @@ class Moma(EpisodicAgent):
     The policy of episode k is greedy for ``x_h = θ·r_h − Σ_m μ_m ∇g_m(ζ̄)·c_h`` plus the bonus
     ``‖x‖ · min(H, H sqrt(2 L / N))``, ``‖x‖ = ‖θ‖_1 + ‖Σ μ ∇g‖_1``, ``L = ln(2 S A H K / δ)`` (added as the
     other agents add theirs: at every step for pooled counts, at the H − 1 transition steps per step), by value
-    iteration on ``P̂`` clipped at ``(H − h) max x``. The paper bounds the distance of the *average* to the target (here: the weaker regret
-    ``K f(λ*) − K f(λ̄)`` and the constraints of the average); every episode's policy is deterministic and
-    unconstrained, so the per-episode regret and the strong violation are not what it controls.
+    iteration on ``P̂`` clipped at ``(H − h) max x``. The paper bounds the distance of the *average* to the target
+    (here: the weaker regret ``K f(λ*) − K f(λ̄)`` and the constraints of the average); every episode's policy is
+    deterministic and unconstrained, so the per-episode regret and the strong violation are not what it controls.
+    The dual learner, η and the bonus constant are our choices (docs/math.md says where the paper is silent).
 
     Parameters
     ----------
