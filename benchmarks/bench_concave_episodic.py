@@ -18,8 +18,8 @@ Usage::
 
     PYTHONPATH=. python benchmarks/bench_concave_episodic.py time --agents conrl moma-program moma \
         --episodes 1000 1000 10000
-    PYTHONPATH=. python benchmarks/bench_concave_episodic.py claims --episodes 1000 --size 6 3 6 --models 1 2 \
-        --seeds 0 1 2
+    PYTHONPATH=. python benchmarks/bench_concave_episodic.py claims --episodes 2000 --size 6 3 6 --models 1 2 \
+        --seeds 0 1 2 [--option bonus_scale=0.05]
 """
 
 from __future__ import annotations
@@ -70,11 +70,11 @@ def weak_regret_curve(rewards: np.ndarray, optimum: float) -> np.ndarray:
     return k * optimum - k * np.log(means).sum(axis=1)
 
 
-def one_run(agent_name: str, model, optimum: float, K: int, seed: int) -> dict:
+def one_run(agent_name: str, model, optimum: float, K: int, seed: int, options: dict | None = None) -> dict:
     from curlopt.agents.episodic import make_episodic_agent
     from curlopt.experiments.simulation.episodes import run_episodes
 
-    agent = make_episodic_agent(agent_name, model)
+    agent = make_episodic_agent(agent_name, model, **(options or {}))
     started = time.perf_counter()
     trace = run_episodes(model, agent, K, seed=seed, optimum=optimum)
     wall = time.perf_counter() - started
@@ -105,14 +105,19 @@ def main() -> None:
     parser.add_argument("--size", nargs=3, type=int, default=None, help="S A H")
     parser.add_argument("--models", nargs="+", type=int, default=[1, 2])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--option", action="append", default=[], metavar="KEY=NUMBER",
+                        help="an agent option (e.g. bonus_scale=0.1), for a sensitivity run; default none")
     args = parser.parse_args()
+    options = {key: float(value) for key, value in (item.split("=", 1) for item in args.option)}
+    if options:
+        print(f"agent options (not the defaults): {options}")
     if args.item == "time":
         S, A, H = args.size or (10, 4, 10)
         model, optimum = concave_benchmark_model(S, A, H, 0)
         print(f"model {model.name}: f* = {optimum:.6f}, budget {model.constraints[0]!r}")
         episodes = args.episodes if len(args.episodes) == len(args.agents) else args.episodes[:1] * len(args.agents)
         for name, K in zip(args.agents, episodes, strict=True):
-            show(one_run(name, model, optimum, K, 0))
+            show(one_run(name, model, optimum, K, 0, options))
         return
     S, A, H = args.size or (6, 3, 6)
     for seed_model in args.models:
@@ -120,7 +125,7 @@ def main() -> None:
         print(f"model {model.name}: f* = {optimum:.6f}, budget {model.constraints[0]!r}", flush=True)
         for name in args.agents:
             for seed in args.seeds:
-                show(one_run(name, model, optimum, args.episodes[0], seed))
+                show(one_run(name, model, optimum, args.episodes[0], seed, options))
 
 
 if __name__ == "__main__":

@@ -161,9 +161,9 @@ def test_moma_direction_multipliers_and_best_response_traced_by_hand():
         for s in range(S):
             for a in range(A):
                 future = P_HAT[s, a] @ V if h < H - 1 else 0.0
-                Q[s, a] = min(x[s, a] + bonus[s, a] + future, (H - h) * cap)
-        expected[h, np.arange(S), Q.argmax(axis=1)] = 1
-        V = Q.max(axis=1)
+                Q[s, a] = x[s, a] + bonus[s, a] + future
+        expected[h, np.arange(S), Q.argmax(axis=1)] = 1     # chosen before the clip
+        V = np.minimum(Q.max(axis=1), (H - h) * cap)
     plan = agent.begin_episode(4)
     assert np.array_equal(plan.policy, expected)
     assert plan.planned_value == pytest.approx(INITIAL @ V)

@@ -115,12 +115,14 @@ def moma_bonus(visits: np.ndarray, horizon: int, log_term: float) -> np.ndarray:
 
 def optimistic_backward_induction(initial: np.ndarray, kernel: np.ndarray, signal: np.ndarray,
                                   cap: float) -> tuple[np.ndarray, float]:
-    """Value iteration ``Q_h = min((H − h) cap, x_h + P̂ V_{h+1})``, ``V_h = max_a Q_h`` (steps h = 0..H−1): the
-    greedy deterministic policy (H, S, A) (the first maximiser on ties) and its optimistic value ``μ·V_1``.
+    """Value iteration ``Q_h = x_h + P̂ V_{h+1}``, ``V_h = min((H − h) cap, max_a Q_h)`` (steps h = 0..H−1): the
+    greedy deterministic policy (H, S, A) (argmax of the unclipped ``Q_h``, the first maximiser on ties) and its
+    optimistic value ``μ·V_1``.
 
     ``signal`` (H, S, A) is the optimistic per-step signal (the bonus already added), ``kernel`` (S, A, S) or
     (H − 1, S, A, S), and ``cap`` the largest true per-step value: no true value from step h exceeds
-    ``(H − h) cap``, so the optimistic values are clipped there (UCBVI's clip).
+    ``(H − h) cap``, so the values passed back are clipped there (UCBVI's clip). The action is chosen before the
+    clip: clipped, every action of a state ties while the bonus is large, and the first one would always win.
     """
     H, S, A = signal.shape
     values = np.zeros(S)
@@ -129,9 +131,8 @@ def optimistic_backward_induction(initial: np.ndarray, kernel: np.ndarray, signa
         q = np.array(signal[h], dtype=float)
         if h < H - 1:
             q += (kernel if kernel.ndim == 3 else kernel[h]) @ values
-        q = np.minimum(q, (H - h) * cap)
         best = np.argmax(q, axis=1)
-        values = q[np.arange(S), best]
+        values = np.minimum(q[np.arange(S), best], (H - h) * cap)
         policy[h, np.arange(S), best] = 1.0
     return policy, float(np.asarray(initial, dtype=float) @ values)
 
@@ -152,7 +153,7 @@ class Moma(EpisodicAgent):
     The policy of episode k is greedy for ``x_h = θ·r_h − Σ_m μ_m ∇g_m(ζ̄)·c_h`` plus the bonus
     ``‖x‖ · min(H, H sqrt(2 L / N))``, ``‖x‖ = ‖θ‖_1 + ‖Σ μ ∇g‖_1``, ``L = ln(2 S A H K / δ)`` (added as the
     other agents add theirs: at every step for pooled counts, at the H − 1 transition steps per step), by value
-    iteration on ``P̂`` clipped at ``(H − h) max x``. The paper bounds the distance of the *average* to the target
+    iteration on ``P̂`` with the values clipped at ``(H − h) max x``. The paper bounds the distance of the *average* to the target
     (here: the weaker regret ``K f(λ*) − K f(λ̄)`` and the constraints of the average); every episode's policy is
     deterministic and unconstrained, so the per-episode regret and the strong violation are not what it controls.
     The dual learner, η and the bonus constant are our choices (docs/math.md says where the paper is silent).
