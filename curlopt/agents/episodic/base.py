@@ -207,7 +207,7 @@ class ProgramEpisodicAgent(EpisodicAgent):
     ----------
     model, seed, episodes
         As for :class:`EpisodicAgent`.
-    backend : str or Backend, default "highs"
+    backend : str or Backend, default "auto"
         Any backend that takes the agent's program.
     replan : {"every-episode", "doubling"}, default "every-episode"
         ``every-episode`` (the papers'): solve in every episode. ``doubling``: solve only when the visits of some
@@ -217,7 +217,7 @@ class ProgramEpisodicAgent(EpisodicAgent):
         Passed to the backend when ``backend`` is a name.
     """
 
-    def __init__(self, model: EpisodicCMDP, backend: Any = "highs", seed: Any = None, episodes: int | None = None,
+    def __init__(self, model: EpisodicCMDP, backend: Any = "auto", seed: Any = None, episodes: int | None = None,
                  replan: str = "every-episode", **backend_options: Any):
         if not isinstance(replan, str) or replan not in REPLAN_RULES:
             raise AgentError(f"replan must be one of {', '.join(map(repr, REPLAN_RULES))}, got {replan!r}.")
