@@ -19,7 +19,7 @@ change of load on the shared machine hits both; medians over the turns, and CPU 
   ``highs`` nor ``highs-columns`` takes it): ``highs`` against ``highs-columns``;
 * **UC-CURL per re-solve, by size**: the epoch data of one UC-CURL run replayed into both backends in turn, on
   those two models and random ones up to (30, 10), both radii. These two are the figures behind UC-CURL's
-  ``auto`` choice (``curlopt.agents.curl.optimistic_backend``).
+  ``auto`` choice for the optimistic programs (``curlopt.backends.registry.COLUMNS_FROM_ENTRIES``).
 """
 
 from __future__ import annotations

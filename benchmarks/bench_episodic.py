@@ -211,7 +211,7 @@ def run_item(say, targets: Targets, sizes, backends, time_limit: float | None, s
             gap = abs(objective - reference) / max(1.0, abs(reference)) if objective is not None else math.nan
             rows.append([name, _s(row.get("build")), _s(row.get("compile")), _s(row.get("solve")), _s(row.get("total")),
                          _s(row.get("total_cpu")), row["status"], "-" if math.isnan(gap) else f"{gap:.1e}"])
-            if objective is not None:
+            if objective is not None and math.isfinite(objective):
                 targets.add("episodic", f"({S},{A},{H}) {name}: objective vs reference", f"{gap:.1e}",
                             f"{reference:.10g}", "-", f"<= {AGREEMENT:g} rel.", gap <= AGREEMENT)
             if name == "highs" and (S, A, H) in TARGETS and successors is None:

@@ -28,11 +28,12 @@ def solve_optimum(model: CMDP, backend: str | Backend = "auto", epsilon: float =
         A model with a known kernel: of the long-run average criterion (the occupancy program), an
         :class:`~curlopt.models.episodic.EpisodicCMDP` (the episodic program over per-step occupancies; values are
         per-episode totals, the policy has shape (H, S, A)) or a :class:`~curlopt.models.discounted.DiscountedCMDP`
-        (the discounted occupancy program; values are averages of the normalised discounted occupancy). A model that stores its kernel sparse gets the program on the kernel's
-        nonzeros (its size grows with them, not with S²·A).
+        (the discounted occupancy program; values are averages of the normalised discounted occupancy). A model that
+        stores its kernel sparse gets the program on the kernel's nonzeros (its size grows with them, not with S²·A).
     backend : str or Backend, default "auto"
-        A registry name (with ``options``), ``"auto"`` (highs for LP-representable
-        utilities, else the first installed backend that accepts them) or an instance.
+        A registry name (with ``options``), ``"auto"`` (the registry's rule for the model's program on this
+        model, :func:`curlopt.backends.registry.choose_backend`: highs for LP-representable utilities, else the
+        first installed backend that accepts them, and mdp-columns on large shallow chains) or an instance.
     epsilon : float, default 0
         Tightness; 0 gives the optimum used for regret.
 
@@ -48,7 +49,7 @@ def solve_optimum(model: CMDP, backend: str | Backend = "auto", epsilon: float =
         raise ProgramError(f"model {model.name!r} has no kernel; the optimum needs the true transition kernel.")
     program = known_model_program(model, epsilon)
     utilities = (model.objective, *model.constraints)
-    return resolve_backend(backend, utilities, **options).compile(program).solve()
+    return resolve_backend(backend, utilities, model, type(program), **options).compile(program).solve()
 
 
 def known_model_program(model: CMDP, epsilon: float = 0.0) -> Program:

@@ -20,6 +20,7 @@ from scipy.optimize import linprog
 from curlopt import get_backend
 from curlopt.agents import make_agent
 from curlopt.agents.baselines import UcrlCmdp
+from curlopt.backends.base import DelegatedProgram
 from curlopt.backends.highs.backend import CompiledHighs
 from curlopt.backends.highs.box_columns import CompiledBoxColumns
 from curlopt.backends.highs.box_vertices import box_usable, box_vertices
@@ -176,7 +177,8 @@ def test_the_backend_is_registered_never_auto_and_routes_the_other_programs():
     model = random_model(3, 2, seed=0)
     assert isinstance(backend.compile(BoxOptimisticProgram(model, 10.0)), CompiledBoxColumns)
     assert isinstance(backend.compile(OptimisticProgram(model)), CompiledColumns)
-    assert isinstance(backend.compile(OccupancyProgram(model)), CompiledHighs)
+    delegated = backend.compile(OccupancyProgram(model))
+    assert isinstance(delegated, DelegatedProgram) and isinstance(delegated.inner, CompiledHighs)
 
 
 def test_conformance():

@@ -13,6 +13,7 @@ import pytest
 from scipy.optimize import linprog
 
 from curlopt import OptimisticProgram, get_backend
+from curlopt.backends.base import DelegatedProgram
 from curlopt.backends.highs.backend import CompiledHighs
 from curlopt.backends.highs.columns import ColumnsBackend, CompiledColumns, optimistic_kernels
 from curlopt.backends.registry import auto_candidates, backend_names
@@ -215,15 +216,17 @@ def test_the_gap_certificate_is_below_the_tolerance_at_the_end():
 # -- the other programs, the declaration, the contract -----------------------------------------------------------
 
 
-def test_other_programs_go_to_the_plain_highs_path():
+def test_other_programs_are_handed_to_the_highs_backend():
     model = random_model(5, 3, seed=9)
     counts = _counts(np.random.default_rng(3), model, 20.0)
     for program, again in [(OccupancyProgram(model, epsilon=0.01), OccupancyProgram(model, epsilon=0.01)),
                            (BoxOptimisticProgram(model, 1e4, counts=counts, time=300),
                             BoxOptimisticProgram(model, 1e4, counts=counts, time=300))]:
         compiled = get_backend("highs-columns").compile(program)
-        assert isinstance(compiled, CompiledHighs)
-        _agree(compiled.solve(), get_backend("highs").solve(again), program)
+        assert isinstance(compiled, DelegatedProgram) and isinstance(compiled.inner, CompiledHighs)
+        result = compiled.solve()
+        assert result.backend == "highs-columns" and "delegated to the highs backend" in result.solver
+        _agree(result, get_backend("highs").solve(again), program)
 
 
 def test_declaration_and_options():

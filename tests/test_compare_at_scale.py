@@ -248,8 +248,12 @@ def test_a_program_refused_by_its_size_check_is_a_row_not_a_traceback(capsys):
             "--instances", "1", "--backends", "highs,mdp-columns", "--json"]
     for extra in ([], ["--no-isolate"]):
         code, out, err = invoke(args + extra, capsys)
-        assert code == 0 and "Traceback" not in err, err
+        # every row refused: nothing was solved, so the command fails, and says why in one line
+        assert code == 1 and "Traceback" not in err, err
+        assert err.splitlines()[-1] == ("error: no solver solved any instance of the optimistic program (highs/simplex,"
+                                        " highs/ipm, mdp-columns/mdp-columns: program refused).")
         data = json.loads(out)
+        assert data["answered"] is False
         assert data["isolated"] is (extra == [])  # S·A = 501 · 16 = 8,016 >= 5,000: isolated by default
         assert [r["status"] for r in data["rows"]] == ["program refused"] * 3
         for row in data["rows"]:
@@ -271,7 +275,8 @@ def test_isolation_is_the_default_for_large_models_and_said(capsys):
     assert code == 0, err
     assert ("isolation: every backend and solver ran in this process (the model is small (S·A = 96, 576 kernel"
             " entries))") in out
-    assert err == "note: 10 instances were asked for, but the optimum program has one (the true kernel, ε = 0).\n"
+    # the note is said once, under the table (not again on stderr)
+    assert out.count("10 instances were asked for, but the optimum program has one") == 1 and err == ""
 
 
 # -- the gap ---------------------------------------------------------------------------------------------------------
@@ -282,7 +287,7 @@ def test_the_gap_is_to_the_most_accurate_answer_named_in_the_report(test_backend
     optimum = lp_optimum(model)
     report = compare_solvers(model, program="optimum", backends=["highs", "biased"], isolate=False)
     reference, why = report.reference()
-    assert reference.backend == "highs" and why.startswith("the exact solver with the smallest residual")
+    assert reference.backend == "highs" and why.startswith("the consensus of the exact solvers: 2 of 4 agree")
     assert reference.objectives[0] == pytest.approx(optimum, rel=1e-9)
     expected = BIAS * abs(optimum) / max(1.0, abs(optimum))
     for row in report.rows:
@@ -292,7 +297,7 @@ def test_the_gap_is_to_the_most_accurate_answer_named_in_the_report(test_backend
         else:
             assert gap == pytest.approx(expected, rel=1e-6)
     table = report.table()
-    assert f"reference highs/{reference.solver}, the exact solver with the smallest residual" in table
+    assert f"reference highs/{reference.solver}, the consensus of the exact solvers" in table
     assert "reference  " in table  # the reference row's gap column
     data = report.to_dict()
     assert data["reference"]["backend"] == "highs" and data["reference"]["approximate"] is None

@@ -409,3 +409,22 @@ def test_ps_curl_with_a_max_min_objective_matches_an_epigraph_lp():
                   bounds=[(0, None)] * (n - 1) + [(None, None)], method="highs")
     assert out.status == 0 and plan.source == EpisodeSource.PROGRAM, plan.message
     assert plan.planned_value == pytest.approx(-out.fun, abs=1e-7)
+
+
+def test_per_step_kernels_are_counted_and_estimated_per_step():
+    kernels = np.stack([KERNEL, KERNEL[:, ::-1]])           # P_1, P_2 for H = 3
+    m = EpisodicCMDP(REWARDS, COSTS, Linear([1.0]), [LinearBound([1.0], 1.0)], kernel=kernels, initial=INITIAL,
+                     horizon=H, safe_policy=SAFE)
+    agent = fed("opt-cmdp", m)
+    assert not agent.counts.pooled and agent.counts.transitions.shape == (H - 1, S, A, S)
+    by_step = np.zeros((H - 1, S, A, S))
+    for states, actions in EPISODES:
+        for h in range(H - 1):
+            by_step[h, states[h], actions[h], states[h + 1]] += 1
+    np.testing.assert_array_equal(agent.counts.transitions, by_step)
+    np.testing.assert_array_equal(agent.kernel_estimate(), empirical_kernel(by_step))
+    assert agent.widths().shape == (H - 1, S, A, S)
+    for name in ("opt-cmdp", "uc-curl", "ps-curl", "dope", "optpess-lp"):
+        options = {"warmup_episodes": 0} if name == "dope" else {}
+        plan = fed(name, m, **options).begin_episode(4)
+        assert plan.policy.shape == (H, S, A) and np.allclose(plan.policy.sum(axis=2), 1.0), name

@@ -14,6 +14,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
+from curlopt.backends import installed_backends
 from curlopt.errors import ModelError
 from curlopt.models import (
     DiscountedCMDP,
@@ -26,7 +27,7 @@ from curlopt.models import (
 from curlopt.models.backward import episode_backward_induction, episode_policy_values
 from curlopt.models.discounted import discounted_occupancy, discounted_values
 from curlopt.models.episodic import episode_values
-from curlopt.utilities.library import Linear, LinearBound
+from curlopt.utilities.library import AlphaFairness, Entropy, Linear, LinearBound, MinOfLinear, SumOfLogs
 
 PEER = Path(__file__).parent / "data" / "peer"
 
@@ -165,7 +166,7 @@ def test_a_per_step_kernel_of_the_wrong_length_is_refused():
 # -- a horizon on the built-in models ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["queue", "random", "lazy", "scaled", "nonergodic"])
+@pytest.mark.parametrize("name", ["queue", "random", "lazy", "scaled", "nonergodic", "scheduler", "maxent"])
 def test_a_horizon_lifts_a_built_in_model_to_per_episode_totals(name):
     base = build_model(name)
     lifted = build_model(name, horizon=7)
@@ -206,13 +207,66 @@ def test_budgets_make_per_episode_budget_constraints():
         build_model("queue", horizon=5, discount=0.9)
 
 
-@pytest.mark.parametrize("name", ["maxent", "scheduler"])
-def test_a_nonlinear_objective_is_not_lifted_silently(name):
+def evaluate(form, y):
+    """A form's value, written here for the forms a lift produces (a reference independent of the backends)."""
+    from curlopt.utilities import forms as F
+
+    if isinstance(form, F.AffinePieces):
+        values = form.matrix @ y + form.offset
+        return {"affine": values[0], "min": values.min(), "max": values.max()}[form.combine]
+    if isinstance(form, F.Logs):
+        return float(np.sum(form.weights * np.log(y + form.shift)))
+    if isinstance(form, F.Powers):
+        return float(np.sum(form.weights * (y + form.shift) ** form.exponent / form.exponent))
+    if isinstance(form, F.Entropy):
+        return float(-np.sum(y * np.log(y + form.shift)))
+    if isinstance(form, F.Sum):
+        return sum(evaluate(term, y) for term in form.terms)
+    raise AssertionError(f"no evaluator for {form!r}")
+
+
+@pytest.mark.parametrize("objective", [
+    SumOfLogs(weights=[1.0, 2.0], shift=0.3), AlphaFairness(0.5, weights=[1.0, 0.5], shift=0.1),
+    AlphaFairness(2.0, dim=2, shift=0.2), Entropy(2, shift=0.05), MinOfLinear([[1.0, 0.0], [0.0, 1.0]], [0.1, 0.0]),
+])
+@pytest.mark.parametrize("horizon", [1, 3, 20])
+def test_a_nonlinear_objective_lifts_exactly_to_per_episode_totals(objective, horizon):
+    from curlopt.models.units import per_episode_objective
+
+    lifted = per_episode_objective(objective, horizon)
+    rng = np.random.default_rng(horizon)
+    for _ in range(5):
+        y = rng.random(2) + 0.05  # per-step averages
+        assert lifted.value(horizon * y) == pytest.approx(horizon * objective.value(y), rel=1e-12)
+        assert evaluate(lifted.describe(), horizon * y) == pytest.approx(horizon * objective.value(y), rel=1e-12)
+        np.testing.assert_allclose(lifted.gradient(horizon * y), objective.gradient(y), rtol=1e-12)
+
+
+@pytest.mark.skipif("cvxpy" not in installed_backends(), reason="cvxpy is not installed")
+def test_the_scheduler_with_a_horizon_is_its_lift():
+    from curlopt.optimum import solve_optimum
+
+    H = 6
+    lifted = build_model("scheduler", horizon=H)
+    base = build_model("scheduler")
+    w = base.objective.weights
+    # by hand: H Σ w ln(x / H) = Σ (H w) ln(x) − H ln(H) Σ w
+    by_hand = episodic(base, H, objective=SumOfLogs(weights=H * w, shift=0.0))
+    value = solve_optimum(lifted, "cvxpy").objective
+    assert value == pytest.approx(solve_optimum(by_hand, "cvxpy").objective - H * np.log(H) * w.sum(), rel=1e-6)
+
+
+def test_an_objective_whose_form_does_not_lift_is_refused():
+    from curlopt.models.cmdp import CMDP
+    from curlopt.utilities.library import CustomUtility
+
+    base = build_model("random")
+    custom = CustomUtility(1, "concave", lambda y: -float(y[0] ** 2))  # no form: nothing to lift
+    model = CMDP(base.rewards, base.costs, custom, base.constraints, base.kernel, initial=base.initial)
     with pytest.raises(ModelError, match="objective=..."):
-        build_model(name, horizon=5)
-    base = build_model("maxent")
-    lifted = episodic(base, 5, objective=base.objective)
-    assert lifted.objective is base.objective
+        episodic(model, 4)
+    assert episodic(model, 1).objective is custom  # H = 1: the totals are the averages
+    assert episodic(model, 4, objective=custom).objective is custom
 
 
 def test_discounted_keeps_the_utilities():

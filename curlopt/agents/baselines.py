@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..backends import Backend
+from ..backends import Backend, auto_backend
 from ..errors import AgentError, UnsupportedModelError
 from ..models.cmdp import CMDP
 from ..programs.blocks import Program
@@ -154,7 +154,8 @@ class UcrlCmdp(ProgramAgent):
         the box's closed-form inner step (:mod:`curlopt.backends.highs.box_columns`): the same optimal value as
         ``highs`` on the whole LP, about twice as fast per run on the queue (benchmarks/bench_box.py), but where
         the optimum ties it may pick another optimal vertex, so its trajectories differ from ``highs``'s.
-        ``highs``, ``cvxpy`` and ``pyomo`` solve the whole LP.
+        ``highs``, ``cvxpy`` and ``pyomo`` solve the whole LP; ``"auto"`` is the registry's rule for the box
+        program (:func:`curlopt.backends.registry.choose_backend`).
     epoch_exponent : float, default 1/3
         The epoch length is ``ceil(T^epoch_exponent)``; in [0, 1].
     seed : optional
@@ -201,8 +202,9 @@ class UcrlCmdp(ProgramAgent):
         self.horizon = _horizon(horizon, self.name)
         self.epoch_exponent: float = check_value(EPOCH_EXPONENT, epoch_exponent)
         self.epoch_length = fixed_epoch_length(self.horizon, self.epoch_exponent)
-        super().__init__(model, backend, FixedLengthTrigger(self.epoch_length), 0.0, None, seed, unreached,
-                         support=support, **backend_options)
+        super().__init__(model, auto_backend(backend, model, BoxOptimisticProgram),
+                         FixedLengthTrigger(self.epoch_length), 0.0, None, seed, unreached, support=support,
+                         **backend_options)
 
     def _build_program(self) -> Program:
         return BoxOptimisticProgram(self.model, self.horizon, support=self.program_support)

@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..backends import Backend
+from ..backends import Backend, auto_backend
 from ..errors import AgentError
 from ..models.cmdp import CMDP
 from ..programs.blocks import Program
@@ -36,7 +36,7 @@ from .options import (
 from .safe_sizing import constraint_scales, lipschitz_bounds
 from .triggers import EpochTrigger
 
-__all__ = ["UcCurl", "PsCurl", "MAX_PRIOR", "MARGINS", "COLUMNS_FROM_ENTRIES", "optimistic_backend", "sample_posterior_kernel"]
+__all__ = ["UcCurl", "PsCurl", "MAX_PRIOR", "MARGINS", "sample_posterior_kernel"]
 
 #: how PS-CURL's tightness ε becomes each constraint's margin: as it is, or in the constraint's own units
 MARGINS = ("absolute", "range")
@@ -47,34 +47,6 @@ MARGIN = choice(
     " (g_m <= -ε s_m, in the constraint's own unit s_m, so invariant to the costs' units).",
 )
 
-#: UC-CURL's ``auto`` choice for LP-representable utilities: the whole LP on ``highs`` below this many kernel entries
-#: (S²·A, or the stored nonzeros of a sparse kernel), column generation on ``highs-columns`` from there on
-COLUMNS_FROM_ENTRIES = 1000
-
-
-def optimistic_backend(model: Any, backend: Any) -> Any:
-    """UC-CURL's backend: ``backend`` as given, but ``"auto"`` with LP-representable utilities is ``highs-columns``
-    on a kernel of :data:`COLUMNS_FROM_ENTRIES` entries or more.
-
-    Both solve the same program (the same optimal value; where the optimum ties, possibly another optimal vertex).
-    Measured (benchmarks/bench_box.py, benchmarks/README.md): at the paper's sizes neither is faster throughout —
-    whole runs of T = 500,000 on the queue (6,16) and the scheduler's kernel (16,2) take from 0.7 to 1.4 times
-    ``highs``'s time with ``highs-columns``, by model and radius —, so the whole LP stays; from about 1,000
-    entries on, column generation is faster under both radii (per re-solve 1.1-1.6× at (12,8), 1.3-3× at (20,5),
-    4-5× at (30,10), 13× at (60,10)).
-    """
-    from ..backends import installed_backends
-    from ..models.cmdp import CMDP
-
-    if not (isinstance(backend, str) and backend == "auto" and isinstance(model, CMDP)):
-        return backend
-    entries = model.nnz if model.sparse else model.n_states ** 2 * model.n_actions
-    lp = all(u.is_lp_representable for u in (model.objective, *model.constraints))
-    if lp and entries >= COLUMNS_FROM_ENTRIES and "highs-columns" in installed_backends():
-        return "highs-columns"
-    return backend
-
-
 class UcCurl(ProgramAgent):
     """UC-CURL: each epoch, the optimistic ε-tight program over L1 confidence sets (docs/math.md §3, §6).
 
@@ -83,10 +55,11 @@ class UcCurl(ProgramAgent):
     model : CMDP
         Rewards, costs and utilities (the kernel is not used).
     backend : str or Backend, default "auto"
-        Any backend that accepts the model's utilities; ``"auto"`` takes highs for
-        LP-representable utilities (``highs-columns``, the same optimal value by column
-        generation, once the kernel has :data:`COLUMNS_FROM_ENTRIES` entries or more: see
-        :func:`optimistic_backend`), else the first installed backend that accepts them.
+        Any backend that accepts the model's utilities; ``"auto"`` is the registry's rule for the
+        optimistic program (:func:`curlopt.backends.registry.choose_backend`): highs for
+        LP-representable utilities (``highs-columns``, the same optimal value by column generation,
+        once the kernel has :data:`~curlopt.backends.registry.COLUMNS_FROM_ENTRIES` entries or more),
+        else the first installed backend that accepts them.
     trigger : {"doubling", "linear", "linear-global", "linear-per-pair"} or EpochTrigger, default "doubling"
         The epoch rule (see :mod:`curlopt.agents.triggers`); ``linear`` is the paper's.
     tightness_constant : float, default 1
@@ -154,8 +127,8 @@ class UcCurl(ProgramAgent):
         # Checked before the base class builds the program, which reads them.
         self.radius: str = check_value(RADIUS, radius)
         self.radius_scale: float = check_value(RADIUS_SCALE, radius_scale)
-        super().__init__(model, optimistic_backend(model, backend), trigger, tightness_constant, horizon_lower_bound,
-                         seed, unreached, support=support, min_epoch_length=min_epoch_length, **backend_options)
+        super().__init__(model, auto_backend(backend, model, OptimisticProgram), trigger, tightness_constant,
+                         horizon_lower_bound, seed, unreached, support=support, min_epoch_length=min_epoch_length, **backend_options)
 
     def _build_program(self) -> Program:
         return OptimisticProgram(self.model, radius=self.radius, radius_scale=self.radius_scale,
@@ -225,7 +198,7 @@ class PsCurl(ProgramAgent):
         self.margin: str = check_value(MARGIN, margin)
         #: ``s_m`` of each constraint with ``margin="range"`` (None with the absolute margin)
         self.margin_scales = _margin_scales(model, self.margin)
-        super().__init__(model, backend, trigger, tightness_constant, horizon_lower_bound, seed, unreached,
+        super().__init__(model, auto_backend(backend, model, OccupancyProgram), trigger, tightness_constant, horizon_lower_bound, seed, unreached,
                          support=support, min_epoch_length=min_epoch_length, **backend_options)
 
     def sample_kernel(self) -> Any:

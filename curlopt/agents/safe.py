@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..backends import Backend
+from ..backends import Backend, auto_backend
 from ..backends.results import Status
 from ..models.cmdp import CMDP
 from ..programs.blocks import Program
@@ -222,8 +222,9 @@ class SafeCurl(ProgramAgent):
         #: the unit of each constraint, ``s_m = Σ_i L_{m,i} range(c_i)`` (the margin is ``ε s_m`` with ``margin="range"``)
         self.constraint_scales = constraint_scales(self.lipschitz, model.costs)
         self._model_constants(model)
-        super().__init__(model, backend, trigger, tightness_constant, horizon_lower_bound, seed, unreached,
-                         support=support, min_epoch_length=min_epoch_length, **backend_options)
+        super().__init__(model, auto_backend(backend, model, SafeProgram), trigger, tightness_constant,
+                         horizon_lower_bound, seed, unreached, support=support, min_epoch_length=min_epoch_length,
+                         **backend_options)
         self.least_violation = (LeastViolationProgram(model, support=self.program_support) if model.constraints
                                 else None)
         self.compiled_least_violation = (None if self.least_violation is None

@@ -177,7 +177,8 @@ def lipschitz_bounds(constraints: Any, costs: np.ndarray, override: Any = None) 
         (the message names the option), or an override that is negative or not finite.
     """
     d = costs.shape[0]
-    lower, upper = costs.reshape(d, -1).min(axis=1), costs.reshape(d, -1).max(axis=1)
+    flat = costs.reshape(d, -1) if d else np.zeros((0, 1))  # (-1 cannot be inferred for a model without costs)
+    lower, upper = flat.min(axis=1), flat.max(axis=1)
     if override is not None:
         values = np.atleast_1d(np.asarray(override, dtype=float)) if _numbers(override) else None
         if values is None or values.ndim != 1 or values.size not in (1, len(constraints)) \
@@ -220,6 +221,8 @@ def constraint_scales(lipschitz: np.ndarray, costs: np.ndarray) -> np.ndarray:
     costs : ndarray, shape (d, S, A)
     """
     d = costs.shape[0]
-    flat = costs.reshape(d, -1)
+    flat = costs.reshape(d, -1) if d else np.zeros((0, 1))  # (-1 cannot be inferred for a model without costs)
     spread = flat.max(axis=1) - flat.min(axis=1) if flat.size else np.zeros(d)
+    if not d:  # no costs: no constraint has a unit to scale (a model without costs has no constraints)
+        return np.zeros(len(np.asarray(lipschitz)))
     return np.asarray(lipschitz, dtype=float).reshape(-1, d) @ spread

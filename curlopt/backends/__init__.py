@@ -6,6 +6,7 @@ it compiles a program.
 
 from .base import Backend, CompiledProgram, RawSolution
 from .registry import (
+    auto_backend,
     auto_candidates,
     backend_names,
     backends_accepting,
@@ -20,6 +21,7 @@ __all__ = [
     "Backend",
     "CompiledProgram",
     "RawSolution",
+    "auto_backend",
     "auto_candidates",
     "backend_names",
     "backends_accepting",

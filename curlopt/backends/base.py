@@ -9,6 +9,16 @@ compiles utility forms is one table (:mod:`curlopt.backends.form_table`).
 :class:`CompiledProgram` re-reads the program's changed data before each
 ``solve()``. The ε-tight / fallback logic (docs/math.md §4) and the time limit live
 here, once, so no backend can get them wrong.
+
+Which programs a backend compiles is declared too: ``COMPILES`` maps program types to
+compiled forms, looked up along the program type's method resolution order (so an
+entry for :class:`~curlopt.programs.blocks.Program` takes every program, through its
+LP form or its blocks and rows, with no code for the new type), and ``DELEGATES``
+names the backends a program type it does not compile is handed to (the first that
+is installed and can express the program's utilities). :meth:`Backend.compile`
+dispatches and delegates, in one place; a delegated program is a
+:class:`DelegatedProgram`, whose results name the backend that was asked and whose
+``solver`` says which backend solved it.
 """
 
 from __future__ import annotations
@@ -22,7 +32,7 @@ import os
 import sys
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -43,7 +53,8 @@ from .options import COMMON_OPTIONS, Option, check_options, declared
 from .results import ALMOST_OPTIMAL_TOLERANCE, ProgramVariant, SolveResult, Status
 
 __all__ = [
-    "Backend", "CompiledProgram", "RawSolution", "call_utility", "is_user_utility", "expression_error",
+    "Backend", "CompiledProgram", "DelegatedProgram", "RawSolution", "CompiledForm", "Exactly", "exactly",
+    "call_utility", "is_user_utility", "expression_error",
     "solver_output_to_stderr", "captured_output", "set_backend_finder", "package_version",
 ]
 
@@ -236,13 +247,34 @@ def _version_of(backend_class: type[Backend]) -> str:
 #: the clock of time limits (one place, so that a test can stand it still or move it on)
 _clock = time.perf_counter
 
+#: how a backend compiles one program type: called as ``form(backend, program)`` (a :class:`CompiledProgram` class,
+#: or a function that picks one)
+CompiledForm = Callable[..., "CompiledProgram"]
+
+
+@dataclass(frozen=True)
+class Exactly:
+    """A ``COMPILES`` entry for its program type itself, not for the type's subclasses (see :func:`exactly`)."""
+
+    form: CompiledForm
+
+
+def exactly(form: CompiledForm) -> Exactly:
+    """Declare ``form`` for the program type it is listed under only, not for that type's subclasses.
+
+    For a compiled form that states the program's rows its own way (a column-generation master): a subclass may add
+    rows it would not know of, so a subclass goes on along its method resolution order (or to a delegate).
+    """
+    return Exactly(form)
+
 
 class Backend(ABC):
     """Base class of the backends.
 
     Subclasses set ``name``, ``requires`` (import names), ``extra`` (the ``pip install curlopt[extra]``
-    that provides them), ``takes``, ``STATUS_MAP``, ``FORMS`` and their own ``OPTIONS``, and implement
-    :meth:`accepts` and :meth:`_compile` (and :meth:`version` when ``requires`` does not say it all).
+    that provides them), ``takes``, ``STATUS_MAP``, ``FORMS``, their own ``OPTIONS``, the programs they compile
+    (``COMPILES``) and the backends they hand the others to (``DELEGATES``, with :meth:`delegate_options`), and
+    implement :meth:`accepts` (and :meth:`version` when ``requires`` does not say it all).
 
     Parameters
     ----------
@@ -283,6 +315,14 @@ class Backend(ABC):
     #: how the backend compiles each form class of :mod:`curlopt.utilities.forms`, or why it refuses it
     #: (:class:`~curlopt.backends.form_table.FormTable`); None for a backend that declares none
     FORMS: ClassVar[FormTable | None] = None
+    #: the program types the backend compiles itself, each with its compiled form (:data:`CompiledForm`; wrapped in
+    #: :func:`exactly` for that type alone): looked up along the program type's method resolution order, so
+    #: ``{Program: CompiledLP}`` takes every program
+    COMPILES: ClassVar[Mapping[type[Program], CompiledForm | Exactly]] = {}
+    #: the backends a program type not in ``COMPILES`` is handed to: the first that is installed and can express the
+    #: program's utilities compiles it, built with :meth:`delegate_options` and this backend's ``time_limit`` and
+    #: ``verbose``; empty: such a program is refused
+    DELEGATES: ClassVar[tuple[type[Backend], ...]] = ()
 
     # The checked values of the common options (class defaults, for a subclass whose __init__ skips ours).
     time_limit: float | None = None
@@ -376,6 +416,47 @@ class Backend(ABC):
         reason = None if form is None else self.FORMS.refusal(form)
         return f"; {reason}" if reason else ""
 
+    @classmethod
+    def compiled_form(cls, program_type: type[Program]) -> CompiledForm | None:
+        """The compiled form ``COMPILES`` declares for ``program_type`` (the entry nearest along its method resolution
+        order; an :func:`exactly` entry only for its own type), or None: the program is delegated."""
+        for klass in program_type.__mro__:
+            entry = cls.COMPILES.get(klass)
+            if isinstance(entry, Exactly):
+                if klass is program_type:
+                    return entry.form
+            elif entry is not None:
+                return entry
+        return None
+
+    def delegate_options(self, delegate: type[Backend]) -> dict[str, Any]:
+        """The options (besides ``time_limit`` and ``verbose``) this backend hands to ``delegate`` when it builds it:
+        none by default; a backend whose own options include the delegate's (e.g. HiGHS's ``options``) passes them."""
+        return {}
+
+    def delegate(self, program: Program) -> Backend:
+        """The backend ``program`` is handed to: the first of ``DELEGATES`` that is installed and can express every
+        utility of the program, built once per backend class and kept.
+
+        Raises
+        ------
+        BackendError
+            When no backend of ``DELEGATES`` can take it (or none is declared).
+        """
+        utilities = [program.objective, *program.constraints]
+        for delegate in self.DELEGATES:
+            if delegate.is_installed() and all(delegate.accepts(u) for u in utilities):
+                # kept on the instance, made on first use (a subclass's own __init__ may skip ours)
+                built: dict[type[Backend], Backend] = self.__dict__.setdefault("_delegates", {})
+                if delegate not in built:
+                    built[delegate] = delegate(**self.delegate_options(delegate), time_limit=self.time_limit,
+                                               verbose=self.verbose)
+                return built[delegate]
+        names = ", ".join(d.name for d in self.DELEGATES) or "none declared"
+        raise BackendError(
+            f"the {self.name} backend does not compile the {type(program).__name__} ({program.kind} program), and no"
+            f" backend it hands programs to ({names}) is installed and takes its utilities; use another backend.")
+
     def compile(self, program: Program) -> CompiledProgram:
         """Build the solver model for ``program`` once; re-solve it with :meth:`CompiledProgram.solve`.
 
@@ -402,9 +483,14 @@ class Backend(ABC):
                 f" {program.model.name!r} ({'; '.join(utilities)}): {_describe(exc)}; try another backend."
             ) from exc
 
-    @abstractmethod
     def _compile(self, program: Program) -> CompiledProgram:
-        """Backend-specific compilation."""
+        """The compiled form ``COMPILES`` declares for the program's type, else the program handed to
+        :meth:`delegate` (a :class:`DelegatedProgram`). A backend may override it (tests do, to wrap a compiled
+        form), but a new program type needs no code here."""
+        form = self.compiled_form(type(program))
+        if form is not None:
+            return form(self, program)
+        return DelegatedProgram(self, program, self.delegate(program))
 
     def solve(self, program: Program) -> SolveResult:
         """Compile and solve once (convenience for one-off programs)."""
@@ -442,6 +528,20 @@ class CompiledProgram(ABC):
     @abstractmethod
     def _solve(self, with_constraints: bool) -> RawSolution:
         """One attempt: the ε-tight program (``with_constraints``) or the one without g rows."""
+
+    def attempt(self, with_constraints: bool, deadline: float | None) -> RawSolution:
+        """One attempt (:meth:`_solve`) that must end by ``deadline`` (a reading of the time-limit clock, or None):
+        how a :class:`DelegatedProgram` hands what is left of its own solve's time limit to the program it wraps."""
+        self._deadline = deadline
+        try:
+            return self._solve(with_constraints)
+        finally:
+            self._deadline = None
+
+    @property
+    def deadline(self) -> float | None:
+        """When the running ``solve()`` must end (a reading of the time-limit clock), None without a limit."""
+        return self._deadline
 
     def solve(self, fallback: bool = True) -> SolveResult:
         """Solve the ε-tight program; if it is infeasible, solve the fallback and label it.
@@ -564,3 +664,29 @@ class CompiledProgram(ABC):
         )
         result.objective = float(call_utility(model.objective, "the objective", "value", model.objective.value,
                                               result.rewards))
+
+
+class DelegatedProgram(CompiledProgram):
+    """A program its backend does not compile itself, compiled by the backend it delegates to
+    (:meth:`Backend.delegate`).
+
+    Results name the backend that was asked (the base class fills them) and its version; their ``solver`` says which
+    backend solved the program. Each attempt hands the delegate what is left of this solve's time limit.
+
+    Attributes
+    ----------
+    delegate : Backend
+        The backend that compiled the program.
+    inner : CompiledProgram
+        Its compiled form.
+    """
+
+    def __init__(self, backend: Backend, program: Program, delegate: Backend):
+        super().__init__(backend, program)
+        self.delegate = delegate
+        self.inner = delegate.compile(program)
+
+    def _solve(self, with_constraints: bool) -> RawSolution:
+        raw = self.inner.attempt(with_constraints, self.deadline)
+        raw.solver = f"{raw.solver} (the {type(self.program).__name__} is delegated to the {self.delegate.name} backend)"
+        return raw

@@ -26,6 +26,7 @@ from __future__ import annotations
 import importlib.util
 import time
 import warnings
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -35,7 +36,7 @@ from ..errors import BackendError, BackendOptionError, CurloptError, Unsupported
 from ..programs.blocks import Program
 from ..utilities import forms
 from ..utilities.library import Utility
-from .base import Backend, CompiledProgram, RawSolution, expression_error, package_version
+from .base import Backend, CompiledForm, CompiledProgram, Exactly, RawSolution, expression_error, package_version
 from .form_table import FormCompiler, FormTable, Rule
 from .options import NONE, Option, refuse_both
 from .results import Status
@@ -300,6 +301,9 @@ class CvxpyBackend(Backend):
     takes: ClassVar[str] = "utilities with a form (describe()) or a DCP cvxpy_expr"
     STATUS_MAP: ClassVar[dict[str, Status]] = STATUS_MAP
     FORMS = CVXPY_FORMS
+    #: every program, from its blocks and rows (the class is defined below)
+    COMPILES: ClassVar[Mapping[type[Program], CompiledForm | Exactly]] = {
+        Program: lambda backend, program: CompiledCvxpy(backend, program)}
     OPTIONS: ClassVar[tuple[Option, ...]] = (
         Option("solvers", (str, list, tuple) + NONE, None,
                "CVXPY solver names tried in order; None: CLARABEL then SCS, those installed.",
@@ -388,9 +392,6 @@ class CvxpyBackend(Backend):
 
         installed = set(cp.installed_solvers())
         return [(name, {"solvers": [name]}) for name in cls.COMPARABLE_SOLVERS if name in installed]
-
-    def _compile(self, program: Program) -> CompiledCvxpy:
-        return CompiledCvxpy(self, program)
 
 
 #: the status name :meth:`CompiledCvxpy._attempt` gives a solve its solver stopped at a time limit (CVXPY says

@@ -145,6 +145,16 @@ def positive_integer(value: Any) -> str | None:
     return None if value >= 1 else "it is below 1"
 
 
+#: the largest tolerance a column-generation backend takes (pricing, feasibility, optimality gap)
+LARGEST_TOLERANCE = 1e-3
+
+
+def small_tolerance(value: Any) -> str | None:
+    """A solver tolerance: a number in ``(0, LARGEST_TOLERANCE]``."""
+    inside = math.isfinite(float(value)) and 0 < float(value) <= LARGEST_TOLERANCE
+    return None if inside else f"it is outside (0, {LARGEST_TOLERANCE:g}]"
+
+
 def _seconds(value: Any) -> str | None:
     if value is None:
         return None

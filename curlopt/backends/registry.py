@@ -8,14 +8,22 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+import scipy.sparse as sp
+
 from ..errors import BackendError
+from ..models.cmdp import CMDP
+from ..programs.blocks import Program
+from ..programs.occupancy import OccupancyProgram
+from ..programs.optimistic import BoxOptimisticProgram, OptimisticProgram
 from ..utilities.library import Utility
 from .base import Backend, set_backend_finder
 from .options import refuse_unknown
 
 __all__ = [
     "register_backend", "get_backend", "backend_names", "installed_backends", "backends_accepting",
-    "choose_backend", "resolve_backend", "auto_candidates", "backend_class",
+    "choose_backend", "resolve_backend", "auto_candidates", "backend_class", "auto_backend", "auto_takes", "kernel_entries",
+    "reach_depth", "large_shallow_chain", "COLUMNS_FROM_STATES", "SHALLOW_DEPTH", "COLUMNS_FROM_ENTRIES", "OPTIMISTIC_COLUMNS",
 ]
 
 # name -> "module:Class" (imported lazily so that naming a backend never imports its solver)
@@ -129,9 +137,56 @@ def auto_candidates() -> list[str]:
     return [name for name in installed_backends() if backend_class(name).auto_choice]
 
 
-def choose_backend(utilities: Sequence[Utility]) -> str:
-    """The ``auto`` choice: ``highs`` when every utility is LP-representable, else the first
-    installed backend (in registry order, see :func:`auto_candidates`) that accepts them all.
+#: ``auto`` takes ``mdp-columns`` for a program it compiles itself (the occupancy program: the optimum, PS-CURL; safe
+#: mode's programs) from this many states on, when the chain is shallow (:data:`SHALLOW_DEPTH`). Measured
+#: (benchmarks/bench_auto.py, docs/guide/solvers.md): random kernels with 5 successors a row, A = 4, optimum on
+#: ``highs`` 0.39 s at S = 600, 1.7 s at 1,000, 4.9 s at 2,000, 28 s at 3,000, on ``mdp-columns`` 0.03-0.18 s; with a
+#: sum of logs ``cvxpy`` 67 s at S = 300 and 8.5 s at 1,000, ``mdp-columns`` 0.06-0.35 s. Below it both take
+#: hundredths of a second and the whole program stays (every paper-size model has at most 21 states)
+COLUMNS_FROM_STATES = 200
+#: a chain is *shallow* when breadth-first search from state 0 reaches every state it reaches within this many steps
+#: (:func:`reach_depth`): value iteration then carries values across it in few sweeps. Measured: random sparse
+#: kernels have depth 3-5 up to S = 3,000; the queue's depth is its buffer (300 at buffer 300: 0.35 s on
+#: ``mdp-columns`` against 0.04 s on ``highs``; 1,000: 4.0 s against 0.08 s)
+SHALLOW_DEPTH = 16
+#: ``auto`` takes column generation for UC-CURL's and UCRL-CMDP's optimistic programs with LP-representable utilities
+#: on a kernel of this many entries (:func:`kernel_entries`) or more, except on a large shallow chain stored sparse.
+#: Measured (benchmarks/bench_box.py, benchmarks/README.md): at the paper's sizes neither route is faster throughout
+#: (whole UC-CURL runs on the queue (6,16) and the scheduler's kernel (16,2) take 0.7-1.4 times ``highs``'s time with
+#: ``highs-columns``); from about 1,000 entries on, column generation is faster (per re-solve 1.1-1.6× at (12,8),
+#: 1.3-3× at (20,5), 4-5× at (30,10), 13× at (60,10)). On sparse random kernels it is not (bench_auto.py, runs of
+#: 60,000 steps at S = 1,000, 5 successors a row: UC-CURL's epochs 0.83 s on ``highs-columns`` against 0.33 s on
+#: ``highs``, UCRL-CMDP's 0.28 s on ``highs-box-columns`` against 0.18 s)
+COLUMNS_FROM_ENTRIES = 1000
+#: the column-generation backend ``auto`` takes for each optimistic program (its ``COMPILES`` declares the program)
+OPTIMISTIC_COLUMNS = {OptimisticProgram: "highs-columns", BoxOptimisticProgram: "highs-box-columns"}
+
+
+def choose_backend(utilities: Sequence[Utility], model: CMDP | None = None,
+                   program: type[Program] = OccupancyProgram) -> str:
+    """The ``auto`` choice, the one rule every caller uses (the optimum, the agents, ``curlopt run``'s reference optimum).
+
+    From the program type, the model's size and structure and the utilities' forms (docs/guide/solvers.md has the
+    table with the measured figures):
+
+    1. a program ``mdp-columns`` compiles itself (the occupancy program, safe mode's programs) on a model of at least
+       :data:`COLUMNS_FROM_STATES` states whose chain is shallow (:func:`reach_depth` at most :data:`SHALLOW_DEPTH`):
+       ``mdp-columns``, when it takes the utilities;
+    2. UC-CURL's optimistic program or UCRL-CMDP's box program with LP-representable utilities on a kernel of at least
+       :data:`COLUMNS_FROM_ENTRIES` entries (:func:`kernel_entries`): ``highs-columns`` or ``highs-box-columns``
+       (:data:`OPTIMISTIC_COLUMNS`), unless the model is stored sparse, has at least :data:`COLUMNS_FROM_STATES`
+       states and a shallow chain (there HiGHS's whole LP is faster: rule 3);
+    3. otherwise ``highs`` when every utility is LP-representable, else the first installed backend (in registry
+       order, see :func:`auto_candidates`) that accepts them all.
+
+    Parameters
+    ----------
+    utilities : sequence of Utility
+        The objective and the constraints.
+    model : CMDP, optional
+        The model the program is built on; without it only rule 3 applies.
+    program : type, default OccupancyProgram
+        The program type that will be compiled.
 
     Raises
     ------
@@ -139,7 +194,21 @@ def choose_backend(utilities: Sequence[Utility]) -> str:
         When no installed backend accepts every utility.
     """
     utilities = list(utilities)
-    if all(u.is_lp_representable for u in utilities) and "highs" in installed_backends():
+    installed = installed_backends()
+    lp = all(u.is_lp_representable for u in utilities)
+
+    def takes(name: str) -> bool:
+        return name in installed and all(backend_class(name).accepts(u) for u in utilities)
+
+    if model is not None:
+        large_and_shallow = large_shallow_chain(model)
+        if large_and_shallow and takes("mdp-columns") and backend_class("mdp-columns").compiled_form(program):
+            return "mdp-columns"
+        columns = OPTIMISTIC_COLUMNS.get(program)
+        if (columns is not None and lp and kernel_entries(model) >= COLUMNS_FROM_ENTRIES and takes(columns)
+                and not (model.sparse and large_and_shallow)):
+            return columns
+    if lp and "highs" in installed:
         return "highs"
     for name in auto_candidates():
         if all(backend_class(name).accepts(u) for u in utilities):
@@ -150,11 +219,65 @@ def choose_backend(utilities: Sequence[Utility]) -> str:
     )
 
 
-def resolve_backend(backend: str | Backend, utilities: Sequence[Utility], **options: Any) -> Backend:
-    """Like :func:`get_backend`, and ``"auto"`` picks one for ``utilities`` (see :func:`choose_backend`)."""
+def large_shallow_chain(model: CMDP) -> bool:
+    """True for a model of at least :data:`COLUMNS_FROM_STATES` states whose chain is shallow (:func:`reach_depth` at
+    most :data:`SHALLOW_DEPTH`): where ``auto`` solves the occupancy programs by ``mdp-columns``."""
+    return model.n_states >= COLUMNS_FROM_STATES and model.has_kernel and reach_depth(model) <= SHALLOW_DEPTH
+
+
+def auto_takes(name: str) -> str:
+    """Where the ``auto`` rule (:func:`choose_backend`) takes the backend registered as ``name``, in words (for
+    ``curlopt backends``)."""
+    large = f"S >= {COLUMNS_FROM_STATES}, reach depth <= {SHALLOW_DEPTH}"
+    optimistic = (f"LP utilities, >= {COLUMNS_FROM_ENTRIES:,} kernel entries, unless stored sparse with {large}")
+    where = {
+        "highs": "LP-representable utilities, where no column backend is taken",
+        "highs-columns": f"UC-CURL's optimistic program with {optimistic}",
+        "highs-box-columns": f"UCRL-CMDP's box program with {optimistic} (and UCRL-CMDP's default)",
+        "mdp-columns": f"the occupancy program and safe mode's programs on large shallow chains ({large})",
+    }
+    if name in where:
+        return where[name]
+    if name in _REGISTRY and backend_class(name).auto_choice:
+        return "utilities no LP backend takes, when it is the first installed backend (registry order) to take them"
+    return "never (used only when named)"
+
+
+def auto_backend(backend: str | Backend, model: CMDP, program: type[Program]) -> str | Backend:
+    """``backend`` as given, but ``"auto"`` chosen for ``program`` on ``model`` (:func:`choose_backend`): how an agent
+    resolves its ``backend`` option before it builds it. A ``model`` that is not a CMDP passes: the agent refuses it."""
+    if isinstance(backend, str) and backend == "auto" and isinstance(model, CMDP):
+        return choose_backend((model.objective, *model.constraints), model, program)
+    return backend
+
+
+def resolve_backend(backend: str | Backend, utilities: Sequence[Utility], model: CMDP | None = None,
+                    program: type[Program] = OccupancyProgram, **options: Any) -> Backend:
+    """Like :func:`get_backend`, and ``"auto"`` picks one for ``utilities`` (and, when given, ``program`` on
+    ``model``; see :func:`choose_backend`)."""
     if isinstance(backend, str) and backend == "auto":
-        backend = choose_backend(utilities)
+        backend = choose_backend(utilities, model, program)
     return get_backend(backend, **options)
+
+
+def kernel_entries(model: CMDP) -> int:
+    """The kernel entries a program of ``model`` carries: the stored nonzeros of a sparse-stored kernel, else S²·A
+    (a dense-stored model's programs have every successor)."""
+    return model.nnz if model.sparse else model.n_states ** 2 * model.n_actions
+
+
+def reach_depth(model: CMDP) -> int:
+    """The steps breadth-first search from state 0 needs to reach every state it reaches, over every action's
+    transitions: how far apart the chain's states are (a queue's buffer: its length; a random sparse kernel: a
+    few steps). Value iteration needs at least this many sweeps to carry a value across the chain."""
+    from scipy.sparse import csgraph
+
+    S, A = model.n_states, model.n_actions
+    transitions = sp.csr_array(model.transitions)
+    rows = np.repeat(np.arange(S * A) // A, np.diff(transitions.indptr))
+    graph = sp.csr_array((np.ones(rows.size), (rows, transitions.indices)), shape=(S, S))
+    distances = csgraph.shortest_path(graph, indices=0, unweighted=True)
+    return int(np.max(distances[np.isfinite(distances)]))
 
 
 set_backend_finder(backends_accepting)  # error messages of Backend.check name the backends that can take a utility

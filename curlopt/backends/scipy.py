@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -22,7 +23,7 @@ from ..errors import BackendOptionError
 from ..programs.blocks import Program
 from ..programs.lp import LPForm
 from ..utilities.library import Utility
-from .base import Backend, CompiledProgram, RawSolution
+from .base import Backend, CompiledForm, CompiledProgram, Exactly, RawSolution
 from .form_table import affine_pieces_table
 from .options import NONE, Option, refuse_both, string_keys
 from .results import Status
@@ -71,6 +72,9 @@ class ScipyBackend(Backend):
                " backend is built.",
                "a dict of linprog(method='highs') options (name: value), or None", string_keys),
     )
+    #: every program, through its LP form (:class:`~curlopt.programs.lp.LPForm`; the class is defined below)
+    COMPILES: ClassVar[Mapping[type[Program], CompiledForm | Exactly]] = {
+        Program: lambda backend, program: CompiledScipy(backend, program)}
 
     options: dict[str, Any]
 
@@ -88,9 +92,6 @@ class ScipyBackend(Backend):
     @classmethod
     def accepts(cls, utility: Utility) -> bool:
         return utility.is_lp_representable
-
-    def _compile(self, program: Program) -> CompiledScipy:
-        return CompiledScipy(self, program)
 
 
 def _linprog_options() -> list[str]:

@@ -39,7 +39,10 @@ def compare_command(
     The mean objectives are over the instances every solver solved (the others are listed, with who failed them);
     a solver the backend does not take the program with is shown as refused; objectives that differ beyond
     --tolerance on an instance are flagged; the gap is measured against the most accurate answer (named under the
-    table); and the report says when fewer instances ran than --instances asked. With --isolate (the default for a
+    table: the consensus of the exact solvers); the report says when fewer instances ran than --instances asked,
+    and a solve that answered the fallback program (its constraints infeasible) is counted apart, never as
+    optimal. Exits 1 when no solver answered any instance (each row says how it ended: a time limit, a refusal, an
+    error, not installed). With --isolate (the default for a
     large model) and --time-limit, a child still compiling or solving well past the limit is killed and its row says
     so.
     """
@@ -74,16 +77,17 @@ def compare_command(
                                  backends=names, time_limit=time_limit, isolate=isolate, progress=say)
     if as_json:
         typer.echo(json.dumps({"env": env, **report.to_dict()}, indent=2))
+        for line in report.notes:  # said once: on stderr beside the JSON (the table's lines say them otherwise)
+            note(line)
     else:
         typer.echo(f"{env}: {report.program} program, {report.instances} instance(s), {model!r}")
         typer.echo(report.table())
-    for line in report.notes:
-        note(line)
-    if report.dropped:
-        note(f"{len(report.dropped)} of {report.instances} instances were left out of the means: not every solver"
-             " solved them.")
     for line in report.disagreements:
         warn(f"solvers disagree beyond {tolerance:g} (relative): {line}")
+    nothing = report.nothing_solved()
+    if nothing:
+        typer.echo(f"error: {nothing}", err=True)
+        raise typer.Exit(1)
 
 
 def _sizes(size: str, allowed: str) -> list[int]:

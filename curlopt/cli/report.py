@@ -27,6 +27,7 @@ def report_command(
     from ..experiments.outputs.report import load_study_output, print_summary, render_report
     from ..experiments.outputs.summary import study_rows
     from ..fileio import atomic_write_text, check_output_file, write_error
+    from .logs import warn
 
     output = load_study_output(results)
     target = Path(out) if out is not None else output.folder / "report.html"
@@ -41,3 +42,5 @@ def report_command(
     if summary:
         print_summary(output, rows)
     typer.echo(f"report       {target}")
+    for line in output.stale:  # tables of some runs beside figures of others: said, not only in the page
+        warn(line)

@@ -12,7 +12,8 @@ __all__ = ["run_episodic"]
 
 def run_episodic(model: Any, env: str, agent: str, episodes: int, seed: int, options: dict[str, Any],
                  out: str | None, as_json: bool) -> None:
-    """Run the episodic agent ``agent`` on ``model`` for ``episodes`` episodes and print the summary.
+    """For an episodic ``model``: run the episodic agent ``agent`` for ``episodes`` episodes, print the summary and
+    end the command (``typer.Exit(0)``); for any other model, return at once (the caller's run goes on).
 
     ``options`` are the agent's (``--backend``, ``--tightness``, ``--prior`` and ``--option`` merged by the caller);
     ``out`` is the file that receives the per-episode CSV (:meth:`EpisodeTrace.to_csv`).
@@ -23,6 +24,8 @@ def run_episodic(model: Any, env: str, agent: str, episodes: int, seed: int, opt
         For options the episodic agents do not take (``--epochs``: they plan every episode), an unknown agent,
         or anything the loop refuses.
     """
+    if getattr(model, "criterion", None) != "episodic":
+        return
     from ..agents.episodic import EPISODIC_AGENTS, make_episodic_agent
     from ..errors import CurloptError
     from ..experiments.simulation.episodes import run_episodes
@@ -37,11 +40,16 @@ def run_episodic(model: Any, env: str, agent: str, episodes: int, seed: int, opt
     trace = run_episodes(model, learner, episodes=episodes, seed=seed)
     if out is not None:
         trace.to_csv(out)
-    summary = trace.summary
+    _print(trace, env, agent, model.horizon, out, as_json)
+    raise typer.Exit(code=0)
+
+
+def _print(trace: Any, env: str, agent: str, horizon: int, out: str | None, as_json: bool) -> None:
+    summary, episodes, seed = trace.summary, trace.summary["episodes"], trace.meta["seed"]
     if as_json:
         typer.echo(json.dumps({"meta": trace.meta, "summary": summary, "trace": out}, indent=2, default=str))
         return
-    typer.echo(f"run          {agent} on {env} (episodic, H = {model.horizon}), K = {episodes} episodes, seed {seed}")
+    typer.echo(f"run          {agent} on {env} (episodic, H = {horizon}), K = {episodes} episodes, seed {seed}")
     typer.echo(f"optimum      f(λ*) = {summary['optimum']:.6g} per episode")
     typer.echo(f"regret       {summary['regret']:.6g}   (weak: {summary['weak_regret']:.6g})")
     typer.echo(f"violation    strong {summary['strong_violation']:.6g}, weak {summary['weak_violation']:.6g},"

@@ -38,7 +38,7 @@ def sweep_command(
     the same command skips the runs already finished.
 
     The run count (configurations x seeds) is checked before the grid is expanded: above the limit (--max-runs,
-    or max_runs in [study]) the study stops with its counts. One sweep at a time writes an output folder: it holds
+    or the study file's max_runs) the study stops with its counts. One sweep at a time writes an output folder: it holds
     study.lock there while it runs, and a second sweep on the folder stops with one line naming the holder (pid,
     host, start time), or waits with --wait. A run in which most epochs failed to solve is kept, warned about, and
     makes the command exit 1.

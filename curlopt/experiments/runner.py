@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import CurloptError
 from ..fileio import atomic_write_text, write_error
-from .executors import LocalExecutor, RayExecutor, make_executor
+from .executors import LocalExecutor, RayExecutor, _check_jobs, make_executor
 from .outputs.figures.style import SUMMARY_HASH_KEY
 from .outputs.lock import FolderLock
 from .outputs.solve_failures import failed_solves_warning
@@ -294,6 +294,9 @@ def run_study(
 def _run_plan(plan: Plan, runner: LocalExecutor | RayExecutor, out: Path, result: StudyResult, progress: bool | None, figures: bool,
               say: Callable[[str], None]) -> None:
     """Describe the study in ``out``, run its pending tasks, then write the summary (under the folder's lock)."""
+    from .outputs.study_folder import check_one_study
+
+    check_one_study(out, plan.study.name, plan.study.profile)  # a folder holds one study: never replace another's
     _write_descriptions(plan, out)
     finished: dict[str, Any] = {}  # task key -> its trace, read once here or kept from its run
     pending = _pending_tasks(plan, out, result, finished, say)
@@ -321,7 +324,7 @@ def _run_settings(study: Study | str | os.PathLike, jobs: int | None, executor: 
     if not isinstance(study, Study):
         study = load_study(study)
     executor = executor if executor is not None else study.executor
-    jobs = jobs if jobs is not None else study.jobs
+    jobs = _check_jobs(jobs if jobs is not None else study.jobs)  # a dry run refuses --jobs 0 as a run does
     address = address if address is not None else (study.address if executor == study.executor else None)
     if executor not in EXECUTORS:
         raise CurloptError(f"executor must be 'local' or 'ray', got {executor!r}.")

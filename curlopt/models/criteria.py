@@ -9,7 +9,8 @@ What carries over, and how:
 * **horizon H**: the kernel, the signals and ``μ`` are the model's; the objective and constraints act on per-episode
   totals, which are H times a per-step average. The same problem on per-step averages is ``f'(x) = H f(x / H)`` and
   ``g'(y) = H g(y / H)`` (:mod:`curlopt.models.units`): a budget ``b`` per step becomes ``H b`` per episode. A
-  nonlinear objective (a logarithm, an entropy) has no such form in the toolkit's utilities: give ``objective=``.
+  nonlinear objective (logarithms, powers, an entropy) becomes a :class:`~curlopt.models.units.PerEpisode` utility,
+  whose form is the exact lift of ``f``'s; one whose form does not lift is refused: give ``objective=``.
   ``budgets=`` replaces the constraints by per-episode budgets ``ζ_i <= τ_i`` (:func:`budget_constraints`).
 * **discount γ**: values are averages of the normalised discounted occupancy, on the same scale as the long-run
   averages, so the objective and constraints carry over unchanged.
@@ -27,7 +28,7 @@ from ..utilities.library import LinearBound, Utility
 from .cmdp import CMDP
 from .discounted import DiscountedCMDP
 from .episodic import EpisodicCMDP, check_episode_policy, check_horizon, episode_values
-from .units import scale_constraint, scale_objective
+from .units import per_episode_objective, scale_constraint
 
 __all__ = ["episodic", "discounted", "budget_constraints", "with_horizon"]
 
@@ -63,7 +64,7 @@ def _kernel(model: CMDP) -> Any:
 
 def _episode_objective(model: CMDP, horizon: int) -> Utility:
     try:
-        return scale_objective(model.objective, horizon) if horizon != 1 else model.objective
+        return per_episode_objective(model.objective, horizon) if horizon != 1 else model.objective
     except ModelError:
         raise ModelError(
             f"model {model.name!r}: its objective {model.objective!r} on per-step averages has no form on per-episode"
@@ -102,8 +103,9 @@ def episodic(model: CMDP, horizon: Any, initial: Any = None, budgets: Any = None
         Per-episode budgets ``τ_i``: the constraints become ``ζ_i <= τ_i`` on the totals. Default: the model's own
         constraints, lifted to totals (``g'(y) = H g(y / H)``; a per-step bound ``b`` becomes ``H b``).
     objective : Utility, optional
-        The objective on per-episode totals; default ``H f(x / H)`` for a linear or piecewise-linear ``f`` (the
-        per-episode total of a linear objective), refused for another ``f``.
+        The objective on per-episode totals; default ``H f(x / H)`` (the per-episode total of a linear objective):
+        a Linear or MinOfLinear again for those, a :class:`~curlopt.models.units.PerEpisode` utility for another
+        ``f`` whose form lifts, refused otherwise.
     constraints : sequence of Utility, optional
         The constraints on per-episode totals (instead of ``budgets`` or the lifted ones).
     safe_policy : array_like, shape (H, S, A) or (S, A), optional

@@ -229,16 +229,48 @@ def load_model(path: str | os.PathLike) -> CMDP:
     name = data.get("name", path.stem)
     if not isinstance(name, str):
         raise ModelError(f"{path}: 'name' must be a string, got {type(name).__name__}.")
+    kernel = _kernel_from_json(data.get("kernel"), path)
+    _check_signals_against_kernel(data["rewards"], kernel, path)
     arguments = dict(
         rewards=data["rewards"],
         costs=costs,
         objective=utility_from_spec(data["objective"], "objective"),
         constraints=[utility_from_spec(g, f"constraints[{m}]") for m, g in enumerate(constraints)],
-        kernel=_kernel_from_json(data.get("kernel"), path),
+        kernel=kernel,
         initial=data.get("initial"),
         name=name,
     )
     return _model_of_criterion(data, arguments, path)
+
+
+def _kernel_sizes(kernel: Any) -> tuple[int, int] | None:
+    """(S, A) as the kernel gives them: a CSR matrix of shape (S·A, S), or nested lists (S, A, S) read along their
+    first entries (the model checks the rest); None when the kernel does not say."""
+    if sp.issparse(kernel):
+        pairs, states = kernel.shape
+        return (states, pairs // states) if states and pairs % states == 0 else None
+    sizes: list[int] = []
+    node = kernel
+    while isinstance(node, list) and node and len(sizes) < 3:
+        sizes.append(len(node))
+        node = node[0]
+    return (sizes[0], sizes[1]) if len(sizes) == 3 and sizes[0] == sizes[2] else None
+
+
+def _check_signals_against_kernel(rewards: Any, kernel: Any, path: Path) -> None:
+    """Refuse rewards whose (S, A) is not the kernel's, naming the rewards (the model would take S and A from them
+    and blame the costs or the kernel)."""
+    sizes = _kernel_sizes(kernel)
+    if sizes is None:
+        return
+    try:
+        shape = np.asarray(rewards, dtype=float).shape
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        return  # not an array of numbers: the model says so
+    if len(shape) in (2, 3) and shape[-2:] != sizes:
+        count = f"{shape[0]}, " if len(shape) == 3 else ""
+        raise ModelError(f"{path}: rewards has shape {shape}, but the kernel has S={sizes[0]} states and"
+                         f" A={sizes[1]} actions: expected ({count}{sizes[0]}, {sizes[1]}).")
 
 
 def _holds_a_number(value: Any) -> bool:
@@ -271,6 +303,9 @@ def _kernel_from_json(value: Any, path: Path) -> Any:
     shape = value["shape"]
     if not isinstance(shape, list) or len(shape) != 2 or not all(_is_count(n) for n in shape):
         raise ModelError(f"{path}: kernel.shape must be [S·A, S] (two integers >= 0), got {shape!r}.")
+    if max(shape) > _MAX_DIMENSION:
+        raise ModelError(f"{path}: kernel.shape {shape!r} is larger than any model (each of S·A and S at most"
+                         f" {_MAX_DIMENSION:,}).")
     indptr = _integers(value["indptr"], f"{path}: kernel.indptr")
     indices = _integers(value["indices"], f"{path}: kernel.indices")
     data = value["data"]
@@ -282,11 +317,32 @@ def _kernel_from_json(value: Any, path: Path) -> Any:
                          f" shape[0] + 1 = {shape[0] + 1} steps, never decreasing.")
     if np.any((indices < 0) | (indices >= shape[1])):
         raise ModelError(f"{path}: kernel.indices must be successor states in 0..{shape[1] - 1}.")
+    # numbers only: numpy would read "0.4" as 0.4 and true as 1.0
+    wrong = [v for v in data if isinstance(v, bool) or not isinstance(v, (int, float))]
+    if wrong:
+        raise ModelError(f"{path}: kernel.data must be a list of numbers, got {wrong[0]!r}.")
     try:
         numbers = np.array(data, dtype=float)
     except (TypeError, ValueError, OverflowError) as exc:
         raise ModelError(f"{path}: kernel.data must be a list of numbers ({exc}).") from None
+    _refuse_duplicates(indptr, indices, shape, path)
     return sp.csr_array((numbers, indices, indptr), shape=tuple(shape))
+
+
+#: the largest S·A or S a sparse kernel's shape may give (index arrays are 32-bit in scipy below this)
+_MAX_DIMENSION = 2 ** 31 - 1
+
+
+def _refuse_duplicates(indptr: np.ndarray, indices: np.ndarray, shape: list[int], path: Path) -> None:
+    """Refuse a row that lists a successor twice: scipy would add the two entries silently."""
+    rows = np.repeat(np.arange(shape[0], dtype=np.int64), np.diff(indptr))
+    keys = rows * max(shape[1], 1) + indices
+    order = np.argsort(keys, kind="stable")
+    twice = np.flatnonzero(np.diff(keys[order]) == 0)
+    if twice.size:
+        entry = order[twice[0]]
+        raise ModelError(f"{path}: kernel row {int(rows[entry])} (s·A + a) lists the successor {int(indices[entry])}"
+                         " more than once: give each successor once, with its whole probability.")
 
 
 def _is_count(value: Any) -> bool:

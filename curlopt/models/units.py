@@ -12,9 +12,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelError
+from ..utilities import forms
 from ..utilities.library import ConvexQuadratic, Linear, LinearBound, MaxOfLinear, MinOfLinear, Norm, Utility
 
-__all__ = ["scale_constraint", "scale_objective", "positive_factor"]
+__all__ = ["scale_constraint", "scale_objective", "positive_factor", "PerEpisode", "lift_form",
+           "per_episode_objective"]
 
 
 def positive_factor(value: Any, name: str) -> float:
@@ -72,3 +74,87 @@ def scale_objective(objective: Utility, factor: float) -> Utility:
         f"cannot scale the rewards of objective {objective!r}: only a linear or piecewise-linear f (Linear,"
         " MinOfLinear) keeps the same problem when its rewards change units."
     )
+
+
+class PerEpisode(Utility):
+    """``H f(x / H)``: a utility ``f`` of per-step averages, acting on per-episode totals ``x`` (H times them).
+
+    Same curvature and maximisers as ``f`` on the averages; its value is ``H`` times ``f``'s. Backends compile it from
+    :meth:`describe`, the lift of ``f``'s form (:func:`lift_form`: affine pieces, logarithms, powers, entropies and
+    their sums and minima lift exactly); a form it cannot lift gives None, and a backend then refuses the utility
+    with its usual message. Not a registered type: a model file cannot hold it.
+
+    Parameters
+    ----------
+    base : Utility
+        ``f``.
+    horizon : int
+        ``H >= 1``.
+    """
+
+    def __init__(self, base: Utility, horizon: int):
+        super().__init__(base.dim)
+        self.base, self.horizon = base, int(horizon)
+        self.curvature, self.smooth = base.curvature, base.smooth
+
+    def domain_lower(self) -> np.ndarray:
+        return self.horizon * self.base.domain_lower()
+
+    def value(self, y: np.ndarray) -> float:
+        return self.horizon * self.base.value(self.check_input(y) / self.horizon)
+
+    def gradient(self, y: np.ndarray) -> np.ndarray:
+        return self.base.gradient(self.check_input(y) / self.horizon)
+
+    def hessian(self, y: np.ndarray) -> np.ndarray:
+        return self.base.hessian(self.check_input(y) / self.horizon) / self.horizon
+
+    def describe(self) -> forms.Form | None:
+        form = self.base.describe()
+        return None if form is None else lift_form(form, self.horizon)
+
+    def __repr__(self) -> str:
+        return f"PerEpisode({self.base!r}, H={self.horizon})"
+
+
+def lift_form(form: forms.Form, horizon: int) -> forms.Form | None:
+    """The form of ``H f(x / H)`` from the form of ``f``, exactly, or None for a form it does not know.
+
+    * affine pieces ``W y + c``: ``W x + H c``;
+    * ``Σ w ln(y + s)``: ``Σ (H w) ln(x + H s) − H ln(H) Σ w``;
+    * ``Σ w (y + s)^p / p``: ``Σ (w H^{1−p}) (x + H s)^p / p``;
+    * ``−Σ y ln(y + s)``: ``−Σ x ln(x + H s) + ln(H) Σ x``;
+    * sums and minima (maxima) of those: the sum and minimum (maximum) of the lifts.
+    """
+    H = float(horizon)
+    if isinstance(form, forms.AffinePieces):
+        return forms.AffinePieces(form.matrix, H * form.offset, form.combine)
+    if isinstance(form, forms.Logs):
+        constant = forms.AffinePieces(np.zeros((1, form.dim)), np.array([-H * math.log(H) * float(np.sum(form.weights))]))
+        return forms.Sum((forms.Logs(H * form.weights, H * form.shift), constant))
+    if isinstance(form, forms.Powers):
+        return forms.Powers(form.weights * H ** (1.0 - form.exponent), form.exponent, H * form.shift)
+    if isinstance(form, forms.Entropy):
+        linear = forms.AffinePieces(np.full((1, form.dim), math.log(H)), np.zeros(1))
+        return forms.Sum((forms.Entropy(form.dim, H * form.shift), linear))
+    if isinstance(form, (forms.Sum, forms.Minimum, forms.Maximum)):
+        terms = [lift_form(term, horizon) for term in form.terms]
+        return None if any(term is None for term in terms) else type(form)(tuple(terms))  # type: ignore[arg-type]
+    return None
+
+
+def per_episode_objective(objective: Utility, horizon: int) -> Utility:
+    """``H f(x / H)`` for an objective of per-step averages: a registered :class:`Linear` or :class:`MinOfLinear`
+    (:func:`scale_objective`, which a model file can hold) when ``f`` is one, else :class:`PerEpisode`.
+
+    Raises
+    ------
+    ModelError
+        For an objective whose form (:meth:`Utility.describe`) does not lift (:func:`lift_form`).
+    """
+    if type(objective) in (Linear, MinOfLinear):
+        return scale_objective(objective, horizon)
+    lifted = PerEpisode(objective, horizon)
+    if lifted.describe() is None:
+        raise ModelError(f"the objective {objective!r} has no form curlopt can lift to per-episode totals.")
+    return lifted

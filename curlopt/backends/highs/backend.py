@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
@@ -22,7 +23,7 @@ from ...programs.blocks import Program
 from ...programs.lp import LPForm
 from ...programs.tightness import EPSILON_MAX
 from ...utilities.library import Utility
-from ..base import Backend, CompiledProgram, RawSolution
+from ..base import Backend, CompiledForm, CompiledProgram, Exactly, RawSolution
 from ..form_table import affine_pieces_table
 from ..options import NONE, Option, refuse_both, string_keys
 from ..results import Status
@@ -30,8 +31,6 @@ from .solution import SolutionReader
 
 if TYPE_CHECKING:  # imported where a solver is made, so that importing the backend stays cheap
     import highspy
-
-    from .columns import ColumnsBackend
 
 __all__ = ['HighsBackend', 'STATUS_MAP']
 
@@ -134,6 +133,9 @@ class HighsBackend(Backend):
     #: forms become affine pieces (LPForm's rows); smooth nonlinear forms are refused
     FORMS = affine_pieces_table("highs")
     OPTIONS: ClassVar[tuple[Option, ...]] = (HIGHS_OPTIONS,)
+    #: every program, through its LP form (:class:`~curlopt.programs.lp.LPForm`; the class is defined below)
+    COMPILES: ClassVar[Mapping[type[Program], CompiledForm | Exactly]] = {
+        Program: lambda backend, program: CompiledHighs(backend, program)}
 
     options: dict[str, Any]
 
@@ -148,9 +150,6 @@ class HighsBackend(Backend):
     def solver_variants(cls) -> list[tuple[str, dict]]:
         """HiGHS's dual simplex (the default, hot-started) and its interior-point method."""
         return [("simplex", {}), ("ipm", {"options": {"solver": "ipm"}})]
-
-    def _compile(self, program: Program) -> CompiledHighs:
-        return CompiledHighs(self, program)
 
 
 _BANNER_SILENCED = False
@@ -276,10 +275,9 @@ class CompiledHighs(CompiledProgram):
     BULK_RATIO = 150
     BULK_MINIMUM = 25
 
-    # the highs-columns backend hands it the programs its master does not take
-    backend: HighsBackend | ColumnsBackend
+    backend: HighsBackend
 
-    def __init__(self, backend: HighsBackend | ColumnsBackend, program: Program) -> None:
+    def __init__(self, backend: HighsBackend, program: Program) -> None:
         super().__init__(backend, program)
         import highspy
 

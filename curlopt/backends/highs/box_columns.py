@@ -26,9 +26,9 @@ Results are full :class:`~curlopt.backends.results.SolveResult` objects in the p
 on the support), so ``program.residuals(x)`` and the agents work unchanged. A run that reaches ``max_rounds``
 pricing rounds ends with status ``iteration_limit`` and says so (no solution is returned).
 
-UC-CURL's optimistic program is handed to the ``highs-columns`` machinery
-(:class:`~curlopt.backends.highs.columns.CompiledColumns`) and every other program to the plain ``highs`` path,
-with this backend's options; the results name this backend.
+UC-CURL's optimistic program is compiled as ``highs-columns`` compiles it
+(:class:`~curlopt.backends.highs.columns.CompiledColumns`) and every other program is handed to the ``highs``
+backend with this backend's HiGHS options (``COMPILES`` and ``DELEGATES``); the results name this backend.
 """
 
 from __future__ import annotations
@@ -38,11 +38,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from ...programs.blocks import Program
 from ...programs.optimistic import BoxOptimisticProgram
-from ..base import CompiledProgram
+from ..base import exactly
 from ..form_table import affine_pieces_table
-from .backend import highs_options
 from .box_master import BoxMaster
 from .column_generation import CompiledColumnGeneration
 from .columns import ColumnsBackend
@@ -58,7 +56,8 @@ class BoxColumnsBackend(ColumnsBackend):
     (as ``highs-columns``); plain HiGHS for the others.
 
     It matches the box LP's optimal **value** (to the solver's tolerances and ``pricing_tolerance``), not
-    necessarily its optimal vertex. ``auto`` never chooses it.
+    necessarily its optimal vertex. ``auto`` chooses it for the box program on kernels of 1,000 entries or more
+    (:func:`curlopt.backends.registry.choose_backend`).
 
     Parameters
     ----------
@@ -76,14 +75,11 @@ class BoxColumnsBackend(ColumnsBackend):
     OPTIONS = tuple(replace(option, default=DEFAULT_KEEP_SOLVES) if option.name == "keep_solves" else option
                     for option in ColumnsBackend.OPTIONS)
 
-    def _configure(self) -> None:
-        self.options = highs_options(self, "the highs-box-columns backend")
-
-    def _compile(self, program: Program) -> CompiledProgram:
-        # Exactly the box program: a subclass may add rows the master would not know of.
-        if type(program) is BoxOptimisticProgram:
-            return CompiledBoxColumns(self, program)
-        return super()._compile(program)
+    #: UC-CURL's optimistic program as ``highs-columns`` compiles it, and UCRL-CMDP's box program itself (each
+    #: exactly: a subclass may add rows the master would not know of; the class is defined below); every other
+    #: program goes to the highs backend, as for ``highs-columns``
+    COMPILES = {**ColumnsBackend.COMPILES,
+                BoxOptimisticProgram: exactly(lambda backend, program: CompiledBoxColumns(backend, program))}
 
 
 class CompiledBoxColumns(CompiledColumnGeneration):

@@ -44,13 +44,14 @@ work unchanged. A column-generation run that reaches ``max_rounds`` pricing roun
 ``iteration_limit`` and a message saying so (no solution is returned).
 
 Every other program (the occupancy program, UCRL-CMDP's box program, safe mode's programs, and any subclass
-of the optimistic program) is handed to the plain ``highs`` path unchanged (:class:`CompiledHighs`, with
-this backend's options); the results name this backend.
+of the optimistic program) is handed to the ``highs`` backend, built with this backend's HiGHS options
+(``DELEGATES``, :meth:`~curlopt.backends.base.Backend.delegate`); the results name this backend, and their
+``solver`` says the program was delegated.
 """
 
 from __future__ import annotations
 
-import math
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -61,11 +62,11 @@ from ...programs.blocks import Program
 from ...programs.lp import LPForm
 from ...programs.optimistic import OptimisticProgram
 from ...utilities.library import Utility
-from ..base import Backend, CompiledProgram
+from ..base import Backend, CompiledForm, Exactly, exactly
 from ..form_table import affine_pieces_table
-from ..options import INTEGER, NUMBER, Option, positive_integer
+from ..options import INTEGER, NUMBER, Option, positive_integer, small_tolerance
 from ..results import Status
-from .backend import HIGHS_OPTIONS, CompiledHighs, highs_options
+from .backend import HIGHS_OPTIONS, HighsBackend, highs_options
 from .column_generation import CENTRE, STATUS_MAP, CompiledColumnGeneration, Master
 
 __all__ = ["ColumnsBackend", "CompiledColumns", "L1Master", "optimistic_kernels", "STATUS_MAP"]
@@ -142,16 +143,13 @@ def optimistic_kernels(h: np.ndarray | None, p_hat: np.ndarray, beta: np.ndarray
     return q, valid
 
 
-def _small_tolerance(value: Any) -> str | None:
-    return None if math.isfinite(float(value)) and 0 < float(value) <= 1e-3 else "it is outside (0, 1e-3]"
-
-
 class ColumnsBackend(Backend):
     """HiGHS with column generation for the optimistic program (module doc); plain HiGHS for the others.
 
     It matches the optimistic LP's optimal **value** (to the solver's tolerances and ``pricing_tolerance``),
     not necessarily its optimal vertex: where the optimum has ties it may return another optimal solution
-    than the ``highs`` backend. ``auto`` never chooses it.
+    than the ``highs`` backend. ``auto`` chooses it for the optimistic program on kernels of 1,000 entries or more
+    (:func:`curlopt.backends.registry.choose_backend`).
 
     Parameters
     ----------
@@ -176,7 +174,8 @@ class ColumnsBackend(Backend):
     requires: ClassVar[tuple[str, ...]] = ("highspy",)
     extra: ClassVar[str] = ""  # highspy is a core dependency
     takes: ClassVar[str] = "linear and LP-representable utilities (max-min, max of linear, 1- and inf-norms)"
-    #: ``auto`` never chooses this backend (its optimal vertex may differ from highs's)
+    #: not among ``auto``'s general candidates (its optimal vertex may differ from highs's): the registry's rule names
+    #: it for the optimistic programs where it is measured faster (:func:`~curlopt.backends.registry.choose_backend`)
     auto_choice: ClassVar[bool] = False
     STATUS_MAP: ClassVar[dict[str, Status]] = STATUS_MAP
     #: forms become affine pieces (LPForm's rows); smooth nonlinear forms are refused
@@ -188,33 +187,39 @@ class ColumnsBackend(Backend):
                "an integer >= 1", positive_integer, int),
         Option("pricing_tolerance", NUMBER, DEFAULT_PRICING_TOLERANCE,
                "A column enters the master when its reduced cost exceeds this.",
-               "a number in (0, 1e-3]", _small_tolerance, float),
+               "a number in (0, 1e-3]", small_tolerance, float),
         Option("feasibility_tolerance", NUMBER, DEFAULT_FEASIBILITY_TOLERANCE,
                "Phase 1 calls the program infeasible when the sum of the artificial columns stays above this.",
-               "a number in (0, 1e-3]", _small_tolerance, float),
+               "a number in (0, 1e-3]", small_tolerance, float),
         Option("keep_solves", INTEGER, DEFAULT_KEEP_SOLVES,
                "A column not basic in this many consecutive solves leaves the pool.",
                "an integer >= 1", positive_integer, int),
     )
 
+    #: UC-CURL's optimistic program itself (a subclass may add rows the master would not know of; the class is
+    #: defined below); every other program goes to the highs backend, with this backend's HiGHS options
+    COMPILES: ClassVar[Mapping[type[Program], CompiledForm | Exactly]] = {
+        OptimisticProgram: exactly(lambda backend, program: CompiledColumns(backend, program))}
+    DELEGATES: ClassVar[tuple[type[Backend], ...]] = (HighsBackend,)
+
     options: dict[str, Any]
+    given_highs_options: dict[str, Any]
     max_rounds: int
     pricing_tolerance: float
     feasibility_tolerance: float
     keep_solves: int
 
     def _configure(self) -> None:
-        self.options = highs_options(self, "the highs-columns backend")
+        self.given_highs_options = dict(self.options or {})  # as given: handed to the highs backend it delegates to
+        self.options = highs_options(self, f"the {self.name} backend")
 
     @classmethod
     def accepts(cls, utility: Utility) -> bool:
         return utility.is_lp_representable
 
-    def _compile(self, program: Program) -> CompiledProgram:
-        # Exactly the optimistic program: a subclass may add rows the master would not know of.
-        if type(program) is OptimisticProgram:
-            return CompiledColumns(self, program)
-        return CompiledHighs(self, program)
+    def delegate_options(self, delegate: type[Backend]) -> dict[str, Any]:
+        """HiGHS's options as they were given (the highs backend merges and checks them again)."""
+        return {"options": self.given_highs_options}
 
 
 class L1Master(Master):

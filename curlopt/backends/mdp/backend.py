@@ -11,8 +11,8 @@ only multiplies the kernel by vectors (:mod:`.search` states the method and its 
   feasibility tolerance (1e-9), relaxed by at most ``feasibility_tolerance`` when phase 1 ends within it;
 * **programs**: the occupancy program (the optimum, PS-CURL's epochs), safe mode's program and its least-violation
   program. Every other program (UC-CURL's optimistic program, UCRL-CMDP's box program, subclasses) is handed to
-  the ``highs`` backend (LP-representable utilities) or the ``cvxpy`` backend (others), compiled with this
-  backend's options; results name this backend, and their ``solver`` says who solved them;
+  the ``highs`` backend (LP-representable utilities) or the ``cvxpy`` backend (others), built with this
+  backend's options (``DELEGATES``); results name this backend, and their ``solver`` says who solved them;
 * **utilities**: LP-representable ones (the master is an LP on HiGHS, whose duals price the next column), and,
   when CVXPY is installed, DCP ones (the master is a small conic program; the bound uses their gradients);
 * **warm starts**: the pool's policies and the value iteration's values are kept between solves; after
@@ -29,16 +29,17 @@ from __future__ import annotations
 import importlib.util
 import math
 import time
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ...programs.blocks import Program
 from ...utilities.library import CustomUtility, Utility
-from ..base import Backend, CompiledProgram, RawSolution
+from ..base import Backend, CompiledForm, CompiledProgram, Exactly, RawSolution, exactly
 from ..cvxpy import CVXPY_FORMS, CvxpyBackend, settings_by_solver, solver_names
-from ..highs.backend import HIGHS_OPTIONS
-from ..options import INTEGER, NONE, NUMBER, Option, positive_integer
+from ..highs.backend import HIGHS_OPTIONS, HighsBackend
+from ..options import INTEGER, NONE, NUMBER, Option, positive_integer, small_tolerance
 from ..results import Status
 from .chains import KernelMatrix, policy_classes
 from .masters import LinearMaster
@@ -59,8 +60,6 @@ MULTICHAIN_NOTE = ("the model is multichain: the policy extracted from this occu
                    " each recurrent class of a policy is its own column)")
 
 
-def _tolerance(value: Any) -> str | None:
-    return None if math.isfinite(float(value)) and 0 < float(value) <= 1e-3 else "it is outside (0, 1e-3]"
 
 
 class MdpColumnsBackend(Backend):
@@ -94,7 +93,8 @@ class MdpColumnsBackend(Backend):
     extra: ClassVar[str] = ""  # highspy is a core dependency; cvxpy (extra "cvxpy") adds the DCP utilities
     takes: ClassVar[str] = ("LP-representable utilities, and DCP utilities with a gradient when cvxpy is installed"
                             " (pip install 'curlopt[cvxpy]')")
-    #: ``auto`` never chooses this backend (the module doc says where it pays and where it stops)
+    #: not among ``auto``'s general candidates (the module doc says where it pays and where it stops): the registry's
+    #: rule names it for the occupancy programs of large shallow chains (:func:`~curlopt.backends.registry.choose_backend`)
     auto_choice: ClassVar[bool] = False
     STATUS_MAP: ClassVar[dict[str, Status]] = STATUS_MAP
     #: the accuracy the backend declares, as :class:`curlopt.testing.Tolerances` fields: the objective is certified
@@ -107,10 +107,10 @@ class MdpColumnsBackend(Backend):
     OPTIONS = (
         Option("tolerance", NUMBER, 1e-8,
                "Stop when the certified optimality gap is at most tolerance · max(1, |objective|).",
-               "a number in (0, 1e-3]", _tolerance, float),
+               "a number in (0, 1e-3]", small_tolerance, float),
         Option("feasibility_tolerance", NUMBER, 1e-9,
                "Phase 1 accepts a mixture whose rows hold to this, and proves infeasibility beyond it.",
-               "a number in (0, 1e-3]", _tolerance, float),
+               "a number in (0, 1e-3]", small_tolerance, float),
         Option("max_rounds", INTEGER, 1000,
                "The most pricing rounds (master solves) per solve attempt; reaching it gives status iteration_limit.",
                "an integer >= 1", positive_integer, int),
@@ -126,6 +126,13 @@ class MdpColumnsBackend(Backend):
                "Per-solver CVXPY settings of the conic master, merged over the cvxpy backend's defaults.",
                "a dict from CVXPY solver name to a dict of its settings, or None", settings_by_solver),
     )
+
+    #: the occupancy program, safe mode's program and its least-violation program, each exactly (a subclass may add
+    #: rows the search would not know of; the class is defined below); every other program goes to the highs
+    #: backend (LP-representable utilities) or the cvxpy backend (the others), built with this backend's settings
+    COMPILES: ClassVar[Mapping[type[Program], CompiledForm | Exactly]] = {
+        taken: exactly(lambda backend, program: CompiledMdpColumns(backend, program)) for taken in TAKEN_PROGRAMS}
+    DELEGATES: ClassVar[tuple[type[Backend], ...]] = (HighsBackend, CvxpyBackend)
 
     tolerance: float
     feasibility_tolerance: float
@@ -179,36 +186,12 @@ class MdpColumnsBackend(Backend):
         no_gradient = isinstance(utility, CustomUtility) and getattr(utility, "_gradient", None) is None
         return can_express(utility) and not no_gradient
 
-    def _compile(self, program: Program) -> CompiledProgram:
-        if type(program) in TAKEN_PROGRAMS:
-            return CompiledMdpColumns(self, program)
-        return DelegatedProgram(self, program)
-
-
-class DelegatedProgram(CompiledProgram):
-    """A program this backend does not solve itself, compiled by the ``highs`` or the ``cvxpy`` backend.
-
-    Results carry this backend's name (the base class fills them); ``solver`` names the backend that solved it.
-    """
-
-    def __init__(self, backend: MdpColumnsBackend, program: Program):
-        super().__init__(backend, program)
-        utilities = [program.objective, *program.constraints]
-        self.delegate: Backend
-        if all(u.is_lp_representable for u in utilities):
-            from ..highs.backend import HighsBackend
-
-            self.delegate = HighsBackend(options=backend.given_highs_options, time_limit=backend.time_limit,
-                                         verbose=backend.verbose)
-        else:
-            self.delegate = backend.conic
-        self.inner = self.delegate.compile(program)
-
-    def _solve(self, with_constraints: bool) -> RawSolution:
-        self.inner._deadline = self._deadline  # the delegate's solver gets what is left of this solve's time limit
-        raw = self.inner._solve(with_constraints)
-        raw.solver = f"{raw.solver} (the {type(self.program).__name__} is delegated to the {self.delegate.name} backend)"
-        return raw
+    def delegate_options(self, delegate: type[Backend]) -> dict[str, Any]:
+        """HiGHS's options as given to this backend (for ``highs``), or its CVXPY solvers and settings (for
+        ``cvxpy``)."""
+        if delegate is CvxpyBackend:
+            return {"solvers": self.solvers, "solver_options": self.solver_options}
+        return {"options": self.given_highs_options}
 
 
 class CompiledMdpColumns(CompiledProgram):

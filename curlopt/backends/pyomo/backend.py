@@ -148,6 +148,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -155,7 +156,7 @@ import numpy as np
 from ...errors import BackendOptionError, UnsupportedUtilityError
 from ...programs.blocks import Program
 from ...utilities.library import Utility, curvature_violation
-from ..base import Backend, call_utility, package_version
+from ..base import Backend, CompiledForm, Exactly, call_utility, package_version
 from ..options import NONE, NUMBER, Option, refuse_both, string_keys
 from ..results import Status
 from .compiled import CompiledPyomo, CompiledPyomoBridge, CompiledPyomoSolver
@@ -357,11 +358,15 @@ class PyomoBackend(Backend):
                     " domain_lower() method): the check samples inside the domain."
                 )
 
-    def _compile(self, program: Program) -> CompiledPyomo:
+    def compiled_pyomo(self, program: Program) -> CompiledPyomo:
+        """The program as a Pyomo model, solved by Ipopt through cyipopt or by the named Pyomo solver."""
         with pyomo_messages():
             if self.solver == BRIDGE:
                 return CompiledPyomoBridge(self, program)
             return CompiledPyomoSolver(self, program)
+
+    #: every program, from its blocks and rows
+    COMPILES: ClassVar[Mapping[type[Program], CompiledForm | Exactly]] = {Program: compiled_pyomo}
 
     def __repr__(self) -> str:
         return f"PyomoBackend(solver={self.solver!r})"

@@ -35,9 +35,17 @@ What the report compares:
   over the solvers that solved it (relative, default 1e-5); each disagreement
   is listed, and the report says when there is none;
 * the *gap* of a row is ``|objective - reference| / max(1, |reference|)``, the largest over the instances it and
-  the reference solved; the reference is the most accurate answer of the run: among the rows compared, the exact
-  solvers (every one but :data:`APPROXIMATE_SOLVERS`) that solved the most instances, the one with the smallest
-  residual (an approximate one only when no exact one finished, and the report says so);
+  the reference solved; the reference is the consensus of the exact solvers (every one but
+  :data:`APPROXIMATE_SOLVERS`): the row the most other exact rows agree with within :data:`CONSENSUS_TOLERANCE`,
+  a vertex (simplex or crossover) solver before an interior-point one (:data:`INTERIOR_POINT_SOLVERS`) on a tie,
+  then the most instances solved and the smallest residual (an approximate one only when no exact one finished,
+  and the report says so);
+* a solve that answered the *fallback* program (the ε-tight program was infeasible, so the backend solved it
+  without the constraint rows) is counted apart (``fallback k/n`` in the status), left out of the means, the
+  agreement check and the gaps, and said with how far its point violates the constraints; residuals are those
+  of the program asked, constraint rows included;
+* a solver a backend hands linear programs only (:data:`~.solvers.LINEAR_ONLY_SOLVERS`) is refused for a model
+  whose utilities are not LP-representable, and a solve that ran out of memory stops its row (*stopped*);
 * when fewer instances run than were asked (the ``optimum`` program has one;
   snapshot times that coincide give fewer), the report says so and why.
 
@@ -77,11 +85,20 @@ from .isolation import (
     isolation_default,
     peak_memory,
 )
-from .report import APPROXIMATE_SOLVERS, ComparisonReport, _common_instances, _disagreements, _fewer_instances
+from .report import (
+    APPROXIMATE_SOLVERS,
+    CONSENSUS_TOLERANCE,
+    INTERIOR_POINT_SOLVERS,
+    ComparisonReport,
+    _common_instances,
+    _disagreements,
+    _fewer_instances,
+)
 from .rows import SolverRow, _ended
 from .solvers import _plan, _refusal, _run_variant, _Step
 
-__all__ = ["PROGRAMS", "MAX_INSTANCES", "ISOLATE_PAIRS", "ISOLATE_ENTRIES", "APPROXIMATE_SOLVERS", "SolverRow",
+__all__ = ["PROGRAMS", "MAX_INSTANCES", "ISOLATE_PAIRS", "ISOLATE_ENTRIES", "APPROXIMATE_SOLVERS",
+           "INTERIOR_POINT_SOLVERS", "CONSENSUS_TOLERANCE", "SolverRow",
            "ComparisonReport", "compare_solvers", "program_instances", "instance_count", "check_tolerance",
            "check_time_limit", "check_backends", "isolation_default", "guard_margin", "peak_memory",
            "GUARD_SECONDS", "STARTUP_SECONDS"]

@@ -131,7 +131,7 @@ def _run_isolated(task: _Task, margin: float | None, child: Child) -> tuple[Solv
         if task.time_limit is not None and margin is not None:
             allowance = task.time_limit + margin + (STARTUP_SECONDS if stage == "start" else 0.0)
         wait = None if allowance is None else max(0.0, began + allowance - time.perf_counter())
-        if not reader.poll(wait):
+        if not _poll(reader, wait):
             # read while it lives: exact; without /proc, the last report (a lower bound)
             peak = _process_peak(process.pid) if process.pid is not None else None
             row.peak_memory, row.peak_exact = (peak, True) if peak is not None else (row.peak_memory, False)
@@ -168,6 +168,24 @@ def _run_isolated(task: _Task, margin: float | None, child: Child) -> tuple[Solv
         row.error = why
     row.isolated = True
     return row, found
+
+
+#: the longest single wait on the child's pipe, seconds: the system's poll takes a timeout in milliseconds of a C
+#: int (about 24.8 days), so a longer wait (a time limit of 1e7 s) is taken in pieces
+_LONGEST_POLL = 86_400.0
+
+
+def _poll(reader: Any, wait: float | None) -> bool:
+    """Whether a message arrived within ``wait`` seconds (None: until one does, or the child ends)."""
+    if wait is None:
+        return bool(reader.poll(None))
+    deadline = time.perf_counter() + wait
+    while True:
+        left = deadline - time.perf_counter()
+        if reader.poll(max(0.0, min(left, _LONGEST_POLL))):
+            return True
+        if left <= _LONGEST_POLL:
+            return False
 
 
 def _doing(stage: str, task: _Task) -> str:

@@ -11,7 +11,7 @@ import numpy as np
 
 from .rows import SolverRow, _memory
 
-__all__ = ["APPROXIMATE_SOLVERS", "ComparisonReport"]
+__all__ = ["APPROXIMATE_SOLVERS", "INTERIOR_POINT_SOLVERS", "CONSENSUS_TOLERANCE", "ComparisonReport"]
 
 #: solvers whose answer is accurate to a tolerance well above the exact solvers' (never the gap's reference while
 #: an exact one finished), with why
@@ -20,6 +20,18 @@ APPROXIMATE_SOLVERS: dict[tuple[str, str], str] = {
     ("mdp-columns", "mdp-columns"): "column generation, stopped at a certified optimality gap (1e-8 relative by"
                                     " default)",
 }
+
+#: exact solvers that stop at an interior point (no crossover to a vertex): accurate to their own tolerances
+#: (measured: Ipopt 1e-11..1e-5 below the optimum where simplex solvers agree to 1e-15), so one is the reference
+#: only when no vertex solver agrees with more of the others
+INTERIOR_POINT_SOLVERS: dict[tuple[str, str], str] = {
+    ("cvxpy", "CLARABEL"): "an interior-point conic solver (Clarabel)",
+    ("pyomo", "cyipopt-bridge"): "an interior-point nonlinear solver (Ipopt)",
+}
+
+#: two exact solvers agree when their objectives differ by at most this, relative (``max(1, |objective|)``), on
+#: every instance both solved: the reference is the answer the most others agree with
+CONSENSUS_TOLERANCE = 1e-9
 
 
 @dataclass
@@ -84,7 +96,8 @@ class ComparisonReport:
                     "backend": reference.backend, "solver": reference.solver,
                     "max_residual": reference.max_residual(),
                     "approximate": APPROXIMATE_SOLVERS.get((reference.backend, reference.solver)), "why": why},
-                "rows": rows, "disagreements": self.disagreements}
+                "rows": rows, "disagreements": self.disagreements, "answered": self.answered_any(),
+                "fallbacks": self._fallback_lines()}
 
     def mean_objective(self, row: SolverRow) -> float | None:
         """The row's mean objective over :attr:`common` (None when it is not compared or nothing is common)."""
@@ -95,31 +108,40 @@ class ComparisonReport:
     def reference(self) -> tuple[SolverRow | None, str]:
         """The row whose answers the gaps are measured against, and why it was chosen (the package doc).
 
-        Among the compared rows, the exact solvers (not in :data:`APPROXIMATE_SOLVERS`) that solved the most
-        instances, and of those the one with the smallest largest residual (the first in the table on a tie); an
-        approximate row only when no exact one finished. None when no row was compared.
+        The consensus of the exact solvers: among the compared rows not in :data:`APPROXIMATE_SOLVERS`, the one
+        the most other exact rows agree with (within :data:`CONSENSUS_TOLERANCE`, relative, on every instance both
+        solved); on a tie a vertex (simplex, or interior point with crossover) solver before one in
+        :data:`INTERIOR_POINT_SOLVERS`, then the row that solved the most instances, then the smallest residual,
+        then the first in the table. An interior-point answer is therefore never the reference over simplex ones
+        that agree with each other. An approximate row only when no exact one finished. None when no row was
+        compared.
         """
         compared = [r for r in self.rows if r.compared]
         exact = [r for r in compared if (r.backend, r.solver) not in APPROXIMATE_SOLVERS]
         pool = exact or compared
         if not pool:
             return None, "no solver solved an instance"
+        agreeing = {id(r): [o for o in pool if o is not r and _agree(r, o)] for r in pool}
 
-        def solved(row: SolverRow) -> int:
-            return sum(row.solved(i) for i in range(len(row.statuses)))
+        def rank(row: SolverRow) -> tuple:
+            residual = row.max_residual()
+            return (-len(agreeing[id(row)]), _interior(row), -_solved_count(row),
+                    math.inf if residual is None else residual)
 
-        def residual_of(row: SolverRow) -> float:
-            value = row.max_residual()
-            return math.inf if value is None else value
-
-        most = max(solved(r) for r in pool)
-        best = min((r for r in pool if solved(r) == most), key=residual_of)
+        best = min(pool, key=rank)  # min keeps the first of equal ranks: the table's order
         residual = best.max_residual()
         said = f"residual {residual:.1e}" if residual is not None else "no residual"
-        if exact:
-            return best, f"the exact solver with the smallest residual ({said}) among those that finished"
-        why = APPROXIMATE_SOLVERS[(best.backend, best.solver)]
-        return best, f"no exact solver finished; {best.backend}/{best.solver} is approximate: {why} ({said})"
+        if not exact:
+            why = APPROXIMATE_SOLVERS[(best.backend, best.solver)]
+            return best, f"no exact solver finished; {best.backend}/{best.solver} is approximate: {why} ({said})"
+        kind = "an interior-point solver" if _interior(best) else "a vertex (simplex or crossover) solver"
+        others = agreeing[id(best)]
+        if not others:
+            return best, (f"no two exact solvers agree within {CONSENSUS_TOLERANCE:g} (relative); {kind}, the"
+                          f" one that solved the most instances with the smallest residual ({said})")
+        return best, (f"the consensus of the exact solvers: {len(others) + 1} of {len(exact)} agree within"
+                      f" {CONSENSUS_TOLERANCE:g} (relative) on every instance both solved; {kind} among them"
+                      f" ({said})")
 
     def gap(self, row: SolverRow) -> float | None:
         """``|objective - reference| / max(1, |reference|)``, the largest over the instances the row and the
@@ -161,6 +183,7 @@ class ComparisonReport:
         idle = [f"{r.backend}/{r.solver}" for r in self.rows if r.ran and not r.compared]
         if idle:
             out.append(f"left out of the means: {', '.join(idle)} (solved no instance).")
+        out += self._fallback_lines()
         if self.disagreements:
             out.append(f"DISAGREEMENT beyond {self.tolerance:g} (relative) on {len(self.disagreements)} instance(s):")
             out += [f"  {line}" for line in self.disagreements]
@@ -182,6 +205,39 @@ class ComparisonReport:
         out += [f"{', '.join(names)}: {text}" for text, names in troubles.items()]
         out += [f"{r.backend}/{r.solver}: solved by {r.solved_by}" for r in self.rows if "delegated" in r.solved_by]
         return out
+
+    def _fallback_lines(self) -> list[str]:
+        """One line per set of instances some rows answered with the fallback program, with how far off it is."""
+        groups: dict[tuple[int, ...], list[SolverRow]] = {}
+        for row in self.rows:
+            if row.ran and row.fallbacks():
+                groups.setdefault(tuple(row.fallbacks()), []).append(row)
+        out = []
+        for instances, rows in groups.items():
+            names = ", ".join(f"{r.backend}/{r.solver}" for r in rows)
+            violations = [v for v in (r.max_violation() for r in rows) if v is not None]
+            by = f": max_m g_m(ζ) up to {max(violations):.3g}" if violations else ""
+            out.append(f"FALLBACK: {names} on instance(s) {', '.join(map(str, instances))} of {self.instances}: the"
+                       " ε-tight program was infeasible, so the solver answered the program without the constraint"
+                       f" rows (its point violates the constraints{by}); left out of the means, the agreement check"
+                       " and the gaps.")
+        return out
+
+    def answered_any(self) -> bool:
+        """Whether any row answered any instance: solved it, or found its ε-tight program infeasible (answered by
+        the fallback, or infeasible outright) or unbounded: an answer about the program, unlike a time limit, an
+        error, a refusal or a row not installed."""
+        return any(row.ran and any(row.answered(i) for i in range(len(row.statuses))) for row in self.rows)
+
+    def nothing_solved(self) -> str:
+        """Why no row answered an instance, in one line ("" when one did): what each row's ending was."""
+        if self.answered_any():
+            return ""
+        endings: dict[str, list[str]] = {}
+        for row in self.rows:
+            endings.setdefault(row.status_summary(), []).append(f"{row.backend}/{row.solver}")
+        said = "; ".join(f"{', '.join(names)}: {ending}" for ending, names in endings.items())
+        return f"no solver solved any instance of the {self.program} program ({said})."
 
     def _where_lines(self) -> list[str]:
         out = [f"isolation: {self.isolation}" if self.isolation else
@@ -219,8 +275,7 @@ def _common_instances(rows: list[SolverRow], count: int) -> tuple[list[int], lis
     compared = [r for r in rows if r.compared]
     common, dropped = [], []
     for i in range(count):
-        missing = [f"{r.backend}/{r.solver} {r.statuses[i] if i < len(r.statuses) else 'not run'}"
-                   for r in compared if not r.solved(i)]
+        missing = [f"{r.backend}/{r.solver} {r.outcome(i)}" for r in compared if not r.solved(i)]
         if missing:
             dropped.append(f"instance {i}: not solved by " + ", ".join(missing))
         else:
@@ -250,3 +305,21 @@ def _disagreements(rows: list[SolverRow], count: int, tolerance: float) -> list[
             spread = ", ".join(f"{b}/{s}={v:.9g}" for (b, s), v in values.items())
             out.append(f"instance {i}: objectives differ by {high - low:.2e} ({spread})")
     return out
+
+
+def _interior(row: SolverRow) -> bool:
+    return (row.backend, row.solver) in INTERIOR_POINT_SOLVERS
+
+
+def _solved_count(row: SolverRow) -> int:
+    return sum(row.solved(i) for i in range(len(row.statuses)))
+
+
+def _agree(one: SolverRow, other: SolverRow) -> bool:
+    """Whether two rows' objectives agree within :data:`CONSENSUS_TOLERANCE` on every instance both solved (and
+    they solved at least one in common)."""
+    both = [i for i in range(min(len(one.statuses), len(other.statuses))) if one.solved(i) and other.solved(i)]
+    return bool(both) and all(
+        abs(one.objectives[i] - other.objectives[i]) <= CONSENSUS_TOLERANCE * max(1.0, abs(one.objectives[i]),
+                                                                                   abs(other.objectives[i]))
+        for i in both)

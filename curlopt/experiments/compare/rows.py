@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ...backends.results import Status
+from ...backends.results import ProgramVariant, Status
 
 __all__ = ["SolverRow"]
 
@@ -20,8 +20,12 @@ class SolverRow:
     Attributes
     ----------
     backend, solver : str
-    statuses, objectives, residuals, times, iterations : list
-        One entry per instance solved so far (solve times in seconds).
+    statuses, programs, objectives, residuals, times, iterations : list
+        One entry per instance solved so far (solve times in seconds). ``programs`` says which program the
+        solver answered (``tight``, or ``fallback``: the ε-tight program was infeasible and the program without
+        the constraint rows was solved instead); ``residuals`` are those of the program asked, the constraint
+        rows ``g_m(ζ) + ε`` included; ``violations`` the largest ``g_m(ζ)`` at each point, so a fallback's says
+        how far its point violates the constraints.
     error : str
         Why the row did not run every instance; its first words say how it ended: ``refused: ...`` (the backend
         cannot express a utility), ``program refused: ...`` (the program's size check refused it, before
@@ -47,8 +51,11 @@ class SolverRow:
     backend: str
     solver: str
     statuses: list[str] = field(default_factory=list)
+    programs: list[str] = field(default_factory=list)
     objectives: list[float] = field(default_factory=list)
     residuals: list[float] = field(default_factory=list)
+    #: the largest constraint value ``max_m g_m(ζ)`` at each instance's point (NaN without one): above 0 it violates
+    violations: list[float] = field(default_factory=list)
     times: list[float] = field(default_factory=list)
     iterations: list[int] = field(default_factory=list)
     error: str = ""
@@ -77,9 +84,35 @@ class SolverRow:
         return self.ran and any(self.solved(i) for i in range(len(self.statuses)))
 
     def solved(self, instance: int) -> bool:
-        """Whether this solver solved ``instance`` (a status with a solution and a finite objective)."""
-        return (instance < len(self.statuses) and Status(self.statuses[instance]).has_solution
+        """Whether this solver solved ``instance``: the program asked, with its constraints (not the fallback),
+        a status with a solution and a finite objective."""
+        return (self._has_point(instance) and not self.fell_back(instance)
                 and math.isfinite(self.objectives[instance]))
+
+    def fell_back(self, instance: int) -> bool:
+        """Whether the solver answered ``instance`` with the fallback program: its ε-tight program was infeasible,
+        and the point it returned ignores the constraints (never an answer to the program asked)."""
+        return (self._has_point(instance) and instance < len(self.programs)
+                and self.programs[instance] == ProgramVariant.FALLBACK.value)
+
+    def answered(self, instance: int) -> bool:
+        """Whether the solver answered ``instance``: a point (of the program or its fallback), or a certificate that
+        the program is infeasible or unbounded."""
+        return self._has_point(instance) or (instance < len(self.statuses) and self.statuses[instance] in (
+            Status.INFEASIBLE.value, Status.UNBOUNDED.value))
+
+    def fallbacks(self) -> list[int]:
+        """The instances the solver answered with the fallback program."""
+        return [i for i in range(len(self.statuses)) if self.fell_back(i)]
+
+    def outcome(self, instance: int) -> str:
+        """How ``instance`` ended, in one word: its status, or ``fallback`` for a fallback's point."""
+        if instance >= len(self.statuses):
+            return "not run"
+        return ProgramVariant.FALLBACK.value if self.fell_back(instance) else self.statuses[instance]
+
+    def _has_point(self, instance: int) -> bool:
+        return instance < len(self.statuses) and Status(self.statuses[instance]).has_solution
 
     def status_summary(self) -> str:
         if self.error:
@@ -88,18 +121,31 @@ class SolverRow:
                     return kind
             return "error"
         counts: dict[str, int] = {}
-        for status in self.statuses:
-            counts[status] = counts.get(status, 0) + 1
+        for i in range(len(self.statuses)):
+            outcome = self.outcome(i)
+            counts[outcome] = counts.get(outcome, 0) + 1
+        # a fallback is never mistaken for a status: said last
+        counts = dict(sorted(counts.items(), key=lambda item: item[0] == ProgramVariant.FALLBACK.value))
         return ", ".join(f"{k} {v}/{len(self.statuses)}" for k, v in counts.items())
 
     def max_residual(self) -> float | None:
-        finite = [r for r in self.residuals if math.isfinite(r)]
+        """The largest residual over the instances the row solved (a fallback's is in :meth:`max_violation`)."""
+        finite = [self.residuals[i] for i in range(len(self.residuals)) if self.solved(i)
+                  and math.isfinite(self.residuals[i])]
+        return max(finite) if finite else None
+
+    def max_violation(self) -> float | None:
+        """The largest constraint value ``max_m g_m(ζ)`` over the instances answered by the fallback program: how
+        far its points violate the constraints (None without a fallback)."""
+        finite = [self.violations[i] for i in self.fallbacks() if i < len(self.violations)
+                  and math.isfinite(self.violations[i])]
         return max(finite) if finite else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "backend": self.backend, "solver": self.solver, "status": self.status_summary(),
-            "statuses": self.statuses, "objectives": [None if not math.isfinite(o) else o for o in self.objectives],
+            "statuses": self.statuses, "programs": self.programs, "fallbacks": self.fallbacks(),
+            "max_fallback_violation": self.max_violation(), "objectives": [None if not math.isfinite(o) else o for o in self.objectives],
             "max_residual": self.max_residual(),
             "mean_time": float(np.mean(self.times)) if self.times else None,
             "max_time": float(np.max(self.times)) if self.times else None,

@@ -10,7 +10,7 @@ from typing import Any, cast
 
 from ...backends.base import Backend
 from ...backends.registry import backend_class, check_keywords
-from ...backends.results import ProgramVariant, SolveResult
+from ...backends.results import SolveResult
 from ...errors import (
     BackendNotInstalledError,
     BackendOptionError,
@@ -70,6 +70,38 @@ def _refusal(name: str, factory: type[Backend] | None, options: dict, time_limit
         return f"refused: {exc}"
     except CurloptError:
         return ""
+    return _linear_only_refusal(name, options, model)
+
+
+#: solvers a backend hands linear programs only, with what says so: the backend takes the model's utilities with its
+#: other solvers, but this one would fail on the compiled program (a solver error that is really a refusal)
+LINEAR_ONLY_SOLVERS: dict[tuple[str, str], str] = {
+    ("cvxpy", "HIGHS"): "CVXPY hands HiGHS linear (and quadratic) programs only",
+    ("pyomo", "appsi_highs"): "Pyomo's appsi_highs interface takes linear expressions only",
+}
+
+
+def _variant_solver(name: str, options: dict) -> str:
+    """The solver a variant's options name (``solvers=[...]`` for cvxpy, ``solver=...`` for pyomo), or ``""``."""
+    solvers = options.get("solvers")
+    if isinstance(solvers, (list, tuple)) and len(solvers) == 1:
+        return str(solvers[0])
+    solver = options.get("solver")
+    return str(solver) if isinstance(solver, str) else ""
+
+
+def _linear_only_refusal(name: str, options: dict, model: CMDP) -> str:
+    """``refused: ...`` when the variant's solver takes linear programs only and one of the model's utilities is not
+    LP-representable (as the highs backend, an LP backend, judges it), else ``""``."""
+    why = LINEAR_ONLY_SOLVERS.get((name, _variant_solver(name, options)))
+    if why is None:
+        return ""
+    lp = backend_class("highs")
+    roles = [("objective", model.objective)] + [(f"constraint {m}", g) for m, g in enumerate(model.constraints)]
+    for role, utility in roles:
+        if not lp.accepts(utility):
+            return (f"refused: {why}, and the {role} {utility!r} is not LP-representable; compare the backend's"
+                    " other solvers.")
     return ""
 
 
@@ -139,18 +171,46 @@ def _run_variant(row: SolverRow, name: str, factory: type[Backend], options: dic
             break
         row.times.append(time.perf_counter() - started)
         row.statuses.append(result.status.value)
+        row.programs.append(result.program.value)
         row.objectives.append(result.objective)
         row.iterations.append(result.iterations or 0)
         row.residuals.append(_residual(compiled.program, result))
+        row.violations.append(_violation(compiled.program, result))
         if not row.solved_by:
             row.solved_by = result.solver
         if not result.status.has_solution and not row.failure:
             row.failure = f"{result.status.value}: {result.message}"
+        if not result.status.has_solution and _out_of_memory(result.message):
+            row.error = f"stopped: out of memory while solving instance {i} ({result.message})"
+            break
     return row
 
 
+#: words a solver's message uses when it could not allocate memory (SCS: "ScsWork allocation error!"; numpy:
+#: "Unable to allocate ..."; a MemoryError turned into a message by the backend)
+_OUT_OF_MEMORY = ("out of memory", "memoryerror", "allocation error", "unable to allocate", "failed to allocate",
+                  "could not allocate", "insufficient memory", "not enough memory")
+
+
+def _out_of_memory(message: str) -> bool:
+    """Whether a failed solve's message says the solver ran out of memory (the row is then *stopped*, as a
+    MemoryError stops it, not an error of the solver's)."""
+    text = message.lower()
+    return any(words in text for words in _OUT_OF_MEMORY)
+
+
 def _residual(program: Program, result: SolveResult) -> float:
+    """The largest residual of the program asked at the result's point, its constraint rows included: a fallback
+    point (solved without them) is measured against the program it does not answer, so its violation shows."""
     if not result.status.has_solution or result.x is None:
         return math.nan
-    residuals = program.residuals(result.x, include_constraints=result.program is ProgramVariant.TIGHT)
-    return max(residuals.values())
+    return max(program.residuals(result.x, include_constraints=True).values())
+
+
+
+def _violation(program: Program, result: SolveResult) -> float:
+    """The largest constraint value ``max_m g_m(ζ)`` at the result's point (NaN without a point or constraints)."""
+    if not result.status.has_solution or result.x is None or not program.constraints:
+        return math.nan
+    costs = program.cost_map @ result.x
+    return float(max(g.value(costs) for g in program.constraints))

@@ -85,6 +85,11 @@ class StudyOutput:
     #: per configuration (in study order): its label, setting, record and the number of run files found
     configurations: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: the runs were read from the folder (``curlopt report``), not handed over by the study that just wrote them:
+    #: the figures and summary files beside them may then be of other runs (a run file removed or added since)
+    from_folder: bool = False
+    #: what the report found out of date beside the runs (also among the notes): the command says it as warnings
+    stale: list[str] = field(default_factory=list)
 
     @property
     def study(self) -> dict[str, Any]:
@@ -168,7 +173,7 @@ def load_study_output(folder: str | Path, groups: Sequence[ConfigurationRuns] | 
     notes = [str(note) for note in (record.get("profile") or {}).get("notes", [])] if groups is None else []
     notes += [str(note) for note in record.get("notes") or []] if groups is None else []
     loaded = {(_setting_name(g), g.algorithm, g.key): g for g in groups or []}
-    output = StudyOutput(folder, record, [], notes=notes)
+    output = StudyOutput(folder, record, [], notes=notes, from_folder=groups is None)
     for config in record["configurations"]:
         setting_name = str((config.get("setting") or {}).get("setting", ""))
         setting = settings.get(setting_name, setting_name)
@@ -207,7 +212,9 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], caption: str = 
 
 def _image(figure: ReportFigure, alt: str) -> str:
     data = base64.b64encode(figure.data).decode("ascii")
-    caption = _e(figure.name) + (f' — <span class="warn">{_e(figure.caption)}</span>' if figure.caption else "")
+    # a figure drawn for the report only is captioned as such, never with a file name that does not exist
+    named = _e(figure.name) if figure.saved else f"{_e(alt)} (drawn for this report; not a file under figures/)"
+    caption = named + (f' — <span class="warn">{_e(figure.caption)}</span>' if figure.caption else "")
     return (f'<figure><img src="data:image/png;base64,{data}" alt="{_e(alt)}">'
             f"<figcaption>{caption}</figcaption></figure>")
 
@@ -331,8 +338,12 @@ def _setting_facts(rows: Sequence[dict[str, Any]]) -> str:
     """``T = 5,000 steps; optimum f(λ*) = 4.47`` for the summary rows of one setting."""
     optimum = next((row["optimum"] for row in rows if row.get("optimum") is not None), None)
     facts = f"T = {int(rows[0]['steps']):,} steps" if rows[0].get("steps") else ""
-    return facts + (f"; optimum f(λ*) = {significant(optimum, LOCATION_DIGITS)}" if optimum is not None
-                    else "; no known optimum")
+    if optimum is None:
+        return facts + "; no known optimum"
+    if any(row.get("optimum_infeasible") for row in rows):  # the regret is then against the unconstrained optimum
+        return facts + (f"; the constraints are infeasible: the optimum without them f(λ*) ="
+                        f" {significant(optimum, LOCATION_DIGITS)}, and R(T) is measured against it")
+    return facts + f"; optimum f(λ*) = {significant(optimum, LOCATION_DIGITS)}"
 
 
 def _few_seeds_caveat(rows: Sequence[dict[str, Any]]) -> str:
@@ -356,7 +367,7 @@ def _summary_section(output: StudyOutput, rows: Sequence[dict[str, Any]]) -> str
         facts = _setting_facts(mine)
         header = ["configuration", "seeds", "f(λ^(T))", "R(T)"] + [f"g_{k}(ζ^(T))" for k in range(1, m + 1)] + [
             "C(T)", "C(T) = 0", "violating epochs", "violating steps", "epochs", "fallback epochs",
-            "failed epochs", "wall time (s)"]
+            "runs with fallbacks", "failed epochs", "wall time (s)"]
         table = []
         for row in mine:
             seeds = int(row.get("seeds") or 0)
@@ -365,8 +376,9 @@ def _summary_section(output: StudyOutput, rows: Sequence[dict[str, Any]]) -> str
                          + [stat_cell(row, f"g{k}") if f"g{k}_mean" in row else DASH for k in range(1, m + 1)]
                          + [stat_cell(row, "violation"), zero, percent(row.get("violating_epoch_share")),
                             percent(row.get("violating_step_share")), count_cell(row, "epochs"),
-                            count_cell(row, "fallback_epochs"), count_cell(row, "failed_epochs"),
-                            count_cell(row, "wall_time")])
+                            count_cell(row, "fallback_epochs"),
+                            DASH if not seeds or row.get("fallback_runs") is None else f"{row['fallback_runs']}/{seeds}",
+                            count_cell(row, "failed_epochs"), count_cell(row, "wall_time")])
         parts.append(f"<h3>{_e(setting)}</h3><p>{_e(facts)}.</p>" + _table(header, table))
     if output.notes:
         parts.append("<h3>Notes</h3>" + _list(output.notes))
@@ -535,8 +547,9 @@ def _exact_section(output: StudyOutput, draw: bool) -> str:
         if data is None:
             parts.append(f"<h3>{_e(setting)}</h3><p>No constraints, or no epoch with an exact evaluation.</p>")
         else:
-            parts.append(f"<h3>{_e(setting)}</h3>" + _image(ReportFigure(f"{setting}-exact-constraints.png", data),
-                                                             f"{setting}: exact constraint values per epoch"))
+            parts.append(f"<h3>{_e(setting)}</h3>" + _image(
+                ReportFigure(f"{setting}-exact-constraints", data, saved=False),
+                f"{setting}: exact constraint values per epoch"))
     return "".join(parts)
 
 
@@ -552,8 +565,13 @@ def render_report(output: StudyOutput, rows: Sequence[dict[str, Any]] | None = N
     from .figures.report import study_figures
 
     rows = list(rows) if rows is not None else study_rows(output.groups)
+    runs_summary = None
+    if output.from_folder:  # the figures and summary.csv beside the runs may be of other runs
+        complete = rows if all("_varied" in row for row in rows) else study_rows(output.groups)
+        runs_summary = _runs_summary(output, complete)
     if figures:
-        images, figure_notes = study_figures(output.folder, output.groups)
+        images, figure_notes = study_figures(output.folder, output.groups, runs_summary)
+        output.stale += [note for note in figure_notes if note.startswith("figures/ was drawn from other runs")]
     else:
         images, figure_notes = [], ["Figures are off (--no-figures): the report has the tables only."]
     study = output.study
@@ -570,6 +588,29 @@ def render_report(output: StudyOutput, rows: Sequence[dict[str, Any]] | None = N
             f"<title>{_e(title)}: curlopt report</title><style>{_STYLE}</style></head><body>"
             f"<h1>{_e(title)}</h1><p class=\"muted\">{_e(study.get('description', ''))}</p><nav>{nav}</nav>"
             + "".join(sections) + "</body></html>\n")
+
+
+def _runs_summary(output: StudyOutput, rows: Sequence[dict[str, Any]]) -> str:
+    """The SHA-256 of the summary the runs found give; a note in ``output.notes`` when ``summary.csv`` beside them
+    differs (it was written from other runs: a run file removed or added since)."""
+    import hashlib
+
+    from .summary import study_csv_text
+
+    text = study_csv_text(rows, output.groups)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    try:
+        written = (output.folder / "summary.csv").read_bytes()
+    except OSError:
+        return digest
+    if hashlib.sha256(written).hexdigest() != digest:
+        seeds = sorted({int(row.get("seeds") or 0) for row in rows})
+        output.stale.append("summary.csv and summary.md in this folder were written from other runs than those found"
+                            f" now ({', '.join(map(str, seeds))} seed(s) per configuration here; a run file removed or"
+                            " added since): this report's tables are computed from the runs found; run the study"
+                            " again to rewrite them.")
+        output.notes.append(output.stale[-1])
+    return digest
 
 
 def write_report(folder: str | Path, out: str | Path | None = None, *, groups: Sequence[ConfigurationRuns] | None = None,

@@ -34,12 +34,16 @@ checkpoint, its epoch records), then
 ``steps``                       the horizon T
 ``seeds``                       number of runs aggregated
 ``optimum``                     f(λ*), the known-model optimum (empty without one)
+``optimum_infeasible``          ``true`` when the setting's constraints are infeasible: ``optimum`` is then
+                                the optimum without them, and the regret is measured against it
 ``objective_*``                 final f(λ^(T)): ``_mean``, ``_std``, ``_ci_low``, ``_ci_high``
 ``regret_*``                    R(T) = f(λ*) − f(λ^(T)): mean, std, interval
 ``g<m>_*``                      g_m(ζ^(T)), m = 1..M: mean, std, interval (empty for a setting with
                                 fewer constraints; ≤ 0 is satisfied)
 ``violation_*``                 C(T) = max_m (g_m(ζ^(T)))_+: mean, std, interval
 ``zero_violation_share``        share of the seeds with C(T) = 0
+``violating_runs``              number of seeds whose run ends violating (C(T) > 0)
+``fallback_runs``               number of seeds whose run played a fallback policy in at least one epoch
 ``violating_epoch_share``       share of a run's epochs whose policy violates a constraint on the true
                                 kernel (max_m of the epoch's exact g_m > 0), averaged over seeds;
                                 epochs without an exact evaluation are left out (empty if none has one)
@@ -88,8 +92,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..simulation.trace import Trace
     from .runs import ConfigurationRuns
 
-__all__ = ["write_study_summary", "study_rows", "study_columns", "study_markdown", "bootstrap_interval",
-           "epoch_violation_shares", "anytime_violation", "ANYTIME_START_FRACTION", "mean_unreached", "mean_std",
+__all__ = ["write_study_summary", "study_rows", "study_columns", "study_csv_text", "study_markdown", "bootstrap_interval",
+           "epoch_violation_shares", "violating_shares", "anytime_violation", "ANYTIME_START_FRACTION", "mean_unreached", "mean_std",
            "STUDY_COLUMN_DOCS", "TIME_COLUMNS", "BOOTSTRAP_RESAMPLES",
            "BOOTSTRAP_SEED", "CONFIDENCE_LEVEL"]
 
@@ -119,11 +123,14 @@ STUDY_COLUMN_DOCS: dict[str, str] = {
     "steps": "horizon T",
     "seeds": "number of runs aggregated",
     "optimum": "f(λ*), the known-model optimum",
+    "optimum_infeasible": "the setting's constraints are infeasible: the optimum (and the regret) is without them",
     "objective": "final f(λ^(T)): mean, std, 95% bootstrap interval over seeds",
     "regret": "R(T) = f(λ*) - f(λ^(T)): mean, std, 95% bootstrap interval",
     "g<m>": "g_m(ζ^(T)) for constraint m: mean, std, 95% bootstrap interval",
     "violation": "C(T) = max_m (g_m(ζ^(T)))_+: mean, std, 95% bootstrap interval",
     "zero_violation_share": "share of seeds with C(T) = 0",
+    "violating_runs": "number of seeds whose run ends with C(T) > 0",
+    "fallback_runs": "number of seeds whose run played a fallback policy in some epoch",
     "violating_epoch_share": "share of epochs whose policy violates a constraint on the true kernel (mean over seeds)",
     "violating_step_share": "share of steps played under such a policy (mean over seeds)",
     "violating_checkpoint_share": "share of the checkpoints t >= T/10 with C(t) > 0 (mean over seeds)",
@@ -138,7 +145,7 @@ STUDY_COLUMN_DOCS: dict[str, str] = {
 _INTERVAL_STATS = ("objective", "regret")  # then g<m>, then violation
 _COUNT_STATS = ("epochs", "fallback_epochs", "failed_epochs", "wall_time")
 _IDENTITY = ("setting", "algorithm", "label", "agent", "key")
-_RUN = ("trigger", "backend", "steps", "seeds", "optimum")
+_RUN = ("trigger", "backend", "steps", "seeds", "optimum", "optimum_infeasible")
 
 
 # -- statistics -----------------------------------------------------------------------------------------------------
@@ -208,6 +215,14 @@ def epoch_violation_shares(trace: Trace) -> tuple[float, float]:
     return share_epochs, share_steps
 
 
+def violating_shares(traces: Sequence[Trace]) -> tuple[float, float]:
+    """A configuration's ``violating_epoch_share`` and ``violating_step_share``: each run's
+    :func:`epoch_violation_shares`, averaged over its seeds (runs without an exact evaluation left out). The one
+    definition the summary, the report and the figures read."""
+    shares = [epoch_violation_shares(trace) for trace in traces]
+    return _nanmean([share[0] for share in shares]), _nanmean([share[1] for share in shares])
+
+
 def anytime_violation(trace: Trace, start_fraction: float = ANYTIME_START_FRACTION) -> tuple[float, bool]:
     """``(share, never)`` over the checkpoints ``t >= t0 = start_fraction · T``: the share with ``C(t) > 0``, and
     whether ``C(t) = 0`` at every one of them.
@@ -263,7 +278,7 @@ def study_columns(n_constraints: int, varied: Sequence[str] = ()) -> list[str]:
     stats = list(_INTERVAL_STATS) + [f"g{m}" for m in range(1, n_constraints + 1)] + ["violation"]
     for name in stats:
         columns += [f"{name}_mean", f"{name}_std", f"{name}_ci_low", f"{name}_ci_high"]
-    columns += ["zero_violation_share", "violating_epoch_share", "violating_step_share", "violating_checkpoint_share",
+    columns += ["zero_violation_share", "violating_runs", "fallback_runs", "violating_epoch_share", "violating_step_share", "violating_checkpoint_share",
                 "anytime_zero_share", "unreached_states"]
     for name in _COUNT_STATS:
         columns += [f"{name}_mean", f"{name}_std"]
@@ -296,6 +311,7 @@ def _row(group: ConfigurationRuns) -> dict[str, Any]:
         "steps": summaries[0]["steps"] if summaries else None,
         "seeds": len(traces),
         "optimum": None if optimum is None else float(optimum),
+        "optimum_infeasible": any(s["optimum_infeasible"] for s in summaries),
     }
     for name, value in group.varied.items():
         row[OPTION_PREFIX + name] = value
@@ -306,9 +322,9 @@ def _row(group: ConfigurationRuns) -> dict[str, Any]:
         _interval_stats(row, f"g{m + 1}", [s["constraints"][m] for s in summaries])
     _interval_stats(row, "violation", [s["violation"] for s in summaries])
     row["zero_violation_share"] = float(np.mean([s["violation"] <= 0.0 for s in summaries])) if summaries else math.nan
-    shares = [epoch_violation_shares(trace) for trace in traces]
-    row["violating_epoch_share"] = _nanmean([share[0] for share in shares])
-    row["violating_step_share"] = _nanmean([share[1] for share in shares])
+    row["violating_runs"] = sum(1 for s in summaries if s["violation"] > 0.0)
+    row["fallback_runs"] = sum(1 for s in summaries if s["fallback_epochs"] > 0)
+    row["violating_epoch_share"], row["violating_step_share"] = violating_shares(traces)
     anytime = [anytime_violation(trace) for trace in traces]
     row["violating_checkpoint_share"] = _nanmean([share for share, _ in anytime])
     row["anytime_zero_share"] = float(np.mean([never for _, never in anytime])) if anytime else math.nan
@@ -353,7 +369,9 @@ def _study_csv_value(column: str, value: Any) -> str:
     return _csv_value(value)
 
 
-def _study_csv_text(rows: Sequence[dict[str, Any]], groups: Sequence[ConfigurationRuns]) -> str:
+def study_csv_text(rows: Sequence[dict[str, Any]], groups: Sequence[ConfigurationRuns]) -> str:
+    """The text of ``summary.csv`` for ``rows`` (as :func:`study_rows` gives them, private keys included): what
+    :func:`write_study_summary` writes, so its hash says whether a file (or a figure) was drawn from these runs."""
     n_constraints = max((row["_constraints"] for row in rows), default=0)
     columns = study_columns(n_constraints, _varied_names(groups))
     buffer = io.StringIO()
@@ -502,8 +520,14 @@ def study_markdown(groups: Sequence[ConfigurationRuns], rows: Sequence[dict[str,
         facts.append(f"{_range_text([row['seeds'] for row in mine], 'seed')} per configuration")
         if steps:
             facts.append(f"anytime view from t0 = T/10 = {_range_text([_anytime_start(t) for t in steps], 'step')}")
-        facts.append(f"optimum f(λ*) = {significant(optimum, LOCATION_DIGITS)}" if optimum is not None
-                     else "no known optimum")
+        infeasible = any(row.get("optimum_infeasible") for row in mine)
+        if optimum is None:
+            facts.append("no known optimum")
+        elif infeasible:  # the regret column then compares with the optimum that ignores the constraints
+            facts.append(f"the constraints are infeasible: the optimum without them f(λ*) ="
+                         f" {significant(optimum, LOCATION_DIGITS)}, and R(T) is measured against it")
+        else:
+            facts.append(f"optimum f(λ*) = {significant(optimum, LOCATION_DIGITS)}")
         if backends:
             facts.append(("backend " if len(backends) == 1 else "backends ") + ", ".join(backends))
         lines.append(", ".join(facts) + ".")
@@ -514,7 +538,7 @@ def study_markdown(groups: Sequence[ConfigurationRuns], rows: Sequence[dict[str,
         lines.append("")
         header = ["configuration", "seeds", "f(λ^(T))", "R(T)"] + [f"g_{k}(ζ^(T))" for k in range(1, m + 1)] + [
             "C(T)", "C(T) = 0", "violating epochs", "violating steps", "C(t) > 0 at t ≥ t0", "C(t) = 0 from t0",
-            "epochs", "fallback epochs", "failed epochs", "wall time (s)"]
+            "epochs", "fallback epochs", "runs with fallbacks", "failed epochs", "wall time (s)"]
         lines.append("| " + " | ".join(header) + " |")
         lines.append("|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|")
         for row in mine:
@@ -527,7 +551,8 @@ def study_markdown(groups: Sequence[ConfigurationRuns], rows: Sequence[dict[str,
             cells += [stat_cell(row, "violation"), zero, percent(row["violating_epoch_share"]),
                       percent(row["violating_step_share"]), percent(row["violating_checkpoint_share"]), always,
                       count_cell(row, "epochs"),
-                      count_cell(row, "fallback_epochs"), count_cell(row, "failed_epochs"),
+                      count_cell(row, "fallback_epochs"), DASH if not seeds else f"{row['fallback_runs']}/{seeds}",
+                      count_cell(row, "failed_epochs"),
                       count_cell(row, "wall_time")]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
@@ -572,7 +597,8 @@ def _legend(n_constraints: int) -> list[str]:
         " the running averages violate (C(t) > 0), averaged over seeds; the checkpoints are log-spaced, so it is a"
         " share of log-time. \"C(t) = 0 from t0\": the seeds whose running averages never violate from t0 on.",
         "- Epochs: epochs per run; fallback epochs: the ε-tight program was infeasible and a fallback policy was"
-        " played; failed epochs: the solver failed and the previous (or the uniform) policy was kept;"
+        " played; runs with fallbacks: the seeds whose run played one in at least one epoch, of all seeds;"
+        " failed epochs: the solver failed and the previous (or the uniform) policy was kept;"
         " wall time: seconds per run.",
         "- summary.csv has the same numbers with full precision; its columns are documented in"
         " curlopt.experiments.outputs.summary.",
@@ -609,6 +635,6 @@ def write_study_summary(groups: Sequence[ConfigurationRuns], out: str | os.PathL
     rows = study_rows(groups)
     csv_path, md_path = out / "summary.csv", out / "summary.md"
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(csv_path, _study_csv_text(rows, groups))
+    atomic_write_text(csv_path, study_csv_text(rows, groups))
     atomic_write_text(md_path, study_markdown(groups, rows, title, description, notes))
     return csv_path, md_path, [{k: v for k, v in row.items() if not k.startswith("_")} for row in rows]

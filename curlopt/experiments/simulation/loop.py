@@ -55,8 +55,14 @@ MAX_CHECKPOINTS = 1_000_000
 
 
 def checkpoint_times(steps: int, count: int = 100) -> np.ndarray:
-    """About ``count`` log-spaced times in [1, steps], always including ``steps`` (``count`` is capped at ``steps``)."""
-    count = max(2, min(int(count), int(steps)))
+    """About ``count`` log-spaced times in [1, steps], always including ``steps``; every step when ``count >= steps``.
+
+    Rounded log-spaced times collide near 1 and skip integers near ``steps``, so ``steps`` of them would not be one
+    per step (T = 11,000 gave 3,819): a count that reaches the horizon takes every step instead.
+    """
+    if int(count) >= int(steps):
+        return np.arange(1, int(steps) + 1, dtype=np.int64)
+    count = max(2, int(count))
     times = np.unique(np.round(np.geomspace(1, steps, count)).astype(np.int64))
     return np.union1d(times, [steps])
 
@@ -258,20 +264,40 @@ def _generic_epoch(env, state, policy_rows, thresholds, cap, actions: UniformStr
     return np.asarray(pairs, dtype=np.int64), np.asarray(nexts, dtype=np.int64), s
 
 
-def _optimum_backend(model: CMDP, agent: Agent) -> str:
-    """The agent's backend by registry name, else the ``auto`` choice for the model."""
-    from ...backends.registry import backend_names, choose_backend
+def _optimum_backend(model: CMDP, agent: Agent, given: str | None = None) -> str:
+    """The backend of the reference optimum: ``given`` (``"auto"``: the registry's rule for the model's occupancy
+    program, :func:`curlopt.backends.registry.choose_backend`); by default the agent's backend by registry name,
+    except on a large shallow chain (:func:`~curlopt.backends.registry.large_shallow_chain`), where the whole LP can
+    take minutes and the rule takes ``mdp-columns``; the rule for an agent without a backend."""
+    from ...backends.registry import backend_names, choose_backend, large_shallow_chain
+    from ...programs.occupancy import OccupancyProgram
 
+    if given is not None and given != "auto":
+        return given
     name = getattr(getattr(agent, "backend", None), "name", None)
-    return name if name in backend_names() else choose_backend((model.objective, *model.constraints))
+    if given is None and name in backend_names() and not large_shallow_chain(model):
+        return name
+    return choose_backend((model.objective, *model.constraints), model, OccupancyProgram)
 
 
-def _optimum(model: CMDP, agent: Agent) -> dict[str, Any] | None:
+def _check_optimum_backend(name: Any) -> None:
+    """Refuse an ``optimum_backend`` that is not ``"auto"`` or a registered backend name (before the run starts)."""
+    from ...backends.registry import backend_class
+
+    if name is None or name == "auto":
+        return
+    if not isinstance(name, str):
+        raise CurloptError(f"optimum_backend must be a backend name or 'auto', got {type(name).__name__}.")
+    backend_class(name)  # raises BackendError (a CurloptError) naming the known backends
+
+
+def _optimum(model: CMDP, agent: Agent, backend: str | None = None) -> dict[str, Any] | None:
     if not _known(model):
         return None
     from ...optimum import solve_optimum
 
-    result = solve_optimum(model, _optimum_backend(model, agent))
+    result = solve_optimum(model, _optimum_backend(model, agent, backend))
+    _say_what_the_regret_is_against(result)
     return {
         "objective": float(result.objective) if result.ok else None,
         "rewards": None if result.rewards is None else result.rewards.tolist(),
@@ -285,6 +311,16 @@ def _optimum(model: CMDP, agent: Agent) -> dict[str, Any] | None:
     }
 
 
+def _say_what_the_regret_is_against(result: Any) -> None:
+    """Warn (``RuntimeWarning``, at :func:`run`'s caller) when the optimum is not the constrained one: the model's
+    constraints are infeasible, so the optimum is the fallback's, without them, and so is the regret's reference."""
+    from ...backends.results import ProgramVariant
+    from .findings import infeasible_optimum_text
+
+    if result.ok and result.program is ProgramVariant.FALLBACK:
+        warnings.warn(infeasible_optimum_text(float(result.objective)) + ".", RuntimeWarning, stacklevel=4)
+
+
 def run(
     agent: Agent,
     env: Any,
@@ -295,6 +331,7 @@ def run(
     progress: bool | None = None,
     model: CMDP | None = None,
     env_name: str | None = None,
+    optimum_backend: str | None = None,
 ) -> Trace:
     """Run ``agent`` on ``env`` for ``steps`` steps and return its :class:`Trace`.
 
@@ -320,19 +357,24 @@ def run(
         default ``env.unwrapped.model`` when present.
     env_name : str, optional
         A label for the trace.
+    optimum_backend : str, optional
+        The backend (a registry name) of the reference optimum ``f(λ*)``; ``"auto"``: the registry's rule for the
+        model's occupancy program (:func:`curlopt.backends.registry.choose_backend`). Default: the agent's backend,
+        except on a large shallow chain (that rule's ``mdp-columns``), and that rule for an agent without one.
 
     Returns
     -------
     Trace
     """
     steps, seed, checkpoints = _validate(steps, seed, checkpoints)
+    _check_optimum_backend(optimum_backend)
     env, unwrapped, model, env_name, path = _resolve_inputs(agent, env, model, env_name, path)
     started = clock.perf_counter()
     env_seq, action_seq, agent_seq = np.random.SeedSequence(seed).spawn(3)
     state, _ = env.reset(seed=int(env_seq.generate_state(1)[0]))
     actions = UniformStream(np.random.default_rng(action_seq))
     agent.reset(agent_seq)
-    optimum = _optimum(model, agent) if model is not None else None
+    optimum = _optimum(model, agent, optimum_backend) if model is not None else None
     recorder = _Recorder(agent.model, steps, checkpoints, None if optimum is None else optimum["objective"])
     evaluator = _ExactEvaluator(model) if _known(model) else None
     step: ChainSimulator | _GenericStepper

@@ -15,7 +15,8 @@ when the file name ends in ``.gz``), written atomically by :func:`curlopt.fileio
     agent's other options.
 ``optimum``
     ``objective`` f(λ*), ``rewards`` λ*, ``costs`` ζ*, ``constraint_values``,
-    ``status`` and ``program`` of the known-model optimum (null without a model).
+    ``status`` and ``program`` of the known-model optimum (null without a model). ``program`` is ``fallback``
+    when the model's constraints are infeasible: the optimum (and the regret) is then the one without them.
 ``checkpoints``
     Columns over the checkpoint times: ``t``, ``rewards`` λ^(t) (n×K), ``costs``
     ζ^(t) (n×d), ``objective`` f(λ^(t)), ``constraints`` g_m(ζ^(t)) (n×M),
@@ -24,6 +25,11 @@ when the file name ends in ``.gz``), written atomically by :func:`curlopt.fileio
     One record per epoch (see :class:`EpochRecord`).
 ``wall_time``
     Seconds for the whole run.
+``sha256``
+    The SHA-256 (hex) of the document without this key, as :meth:`Trace.save` writes it (compact JSON, keys in
+    the order above): a file edited by hand, or damaged in a way JSON still parses, no longer matches it, and
+    :func:`load_trace` refuses it (a study then runs it again, and says so). Files written before the key existed
+    have none and are read without the check.
 
 Version history. Version 2 changed the meaning of the trigger name ``linear``
 (now the paper's per-pair rule; the rule version 1 called ``linear`` is now
@@ -37,6 +43,7 @@ the built-in rules, and leaves ``unreached`` None in its epoch records.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import json
 import math
@@ -135,13 +142,23 @@ class Trace:
     def failed_epochs(self) -> int:
         return sum(1 for e in self.epochs if e.source in ("kept-previous", "uniform-initial"))
 
+    @property
+    def optimum_infeasible(self) -> bool:
+        """Whether the model's constraints are infeasible: its optimum is that of the program without them (the
+        fallback), so ``optimum.objective`` and the regret are measured against the *unconstrained* optimum."""
+        optimum = self.optimum
+        return isinstance(optimum, dict) and (optimum.get("program") == "fallback"
+                                              or optimum.get("status") == "infeasible")
+
     def summary(self) -> dict[str, Any]:
-        """Final f(λ^), R(T), each g_m(ζ^), C(T), epochs, fallbacks, failures and wall time."""
+        """Final f(λ^), R(T), each g_m(ζ^), C(T), epochs, fallbacks, failures and wall time; ``optimum_infeasible``
+        says whether the optimum (and so R(T)) is the one without constraints, the model's being infeasible."""
         c = self.checkpoints
         return {
             "steps": int(c["t"][-1]),
             "objective": float(c["objective"][-1]),
             "optimum": None if self.optimum is None else self.optimum.get("objective"),
+            "optimum_infeasible": self.optimum_infeasible,
             "regret": float(c["regret"][-1]),
             "constraints": [float(v) for v in c["constraints"][-1]],
             "violation": float(c["violation"][-1]),
@@ -169,6 +186,7 @@ class Trace:
     def from_dict(cls, data: dict[str, Any]) -> Trace:
         if not isinstance(data, dict) or data.get("format") != TRACE_FORMAT:
             raise CurloptError("not a curlopt trace (the 'format' key is missing or wrong).")
+        _check_checksum(data)
         version = data.get("version")
         if isinstance(version, bool) or version not in READABLE_VERSIONS:
             raise CurloptError(
@@ -195,6 +213,14 @@ class Trace:
             text = str(exc) if isinstance(exc, _Malformed) else f"{type(exc).__name__}: {exc}"
             raise CurloptError(f"the trace is incomplete or malformed ({text}).") from None
 
+    def file_bytes(self, compress: bool = False) -> bytes:
+        """The bytes :meth:`save` writes: the document as compact JSON with its ``sha256`` key last (gzip-compressed
+        with a zero time stamp when ``compress``)."""
+        document = self.to_dict()
+        payload = _compact(document)
+        payload = payload[:-1] + b',"sha256":' + json.dumps(hashlib.sha256(payload).hexdigest()).encode() + b"}"
+        return gzip.compress(payload, mtime=0) if compress else payload
+
     def save(self, path: str | os.PathLike) -> Path:
         """Write the trace atomically (gzip when the name ends in ``.gz``), creating its folder.
 
@@ -205,11 +231,33 @@ class Trace:
         """
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        payload = json.dumps(self.to_dict(), separators=(",", ":")).encode()
-        if path.suffix == ".gz":
-            payload = gzip.compress(payload, mtime=0)
-        atomic_write_bytes(path, payload)
+        atomic_write_bytes(path, self.file_bytes(compress=path.suffix == ".gz"))
         return path
+
+
+def _compact(document: dict[str, Any]) -> bytes:
+    """The document as :meth:`Trace.save` serialises it (the bytes its checksum is taken over)."""
+    return json.dumps(document, separators=(",", ":")).encode()
+
+
+def _check_checksum(data: dict[str, Any]) -> None:
+    """Refuse a document whose ``sha256`` does not match its content (a document without one is not checked).
+
+    JSON read back and written again with the same settings gives the same bytes (floats round-trip through
+    ``repr``, keys keep their order), so the digest is taken over the document as it was written.
+    """
+    if "sha256" not in data:
+        return
+    recorded = data["sha256"]
+    rest = {key: value for key, value in data.items() if key != "sha256"}
+    try:
+        actual = hashlib.sha256(_compact(rest)).hexdigest()
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise CurloptError(f"the trace's content cannot be checked against its checksum ({type(exc).__name__}).") \
+            from None
+    if recorded != actual:
+        raise CurloptError("the trace's content does not match its sha256 checksum: it was changed after it was"
+                           " written (edited by hand, or damaged).")
 
 
 def _upgrade_version_1(data: dict[str, Any]) -> dict[str, Any]:

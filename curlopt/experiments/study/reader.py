@@ -38,7 +38,7 @@ from .spec import (
 
 __all__ = ["Key", "SCHEMA", "StudyReader", "load_study", "read_toml", "study_from_dict"]
 
-_NAME_RULE = "lower-case letters, digits, '.', '_' and '-'"
+_NAME_RULE = "lower-case letters, digits, '.', '_' and '-', not only dots"
 
 
 @dataclass(frozen=True)

@@ -77,7 +77,8 @@ DEFAULT_CHECKPOINTS = 100
 DEFAULT_MAX_RUNS = 5_000
 #: the largest seed count (``seeds = N``) a study file may give: the seeds are listed when the file is read
 MAX_SEEDS = 1_000_000
-NAME_PATTERN = re.compile(r"[a-z0-9._-]+\Z")
+#: a name that is also a folder name: "." and ".." (only dots) would name the folder itself or its parent
+NAME_PATTERN = re.compile(r"(?!\.+\Z)[a-z0-9._-]+\Z")
 EXECUTORS = ("local", "ray")
 
 

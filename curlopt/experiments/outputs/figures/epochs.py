@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ....agents.base import PlanSource
-from .style import count_text, dedupe_legend, load_matplotlib, note, plain_log_labels, plural, shorten
+from ..summary import mean_std
+from .style import count_text, dedupe_legend, load_matplotlib, note, outside_legend, plain_log_labels, plural, shorten
 from .titles import fit_axes_titles, fit_suptitle
 from .view import Curves, SettingView, setting_view
 
@@ -126,7 +127,7 @@ def _time_panel(ax: Axes, title: str, curves: Sequence[Curves], groups: Sequence
     note(ax, notes)
     handles, labels = dedupe_legend(ax)
     if handles:
-        ax.legend(handles, labels, fontsize=7, loc="best", framealpha=0.85)
+        outside_legend(ax, handles, labels)
 
 
 def _share_time_scale(time_axes: Sequence[Axes]) -> None:
@@ -152,8 +153,9 @@ def _source_bars(fig: matplotlib.figure.Figure, bars: Axes, view: SettingView) -
                   label=_SOURCE_TEXT.get(source, source), height=0.7)
         left += shares[:, k]
     for position, c in zip(y, ordered, strict=True):
-        epochs = [len(trace.epochs) for trace in groups[c.position].traces]
-        bars.text(1.01, position, count_text(float(np.mean(epochs))), va="center", ha="left", fontsize=7,
+        # the summary table's own mean (epochs_mean) and rounding: the figure and the table say the same number
+        epochs = mean_std([len(trace.epochs) for trace in groups[c.position].traces])[0]
+        bars.text(1.01, position, count_text(epochs), va="center", ha="left", fontsize=7,
                   gid="epochs-per-run")
     bars.text(1.01, len(ordered) - 0.35, "epochs\nper run", va="bottom", ha="left", fontsize=7)
     bars.set_yticks(y, [shorten(c.label, 48) for c in ordered], fontsize=7)

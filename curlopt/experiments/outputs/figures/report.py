@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ....errors import CurloptError
-from ..summary import percent
-from .style import DPI, SUMMARY_HASH_KEY, ZERO_STYLE, dedupe_legend, load_matplotlib, note, plural
+from ..summary import percent, violating_shares
+from .style import DPI, SUMMARY_HASH_KEY, ZERO_STYLE, dedupe_legend, load_matplotlib, note, outside_legend, plural
 from .titles import fit_axes_titles, fit_suptitle
 from .view import setting_view
 
@@ -51,11 +51,16 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 @dataclass
 class ReportFigure:
-    """One PNG of the report: its file name, bytes and a caption (empty when there is nothing to say)."""
+    """One PNG of the report: its name, bytes and a caption (empty when there is nothing to say).
+
+    ``saved``: the PNG is a file of the study's ``figures/`` folder, named ``name``; False for a figure drawn for
+    the report only (the exact constraint values), whose name is then not a file's and is not shown as one.
+    """
 
     name: str
     data: bytes
     caption: str = ""
+    saved: bool = True
 
 
 def png_text(data: bytes) -> dict[str, str]:
@@ -118,10 +123,18 @@ def _caption(data: bytes, summary_hash: str | None) -> str:
     return "drawn from another summary.csv than the one in this folder: it may be out of date"
 
 
-def study_figures(folder: Path, groups: Sequence[ConfigurationRuns]) -> tuple[list[ReportFigure], list[str]]:
-    """The figures of a study output folder and notes on what was done to get them (see the module docstring)."""
+def study_figures(folder: Path, groups: Sequence[ConfigurationRuns],
+                  runs_summary: str | None = None) -> tuple[list[ReportFigure], list[str]]:
+    """The figures of a study output folder and notes on what was done to get them (see the module docstring).
+
+    ``runs_summary``: the SHA-256 of the summary the runs found now give (:func:`~..summary.study_csv_text`).
+    With it, a figure drawn from another summary (a run file removed or added since the figures were drawn, so a
+    figure of 5 seeds beside tables of 4) is not shown: every figure is drawn again from the runs found, and a
+    note says so. Without it, the figures are compared with the ``summary.csv`` beside them and captioned when
+    they differ.
+    """
     folder = Path(folder)
-    summary_hash = _file_sha256(folder / "summary.csv")
+    summary_hash = runs_summary or _file_sha256(folder / "summary.csv")
     files = sorted((folder / "figures").glob("*.png")) if (folder / "figures").is_dir() else []
     found: list[ReportFigure] = []
     for path in files:
@@ -130,11 +143,15 @@ def study_figures(folder: Path, groups: Sequence[ConfigurationRuns]) -> tuple[li
         except OSError as exc:
             return found, [f"could not read {path} ({exc.strerror or exc})"]
         found.append(ReportFigure(path.name, data, _caption(data, summary_hash)))
-    if found:
+    stale = runs_summary is not None and any(figure.caption for figure in found)
+    if found and not stale:
         return found, []
     try:
         load_matplotlib()
     except CurloptError:
+        if stale:
+            return found, ["figures/ was drawn from other runs than those found (a run file removed or added since):"
+                           " matplotlib is not installed to draw them again, so they may not match the tables."]
         return [], ["figures/ has no figures and matplotlib is not installed (pip install 'curlopt[plot]'):"
                     " the report has the tables only."]
     from .plots import plot_study
@@ -142,6 +159,10 @@ def study_figures(folder: Path, groups: Sequence[ConfigurationRuns]) -> tuple[li
     with tempfile.TemporaryDirectory(prefix="curlopt-report-") as scratch:
         paths = plot_study(groups, scratch)
         drawn = [ReportFigure(path.name, path.read_bytes()) for path in paths]
+    if stale:
+        return drawn, ["figures/ was drawn from other runs than those found (a run file removed or added since):"
+                       " the figures here were drawn again from the runs found, for this report only; run the"
+                       " study again to rewrite figures/ and the summary files."]
     return drawn, ["figures/ has no figures: they were drawn from the runs for this report only."]
 
 
@@ -183,7 +204,8 @@ def _exact_panel(ax: Axes, title: str, curves: Sequence[Curves], groups: Sequenc
             continue
         drawn = True
         finite = np.isfinite(values)
-        share = percent(float(np.mean(values > 0.0)))
+        # the summary table's share (per run, then the mean over seeds), not the share of the pooled epochs
+        share = percent(violating_shares(groups[c.position].traces)[0])
         ax.scatter(starts[finite], values[finite], s=5, color=c.color, alpha=0.25, lw=0, zorder=2)
         centre, median = _binned_median(starts[finite], values[finite]) if np.any(finite) else ([], [])
         ax.plot(centre, median, color=c.color, ls=c.linestyle or "-", marker=c.marker, ms=4, lw=1.4, zorder=3,
@@ -198,7 +220,7 @@ def _exact_panel(ax: Axes, title: str, curves: Sequence[Curves], groups: Sequenc
     if missing:
         note(ax, [f"{plural(missing, 'epoch')} without an exact evaluation not shown"])
     handles, labels = dedupe_legend(ax)
-    ax.legend(handles, labels, fontsize=7, loc="best", framealpha=0.85)
+    outside_legend(ax, handles, labels)
     return drawn
 
 

@@ -10,7 +10,6 @@ the new one, never a partial PNG.
 from __future__ import annotations
 
 import io
-import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ....errors import CurloptError
 from ....fileio import atomic_write_bytes
-from ..summary import clean_label
+from ..summary import LOCATION_DIGITS, clean_label, significant
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -27,7 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
 __all__ = ["DPI", "SUMMARY_HASH_KEY", "PALETTE", "LINESTYLES", "MARKERS", "OPTIMUM_STYLE", "ZERO_STYLE", "SLOPE_STYLE",
-           "NOTE_STYLE", "load_matplotlib", "save_png", "clean", "plural", "count_text", "seed_text", "shorten",
+           "NOTE_STYLE", "load_matplotlib", "save_png", "clean", "plural", "count_text", "outside_legend", "seed_text", "shorten",
            "t_text", "note", "plain_log_labels", "dedupe_legend", "agg_renderer"]
 
 #: resolution of the PNG files
@@ -91,12 +90,9 @@ def plural(count: int, word: str) -> str:
 
 
 def count_text(count: float) -> str:
-    """A count (or a mean of counts) as a plain integer with thousands separators: ``314``, ``1,370``.
-
-    A mean over seeds is rounded half up to a whole count: the figures show how
-    many, the summary table the exact mean.
-    """
-    return f"{math.floor(float(count) + 0.5):,}"
+    """A count (or a mean of counts) as the summary table writes it (:func:`~..summary.significant`, 3 significant
+    digits): ``314``, ``1370``, ``496`` for a mean of 496.5 in the table and in the figure alike."""
+    return significant(float(count), LOCATION_DIGITS)
 
 
 def seed_text(counts: Sequence[int]) -> str:
@@ -139,6 +135,12 @@ def plain_log_labels(axis: Axis) -> None:
 
     axis.set_major_formatter(Plain())
     axis.set_minor_formatter(Plain(labelOnlyBase=False, minor_thresholds=(1.2, 0.5)))
+
+
+def outside_legend(ax: Axes, handles: Sequence[Any], labels: Sequence[str]) -> None:
+    """The legend to the right of the axes, outside the plotting area: inside it (``loc="best"``) a legend hides
+    the lines it has to avoid once they fill the panel (the epochs figure's primal-dual line from t ≈ 10 to 3,000)."""
+    ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), framealpha=0.85)
 
 
 def dedupe_legend(ax: Axes) -> tuple[list[Any], list[str]]:
