@@ -88,7 +88,7 @@ def table(headers: list[str], rows: list[list[object]], align: str | None = None
     align = align or ("l" + "r" * (len(headers) - 1))
     out = []
     for n, row in enumerate(cells):
-        parts = [c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(row, widths, align)]
+        parts = [c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(row, widths, align, strict=False)]
         out.append("  ".join(parts).rstrip())
         if n == 0:
             out.append("  ".join("-" * w for w in widths))

@@ -20,8 +20,8 @@ profile of its runs.
 
 from __future__ import annotations
 
-import csv
 import cProfile
+import csv
 import io
 import os
 import pstats
@@ -32,8 +32,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from _report import load_average, table
 

@@ -44,11 +44,11 @@ import math
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
-
 from _report import ms, table
 
 HERE = Path(__file__).resolve().parent
@@ -90,6 +90,7 @@ def epoch_data(model, count: int, horizon: int = DATA_HORIZON, seed: int = 0):
     the counts at the chosen epochs are rebuilt from prefixes, so no (S, A, S) array is stored per epoch.
     """
     import bench_resolve
+
     from curlopt import tightness
     from curlopt.agents.curl import sample_posterior_kernel
     from curlopt.experiments.simulation.loop import ChainSimulator
@@ -139,6 +140,7 @@ def probe(kind: str, S: int, A: int, backend: str, resolves: int, budget: float)
     Re-solves stop early once ``budget`` seconds of them have passed (a slow backend still reports one).
     """
     import bench_resolve
+
     from curlopt import OccupancyProgram, OptimisticProgram, get_backend
     from curlopt.models import random_model
 
@@ -380,7 +382,7 @@ def render_compare(pairs: list[dict]) -> str:
     for p in pairs:
         h, c = p["highs"], p["highs-columns"]
         ratio = h["resolve"] / c["resolve"] if c["resolve"] and math.isfinite(c["resolve"]) else math.nan
-        same = [abs(a - b) <= 1e-7 * max(1.0, abs(a)) for a, b in zip(h.get("objectives", []), c.get("objectives", []))]
+        same = [abs(a - b) <= 1e-7 * max(1.0, abs(a)) for a, b in zip(h.get("objectives", []), c.get("objectives", []), strict=False)]
         out.append([f"({p['S']},{p['A']})", ms(h["first"]), ms(c["first"]), ms(h["resolve"]), ms(c["resolve"]),
                     f"{ratio:.1f}x", f"{h['resolves']}/{c['resolves']}",
                     f"{sum(same)}/{len(same)}" if same else "-", c["stopped"] or h["stopped"] or ""])

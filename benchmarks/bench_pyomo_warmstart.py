@@ -26,9 +26,9 @@ import time
 import numpy as np
 
 from curlopt import OptimisticProgram, get_backend, tightness
+from curlopt.backends.results import ProgramVariant
 from curlopt.experiments.simulation.loop import ChainSimulator
 from curlopt.models import queue_model, scheduler_model
-from curlopt.backends.results import ProgramVariant
 
 
 def simulate_epoch(chain, policy, visits_before, max_steps):

@@ -35,11 +35,11 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
-
 from _report import ms, ratio, table
 
 # -- epoch data -------------------------------------------------------------------------------------------------------
@@ -157,7 +157,9 @@ def naive_problem(kind: str, model, data: EpochData, e: int, with_constraints: b
     """A fresh CVXPY problem from numpy arrays: plain Variables, constants, no Parameters."""
     import cvxpy as cp
 
-    from curlopt.backends.cvxpy import cvxpy_expression  # the library's expression of each utility, as the backend builds it
+    from curlopt.backends.cvxpy import (
+        cvxpy_expression,  # the library's expression of each utility, as the backend builds it
+    )
 
     S, A = model.n_states, model.n_actions
     n = S * A
@@ -369,11 +371,11 @@ class Row:
     def largest_gap(self) -> float:
         gaps = []
         if self.cold is not None:
-            pairs = zip(self.compiled.objective[1:], self.cold.objective[1:])
+            pairs = zip(self.compiled.objective[1:], self.cold.objective[1:], strict=False)
         else:
             position = {e: i for i, e in enumerate(self.compiled.epochs)}
             pairs = ((self.compiled.objective[position[e]], r["objective"])
-                     for e, r in zip(self.naive_epochs, self.naive) if r["ok"])
+                     for e, r in zip(self.naive_epochs, self.naive, strict=False) if r["ok"])
         for a, b in pairs:
             if math.isfinite(a) and math.isfinite(b):
                 gaps.append(abs(a - b))

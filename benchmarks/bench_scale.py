@@ -307,7 +307,7 @@ def add_targets(targets: Targets, results: dict[str, tuple[list[dict], float | N
         targets.add("scale", f"mdp-columns compile + solve, {label}", f"{seconds:.2f} s",
                     f"fastest other {best:.1f} s" if best else "no other backend finished",
                     f"{best / seconds:.0f}x" if best else "-", f"<= {limit:g} s", seconds <= limit)
-    for label, (rows, reference, source) in results.items():
+    for label, (_, reference, source) in results.items():
         row = mdp(label)
         if row is None or reference is None or source.startswith("mdp-columns"):
             continue

@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
-
 from _report import ratio, table
 
 

@@ -15,8 +15,8 @@ import sys
 import tempfile
 import time
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from _report import load_average, table
 

@@ -35,7 +35,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from _report import Tee, Targets, header_lines, load_average  # noqa: E402
+from _report import Targets, Tee, header_lines, load_average  # noqa: E402
 
 DEFAULT_ITEMS = ("resolve", "pyomo", "simulation")
 ALL_ITEMS = DEFAULT_ITEMS + ("end-to-end", "profile", "study", "large", "scale", "box")
@@ -50,8 +50,8 @@ def item_resolve(say, targets, args) -> None:
 def item_pyomo(say, targets, args) -> None:
     """Reuses bench_pyomo_warmstart.run: a UC-CURL run solved warm every epoch, fresh + cold at sampled epochs."""
     import bench_pyomo_warmstart as bench
-
     from _report import ratio, table
+
     from curlopt.models import queue_model, scheduler_model
 
     horizon, compare = (1000, 6) if args.quick else (3000, 16)

@@ -119,15 +119,18 @@ def pooled_table(name: str, anytime: bool = False) -> str:
     for label, members in by_label.items():
         seeds = [int(r["seeds"]) for r in members]
         runs = sum(seeds)
-        zero = sum(round(float(r["zero_violation_share"]) * n) for r, n in zip(members, seeds))
+        zero = sum(round(float(r["zero_violation_share"]) * n) for r, n in zip(members, seeds, strict=True))
         all_zero = sum(1 for r in members if float(r["zero_violation_share"]) == 1.0)
-        mean = lambda key: sum(float(r[key]) * n for r, n in zip(members, seeds)) / runs
+
+        def mean(key: str, members: list[dict[str, str]] = members, seeds: list[int] = seeds, runs: int = runs) -> float:
+            return sum(float(r[key]) * n for r, n in zip(members, seeds, strict=True)) / runs
+
         lines.append(
             f"| {label} | {len(members)} | {runs} | {int(members[0]['steps']):,} | {zero}/{runs} ({zero / runs:.0%}) |"
             f" {all_zero}/{len(members)} | {_number(str(mean('regret_mean')))} | {_number(str(mean('violation_mean')))} |"
             f" {mean('violating_epoch_share'):.1%} |"
             + (f" {mean('violating_step_share'):.1%} | {mean('violating_checkpoint_share'):.1%} |"
-               f" {sum(round(float(r['anytime_zero_share']) * n) for r, n in zip(members, seeds))}/{runs} |"
+               f" {sum(round(float(r['anytime_zero_share']) * n) for r, n in zip(members, seeds, strict=True))}/{runs} |"
                if anytime else "")
         )
     return "\n".join(lines) + "\n"

@@ -33,7 +33,6 @@ from curlopt.experiments.simulation.trace import TRACE_VERSION
 from curlopt.programs.optimistic import OptimisticProgram, l1_radius
 from curlopt.programs.policy import extract_policy, policy_from_occupancy
 
-
 # -- 1. the confidence radius of UC-CURL ----------------------------------------------------------------------------
 
 # S = 3, A = 2, epoch start t = 50; visits N(s,a) below (0 counts as 1).

@@ -8,15 +8,14 @@ import math
 
 import numpy as np
 import pytest
+from conftest import FailingHighs, registered_agents
 
 from curlopt import CMDP, Linear, LinearBound, build_model
-from curlopt.agents import AGENTS, Agent, PlanSource, PsCurl, UcCurl, make_agent
+from curlopt.agents import AGENTS, Agent, PlanSource, PrimalDual, PsCurl, UcCurl, make_agent
 from curlopt.agents.triggers import DoublingTrigger, GlobalLinearTrigger, PerPairLinearTrigger
-from conftest import FailingHighs, registered_agents
 from curlopt.envs import make
 from curlopt.errors import CurloptError
 from curlopt.experiments import load_trace, run
-
 
 # -- the agent contract, for every registered agent -------------------------------------------------------------------
 
@@ -75,9 +74,9 @@ def test_registered_agent_meets_the_contract(name):
 
 @pytest.mark.parametrize("name", registered_agents())
 def test_registered_agent_lists_its_options(name):
-    from curlopt.cli.agents import agent_options
+    from curlopt.cli.agents import option_rows
 
-    options = agent_options(name)
+    options = option_rows(name)
     parameters = inspect.signature(AGENTS[name].__init__).parameters
     named = [o for o in options if not o["name"].startswith("**")]
     assert [o["name"] for o in named] == [n for n in parameters if n not in ("self", "model")
@@ -186,18 +185,43 @@ def test_fast_and_generic_paths_give_identical_traces(name, options, steps, seed
     assert len(results[0][0]["epochs"]) > 5
 
 
-def test_same_seed_same_trace_and_other_seed_differs():
-    def once(seed):
-        agent = make_agent("ps-curl", build_model("queue"))
-        data = run(agent, make("queue"), 3000, seed=seed, progress=False).to_dict()
-        data.pop("wall_time")
-        for epoch in data["epochs"]:
-            epoch.pop("solve_time")
-        return data
+def uniform_visits_by_hand(model, steps, seed):
+    """The visits of a run that plays the uniform policy, from the loop's documented use of the seed alone.
 
-    first = once(5)
-    assert once(5) == first  # every number of the trace, bit for bit (timings aside)
-    assert once(6)["checkpoints"] != first["checkpoints"]
+    ``SeedSequence(seed).spawn(3)`` gives the environment's seed (its first 32-bit word, Gymnasium's ``reset(seed=)``),
+    the action stream and the agent's stream. The environment draws one uniform for the initial state and one per
+    step (the first successor whose cumulative probability exceeds it); each step first draws its action uniform
+    ``u`` (the first action whose cumulative policy probability exceeds ``u``).
+    """
+    env_seq, action_seq, _ = np.random.SeedSequence(seed).spawn(3)
+    environment = np.random.default_rng(int(env_seq.generate_state(1)[0]))
+    actions = np.random.default_rng(action_seq)
+    S, A = model.n_states, model.n_actions
+    cumulative_policy = np.cumsum(np.full(A, 1.0 / A))
+    state = min(int(np.searchsorted(np.cumsum(model.initial), environment.random(), side="right")), S - 1)
+    visits = np.zeros((S, A))
+    for _ in range(steps):
+        action = int(np.argmax(cumulative_policy > actions.random()))
+        visits[state, action] += 1
+        row = np.cumsum(model.kernel[state, action])
+        state = min(int(np.searchsorted(row, environment.random(), side="right")), S - 1)
+    return visits
+
+
+@pytest.mark.parametrize("path", ["fast", "generic"])
+def test_a_run_is_the_trajectory_its_seed_gives_by_hand(path):
+    # primal-dual plays the uniform policy through its first episode, here the whole run: the trajectory is then the
+    # seed's alone, recomputed above without the loop
+    model, steps = build_model("queue"), 3000
+    traces = {}
+    for seed in (5, 6):
+        agent = PrimalDual(model, horizon=steps, episode_length=steps)
+        traces[seed] = run(agent, make("queue"), steps, seed=seed, path=path, progress=False)
+        expected = uniform_visits_by_hand(model, steps, seed)
+        np.testing.assert_array_equal(agent.visits, expected)
+        assert traces[seed].checkpoints["rewards"][-1][0] == pytest.approx(
+            (expected * model.rewards[0]).sum() / steps, rel=1e-12)
+    assert not np.array_equal(traces[5].checkpoints["rewards"], traces[6].checkpoints["rewards"])
 
 
 def test_highs_and_cvxpy_agents_follow_the_same_trajectory():
@@ -212,7 +236,7 @@ def test_highs_and_cvxpy_agents_follow_the_same_trajectory():
     np.testing.assert_array_equal(a.checkpoints["rewards"], b.checkpoints["rewards"])
     # The policies agree to solver tolerance. π = ρ(s,·)/Σ_b ρ(s,b) amplifies the interior-point
     # solver's ~1e-9 errors in states of small mass (seen: differences up to 2e-6), hence 1e-5.
-    for ea, eb in zip(a.epochs, b.epochs):
+    for ea, eb in zip(a.epochs, b.epochs, strict=True):
         assert ea.source == eb.source
         assert ea.exact_objective == pytest.approx(eb.exact_objective, abs=1e-5)
 

@@ -110,7 +110,7 @@ def test_checkpoint_table_has_the_mean_anytime_curve(tmp_path):
         table = list(csv.DictReader(handle))
     seed_0 = [1.0, 1.0, 4 / 5, 4 / 10, 4 / 10, 4 / 10, 54 / 60]
     seed_1 = [1.0, 1.0, 1.0, 1.0, 10 / 20, 10 / 50, 10 / 100]
-    expected = [(a + b) / 2 for a, b in zip(seed_0, seed_1)]
+    expected = [(a + b) / 2 for a, b in zip(seed_0, seed_1, strict=True)]
     assert [int(row["t"]) for row in table] == TIMES.tolist()
     np.testing.assert_allclose([float(row["violating_steps_mean"]) for row in table], expected, rtol=0, atol=1e-15)
     # a run without any exact evaluation leaves the column empty rather than inventing a share

@@ -79,7 +79,7 @@ class ImportGraph:
                 for alias in node.names:
                     table[alias.asname or alias.name] = (base, alias.name)
             elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
-                for key, value in zip(node.value.keys, node.value.values):
+                for key, value in zip(node.value.keys, node.value.values, strict=True):
                     if isinstance(key, ast.Constant) and isinstance(value, ast.Constant) and value.value in self.files:
                         table[key.value] = (value.value, key.value)
         return table

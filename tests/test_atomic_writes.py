@@ -13,11 +13,9 @@ import subprocess
 import sys
 
 import pytest
-
-from curlopt import build_model, load_model, save_model
-
 from cli_helpers import ROOT, subprocess_env
 
+from curlopt import build_model, load_model, save_model
 
 WRITER = """
 import sys

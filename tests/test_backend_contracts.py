@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from conftest import installed_backend_names, registered_backends
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import installed_backend_names, registered_backends
 from curlopt import CustomUtility, Linear, SumOfLogs, build_model
 from curlopt.backends import base as backend_base
 from curlopt.backends import get_backend

@@ -65,3 +65,14 @@ def test_a_wrong_keyword_is_a_backend_error_naming_it(name):
 def test_solve_optimum_with_a_bogus_pyomo_option():
     with pytest.raises(BackendOptionError, match="the pyomo backend does not take option.*'bogus'"):
         solve_optimum(build_model("queue"), "pyomo", bogus=1)
+
+
+@pytest.mark.parametrize("key, value", [("solvers", []), ("solvers", [""]), ("solvers", ["CLARABEL", 3]),
+                                        ("solver_options", {"CLARABEL": 5})])
+def test_mdp_columns_refuses_the_cvxpy_settings_the_cvxpy_backend_refuses(key, value):
+    # mdp-columns hands these to the cvxpy backend (its conic master): both judge them by the same rule, at once
+    for name in ("cvxpy", "mdp-columns"):
+        if name not in installed_backends():
+            continue
+        with pytest.raises(BackendOptionError, match=f"option {key}="):
+            get_backend(name, **{key: value})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import registered_backends
 
 from curlopt import (
     CMDP,
@@ -20,13 +21,12 @@ from curlopt import (
     get_backend,
     installed_backends,
 )
-from conftest import registered_backends
 from curlopt.backends import Backend, backend_names
-from curlopt.backends.registry import backend_class
 from curlopt.backends.base import CompiledProgram
+from curlopt.backends.registry import backend_class
 from curlopt.errors import BackendNotInstalledError
-from curlopt.programs.tightness import tightness
 from curlopt.programs.optimistic import l1_radius
+from curlopt.programs.tightness import tightness
 
 
 def small_model(objective=None, constraints=()):

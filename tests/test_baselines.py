@@ -6,26 +6,25 @@ Reference values are computed here from the formulas of docs/math.md (numpy, a c
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
 import numpy as np
 import pytest
+from conftest import FailingHighs, backend_or_skip
 from hypothesis import given
 from hypothesis import strategies as st
+from reference import occupancy_polytope
 from scipy.optimize import linprog
 
 from curlopt import CMDP, Linear, LinearBound, MaxOfLinear, Status, SumOfLogs, build_model, get_backend
 from curlopt.agents import AGENTS, PlanSource, PrimalDual, UcrlCmdp, UnsupportedModelError, make_agent
 from curlopt.agents.baselines import fixed_epoch_length
-from conftest import FailingHighs
-from reference import occupancy_polytope
 from curlopt.envs import make
 from curlopt.errors import CurloptError
 from curlopt.experiments import run
 from curlopt.programs.optimistic import BoxOptimisticProgram
-
-from conftest import backend_or_skip
 
 TOL = 1e-6
 
@@ -163,7 +162,7 @@ def test_box_optimum_shrinks_to_the_true_optimum_as_counts_grow():
     model = box_model(S, A, reward, cost, bound)
     values = [solve_box(model, base * k, 100)[1].objective for k in (1, 10, 100, 10**4, 10**8)]
     # nested boxes (same P^, smaller b): the optimum never increases, and stays optimistic
-    assert all(x >= y - 1e-9 for x, y in zip(values, values[1:]))
+    assert all(x >= y - 1e-9 for x, y in itertools.pairwise(values))
     assert values[0] > truth + 1e-3  # optimism is not vacuous on little data
     assert values[-1] == pytest.approx(truth, abs=1e-3)
     assert all(v >= truth - 1e-9 for v in values)

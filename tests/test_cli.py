@@ -11,9 +11,10 @@ import textwrap
 import warnings
 
 import pytest
+from cli_helpers import ROOT, fresh_process
+from cli_helpers import invoke as _cli
 
 from curlopt import __version__
-from cli_helpers import ROOT, fresh_process, invoke as _cli
 
 
 def _curlopt(*args: str) -> subprocess.CompletedProcess:

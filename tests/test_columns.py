@@ -13,15 +13,15 @@ import pytest
 from scipy.optimize import linprog
 
 from curlopt import OptimisticProgram, get_backend
-from curlopt.backends.highs.columns import ColumnsBackend, CompiledColumns, optimistic_kernels
 from curlopt.backends.highs.backend import CompiledHighs
+from curlopt.backends.highs.columns import ColumnsBackend, CompiledColumns, optimistic_kernels
 from curlopt.backends.registry import auto_candidates, backend_names
-from curlopt.errors import BackendOptionError
-from curlopt.models.cmdp import CMDP
-from curlopt.models import queue_model, random_model
-from curlopt.programs.optimistic import BoxOptimisticProgram
-from curlopt.programs.occupancy import OccupancyProgram
 from curlopt.backends.results import ProgramVariant, Status
+from curlopt.errors import BackendOptionError
+from curlopt.models import queue_model, random_model
+from curlopt.models.cmdp import CMDP
+from curlopt.programs.occupancy import OccupancyProgram
+from curlopt.programs.optimistic import BoxOptimisticProgram
 from curlopt.testing import run_conformance
 from curlopt.utilities.library import Linear, MaxOfLinear, MinOfLinear, SumOfLogs
 

@@ -6,13 +6,13 @@ import json
 import math
 
 import pytest
+from cli_helpers import invoke as _cli
 from typer.testing import CliRunner
 
 from curlopt import build_model
 from curlopt.cli import _register, app
 from curlopt.errors import CurloptError
 from curlopt.experiments.compare import compare_solvers, program_instances
-from cli_helpers import invoke as _cli
 
 
 def test_every_solver_solves_the_same_instances_and_agrees():

@@ -18,20 +18,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
-
 from conftest import backend_or_skip
+from hypothesis import HealthCheck, assume, given, settings
+from test_import import heavy_in, loaded_after
+
 from curlopt import Linear, LinearBound, SumOfLogs, build_model, get_backend
 from curlopt.backends.highs.backend import HighsBackend
 from curlopt.backends.registry import auto_candidates, backend_names, choose_backend, installed_backends
+from curlopt.backends.results import ProgramVariant, Status
 from curlopt.backends.scipy import CompiledScipy, ScipyBackend
 from curlopt.errors import BackendOptionError
-from curlopt.backends.results import ProgramVariant, Status
 from curlopt.testing import CHECK_NAMES, ConformanceError, run_conformance
 from curlopt.testing import reference as ref
 from curlopt.testing.conformance import check_solution
 from curlopt.testing.strategies import cases
-from test_import import heavy_in, loaded_after
 
 FAMILIES = ["closed-form", "optimum/", "fallback/", "update/"]
 
@@ -196,8 +196,9 @@ def test_model_optimum_refuses_a_utility_without_pieces():
 
 
 #: how far below the optimum Ipopt (pyomo backend) may stop on the box program with kinked utilities: the known
-#: gap tracked strictly by test_piecewise_box_regression_case (6e-6 there; up to 4.7e-5 among the 40 examples of
-#: the "dev" Hypothesis profile, 2026-11-23), with room. Never above the optimum: the point must stay feasible.
+#: gap tracked strictly by test_piecewise_box_optimum_with_an_unplayed_action_is_found (6e-6 there; up to 4.7e-5
+#: among the 40 examples of the "dev" Hypothesis profile, 2026-11-23), with room. Never above the optimum: the point
+#: must stay feasible.
 PYOMO_BOX_GAP = 1e-4
 
 
@@ -222,7 +223,7 @@ def test_piecewise_box_program_matches_reference(backend_name, case):
 #: a case the test above found (seed 4352580): S = 1, A = 2, a two-piece objective and a three-piece
 #: constraint on the box program. Ipopt (pyomo backend) reports Solve_Succeeded at ρ(0,0) = 1.5e-5
 #: instead of 0, 6e-6 below the optimum; every other backend (and pyomo without the g rows) finds it.
-REGRESSION_CASE = dict(
+UNPLAYED_ACTION_CASE = dict(
     kernel=np.ones((1, 2, 1)), rewards=np.array([[[0.90400579, -0.34838936]]]),
     costs=np.array([[[0.44021477, 0.48162849]]]), objective_kind="piecewise", objective_weights=np.zeros(1),
     objective_shift=0.0,
@@ -233,12 +234,12 @@ REGRESSION_CASE = dict(
 )
 
 
-def test_piecewise_box_regression_case(backend_name, request):
+def test_piecewise_box_optimum_with_an_unplayed_action_is_found(backend_name, request):
     from curlopt.testing import Case
 
     if backend_name == "pyomo":
         request.applymarker(pytest.mark.xfail(strict=True, reason="Ipopt stops 6e-6 short of the optimum (reported)"))
-    case = Case(**REGRESSION_CASE)
+    case = Case(**UNPLAYED_ACTION_CASE)
     result = backend_or_skip(backend_name, case.program("box-optimistic")).solve()
     expected = case.reference("box-optimistic")
     assert result.status.has_solution and result.program is ProgramVariant.TIGHT, result.message

@@ -17,11 +17,18 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 from curlopt import CMDP, ConvexQuadratic, Linear, LinearBound, Norm, diagnose
-from curlopt.models.chains import (EXACT_CHECK, SUFFICIENT_CHECK, check_ergodicity, diameter, ergodicity_warning,
-    max_hitting_time, relaxation_time)
 from curlopt.diagnostics import slater_margin
 from curlopt.errors import ModelError, UnsupportedUtilityError
 from curlopt.models import build_model
+from curlopt.models.chains import (
+    EXACT_CHECK,
+    SUFFICIENT_CHECK,
+    check_ergodicity,
+    diameter,
+    ergodicity_warning,
+    max_hitting_time,
+    relaxation_time,
+)
 
 
 def irreducible(chain_support: np.ndarray) -> bool:

@@ -14,6 +14,7 @@ import warnings
 import gymnasium
 import numpy as np
 import pytest
+from conftest import registered_models
 from gymnasium.utils import seeding
 from gymnasium.utils.env_checker import check_env
 from hypothesis import given
@@ -21,7 +22,6 @@ from hypothesis import strategies as st
 from scipy.stats import norm
 
 import curlopt.envs
-from conftest import registered_models
 from curlopt import CMDP, Linear, stationary_occupancy
 from curlopt.envs import ENV_IDS, TabularCMDPEnv, env_id, make
 from curlopt.errors import CurloptError, EnvError, ModelError

@@ -19,8 +19,8 @@ from curlopt.experiments.simulation.trace import EpochRecord, Trace
 
 mpl = pytest.importorskip("matplotlib")
 
-from curlopt.experiments.outputs.figures import plots as P
-from curlopt.experiments.outputs.figures.report import exact_constraint_figure
+from curlopt.experiments.outputs.figures import plots as P  # noqa: E402  (after the skip: these import matplotlib)
+from curlopt.experiments.outputs.figures.report import exact_constraint_figure  # noqa: E402
 
 T = 2000
 OPTIMUM = 2.0

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_helpers import assert_one_line_error, forbid_running
+from cli_helpers import invoke as cli
 
 import curlopt
 from curlopt import CMDP, CurloptError, Linear, build_model, load_model, save_model
 from curlopt.utilities.library import CustomUtility
-
-from cli_helpers import assert_one_line_error, forbid_running, invoke as cli
 
 LINUX = sys.platform.startswith("linux")
 

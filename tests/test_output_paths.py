@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from cli_helpers import assert_one_line_error, forbid_running, invoke as cli, study_file
+from cli_helpers import assert_one_line_error, forbid_running, study_file
+from cli_helpers import invoke as cli
 
 LINUX = sys.platform.startswith("linux")
 

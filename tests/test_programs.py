@@ -38,14 +38,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import backend_or_skip
 from hypothesis import HealthCheck, assume, event, given, note, settings
 from hypothesis import strategies as st
-
-from conftest import backend_or_skip
-from curlopt import CMDP, Linear, LinearBound, OccupancyProgram, OptimisticProgram, get_backend
-from curlopt.backends import installed_backends
-from curlopt.errors import UnsupportedUtilityError
-from curlopt.backends.results import ProgramVariant, Status
 from reference import (
     LinearObjective,
     constraint_value,
@@ -57,6 +52,11 @@ from reference import (
     solve_reference,
 )
 from strategies import Case, cases, data_updates
+
+from curlopt import CMDP, Linear, LinearBound, OccupancyProgram, OptimisticProgram, get_backend
+from curlopt.backends import installed_backends
+from curlopt.backends.results import ProgramVariant, Status
+from curlopt.errors import UnsupportedUtilityError
 
 OBJECTIVE_REL = 1e-6
 OBJECTIVE_ABS = 1e-7

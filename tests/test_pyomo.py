@@ -16,12 +16,11 @@ import textwrap
 
 import numpy as np
 import pytest
+from cli_helpers import fresh_process
 from hypothesis import given
 from hypothesis import strategies as st
-from scipy.optimize import linprog
-
-from cli_helpers import fresh_process
 from reference import occupancy_polytope
+from scipy.optimize import linprog
 
 pytest.importorskip("pyomo")
 pytest.importorskip("cyipopt")
@@ -285,8 +284,8 @@ def test_bridge_matrix_is_the_program_matrix():
     program.update(counts=np.arange(3 * 16 * 3, dtype=float).reshape(3, 16, 3), time=50.0)
     compiled.solve()
     assert abs(compiled.bridge.linear.matrix()[:rows] - program.linear.matrix()).max() == 0
-    positions = set(zip(*[a.tolist() for a in compiled.bridge.linear.dynamic_positions]))
-    assert positions == set(zip(program.linear.param_rows.tolist(), program.linear.param_cols.tolist()))
+    positions = set(zip(*[a.tolist() for a in compiled.bridge.linear.dynamic_positions], strict=True))
+    assert positions == set(zip(program.linear.param_rows.tolist(), program.linear.param_cols.tolist(), strict=True))
 
 
 # ----------------------------------------------------------------------------
@@ -601,7 +600,7 @@ def test_epigraph_rows_of_kinked_utilities_are_the_lp_rows():
 
     def coefficients(body):
         repn = generate_standard_repn(body, compute_values=True)
-        out = {id(v): a for v, a in zip(repn.linear_vars, repn.linear_coefs)}
+        out = {id(v): a for v, a in zip(repn.linear_vars, repn.linear_coefs, strict=True)}
         return np.array([out.get(id(m.x[i]), 0.0) for i in range(program.n_vars)]), out.get(id(m.t), 0.0), repn.constant
 
     for j in range(3):
@@ -620,8 +619,8 @@ def test_a_safe_mode_utility_is_one_pyomo_expression():
     """``u(y[:n]) + k·y[n:]`` (AugmentedUtility's form) written by the Pyomo compiler equals its numpy value."""
     import pyomo.environ as pyo
 
-    from curlopt.utilities.augmented import AugmentedUtility
     from curlopt.backends.pyomo.expressions import can_express, pyomo_expression
+    from curlopt.utilities.augmented import AugmentedUtility
 
     wrapped = AugmentedUtility(SumOfLogs(weights=[1.0, 2.0], shift=0.1), [0.5, 0.0, -2.0])
     assert can_express(wrapped) and not can_express(AugmentedUtility(MinOfLinear.max_min(2), [1.0]))

@@ -9,12 +9,12 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from cli_helpers import invoke as _cli
 
 from curlopt.experiments import run_study
-from curlopt.experiments.outputs.report import MAX_LISTED_EPOCHS, load_study_output, render_report
 from curlopt.experiments.outputs.figures.report import PNG_SIGNATURE, png_text
+from curlopt.experiments.outputs.report import MAX_LISTED_EPOCHS, load_study_output, render_report
 from curlopt.experiments.runner import SUMMARY_HASH_KEY
-from cli_helpers import invoke as _cli
 
 pytest.importorskip("matplotlib")
 

@@ -59,7 +59,7 @@ def run(seed: int, regret: float, g: float, algorithm: str) -> Trace:
 
 def configurations() -> list[ConfigurationRuns]:
     return [ConfigurationRuns(Setting(), algorithm, algorithm, label, algorithm, {}, {},
-                              [run(seed, r, g, algorithm) for seed, (r, g) in enumerate(zip(regrets, gs))])
+                              [run(seed, r, g, algorithm) for seed, (r, g) in enumerate(zip(regrets, gs, strict=True))])
             for label, algorithm, regrets, gs in (FOUR, TWO)]
 
 
@@ -96,8 +96,8 @@ VOID = {"meta", "img", "br", "hr", "link", "input", "col", "area", "base", "wbr"
 class Node:
     tag: str
     attrs: dict[str, str]
-    parent: "Node | None" = None
-    children: list["Node"] = field(default_factory=list)
+    parent: Node | None = None
+    children: list[Node] = field(default_factory=list)
     text: list[str] = field(default_factory=list)
 
     def walk(self):

@@ -13,13 +13,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_helpers import invoke as _cli
 
 from curlopt.errors import CurloptError
 from curlopt.experiments.outputs.summary import STUDY_COLUMN_DOCS, TIME_COLUMNS, study_columns
-from curlopt.experiments.presets import (EXPERIMENTS, AlgorithmSpec, Experiment, Scale, SettingSpec, experiment_study,
-    plan_tasks, reproduce, task_status)
+from curlopt.experiments.presets import (
+    EXPERIMENTS,
+    AlgorithmSpec,
+    Experiment,
+    Scale,
+    SettingSpec,
+    experiment_study,
+    plan_tasks,
+    reproduce,
+    task_status,
+)
 from curlopt.experiments.simulation.trace import load_trace
-from cli_helpers import invoke as _cli
 
 STEPS = 2000
 ALGORITHMS = ["ps-curl-doubling", "uc-curl-linear"]

@@ -24,7 +24,7 @@ from curlopt.errors import AgentError, ModelError
 from curlopt.experiments.simulation.loop import run
 from curlopt.models import build_model, lazy_model, scaled_model
 from curlopt.models.transforms import scale_constraint, scale_objective
-from curlopt.utilities.library import (ConvexQuadratic, CustomUtility, MaxOfLinear, MinOfLinear, Norm, SumOfLogs)
+from curlopt.utilities.library import ConvexQuadratic, CustomUtility, MaxOfLinear, MinOfLinear, Norm, SumOfLogs
 
 FACTORS = st.floats(min_value=-2.0, max_value=2.0).map(lambda exponent: float(10.0 ** exponent))
 
@@ -71,7 +71,7 @@ def test_scaled_model_is_the_same_problem_in_other_units(cost_factor, reward_fac
     assert scaled_optimum == pytest.approx(reward_factor * optimum, rel=1e-7, abs=1e-9)
     # the scaled optimum's occupancy is feasible for the original problem, with the constraints k times smaller
     costs = np.einsum("ksa,sa->k", base.costs, occupancy)
-    for g, g_scaled in zip(base.constraints, model.constraints):
+    for g, g_scaled in zip(base.constraints, model.constraints, strict=True):
         assert g_scaled.value(cost_factor * costs) == pytest.approx(cost_factor * g.value(costs), rel=1e-9, abs=1e-12)
         assert g.value(costs) <= 1e-7
 
@@ -158,7 +158,7 @@ def played(agent, model: CMDP, steps: int = 3000, seed: int = 0) -> list[tuple[i
 
 def assert_same_play(first, second, atol: float = 1e-6) -> None:
     assert [start for start, _ in first] == [start for start, _ in second]
-    for (start, a), (_, b) in zip(first, second):
+    for (start, a), (_, b) in zip(first, second, strict=True):
         np.testing.assert_allclose(a, b, rtol=0, atol=atol, err_msg=f"epoch starting at step {start}")
 
 

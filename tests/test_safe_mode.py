@@ -12,23 +12,28 @@ import math
 
 import numpy as np
 import pytest
+from cli_helpers import invoke
+from conftest import backend_or_skip
 from scipy.optimize import linprog
 from scipy.stats import dirichlet
 
 from curlopt import CMDP, CustomUtility, Linear, LinearBound
 from curlopt.agents import AGENTS, PlanSource, SafeCurl, make_agent
-from curlopt.utilities.augmented import AugmentedUtility
+from curlopt.agents.safe_sizing import (
+    bias_spans,
+    lipschitz_bounds,
+    mixing_factor,
+    plug_in_kernel,
+    posterior_uncertainty,
+    radius_uncertainty,
+)
 from curlopt.envs.tabular import TabularCMDPEnv
 from curlopt.errors import AgentError, ProgramError
 from curlopt.experiments import run
 from curlopt.models import random_model
 from curlopt.programs.safe import LeastViolationProgram, SafeProgram
-from curlopt.agents.safe_sizing import (bias_spans, lipschitz_bounds, mixing_factor, plug_in_kernel,
-    posterior_uncertainty, radius_uncertainty)
+from curlopt.utilities.augmented import AugmentedUtility
 from curlopt.utilities.library import ConvexQuadratic, MaxOfLinear, Norm, SumOfLogs
-
-from cli_helpers import invoke
-from conftest import backend_or_skip
 
 
 def small_model(seed: int = 3) -> CMDP:

@@ -31,8 +31,12 @@ from hypothesis import strategies as st
 
 from curlopt import CMDP, build_model
 from curlopt.agents import PsCurl, UcCurl, make_agent
-from curlopt.agents.estimates import (FULL_SUPPORT_LIMIT, plug_in_estimate, posterior_kernel, posterior_width,
-                                      support_radius)
+from curlopt.agents.estimates import (
+    FULL_SUPPORT_LIMIT,
+    plug_in_estimate,
+    posterior_width,
+    support_radius,
+)
 from curlopt.agents.safe_sizing import bias_spans, mixing_factor
 from curlopt.envs import TabularCMDPEnv
 from curlopt.errors import AgentError, UnsupportedModelError

@@ -98,7 +98,7 @@ def test_occupancy_family_on_a_sparse_model_has_the_dense_matrix(case):
     note(repr(case))
     S, A = case.n_states, case.n_actions
     support = case.support.reshape(S * A, S)
-    for dense, sparse in zip(occupancy_family(case, dense_model(case)), occupancy_family(case, case.model())):
+    for dense, sparse in zip(occupancy_family(case, dense_model(case)), occupancy_family(case, case.model()), strict=True):
         assert dense.support.is_dense and not sparse.support.is_dense
         np.testing.assert_array_equal(sparse.linear.matrix().toarray(), dense.linear.matrix().toarray())
         np.testing.assert_array_equal(sparse.linear.lower, dense.linear.lower)
@@ -223,7 +223,7 @@ def assert_same_solution(first, second, what: str, unique: bool) -> None:
 def test_occupancy_family_solves_the_same_on_a_sparse_model(backend_name, case):
     note(repr(case))
     unique = case.objective_kind == "linear"
-    for dense, sparse in zip(occupancy_family(case, dense_model(case)), occupancy_family(case, case.model())):
+    for dense, sparse in zip(occupancy_family(case, dense_model(case)), occupancy_family(case, case.model()), strict=True):
         what = f"{backend_name}, {dense.kind}"
         d, s = solve(backend_name, dense), solve(backend_name, sparse)
         assert_same_solution(d, s, what, unique and dense.kind == "occupancy")

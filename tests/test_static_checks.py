@@ -2,7 +2,8 @@
 
 ``ruff check`` (the rule set of ``[tool.ruff.lint]``) and ``mypy`` (``[tool.mypy]``: every module of the package
 is analysed, since each module's types depend on the others) run as the developer runs them, from the repository
-root. Their findings are asserted empty for the paths in :data:`CHECKED`: the whole package.
+root. Their findings are asserted empty for the paths in :data:`CHECKED`: the whole package; ruff's also for
+:data:`LINTED`, the tests, the benchmarks and the study scripts.
 
 The public API is typed: every function and method reachable from ``curlopt``'s exports and from the ``__all__``
 of the checked modules has annotated parameters and return (the rule mypy's ``disallow_untyped_defs`` and
@@ -31,6 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: the paths (relative to the repository root) whose findings must be empty: a package folder or a module
 CHECKED = ["curlopt"]
+#: the paths ruff checks: the package and the code beside it (tests, benchmarks, study scripts), held to the same rules
+LINTED = [*CHECKED, "tests", "benchmarks", "studies"]
 
 #: a mypy finding: ``path:line: severity: message``
 MYPY_LINE = re.compile(r"^(?P<path>[^:\s]+\.py):\d+(?::\d+)?: (?P<severity>error|note): ")
@@ -55,8 +58,8 @@ def _is_checked(path: str, scope: list[str] = CHECKED) -> bool:
 
 def test_the_scope_names_existing_paths() -> None:
     """A misspelt entry would check nothing and pass."""
-    missing = [entry for entry in CHECKED if not (ROOT / entry).exists()]
-    assert not missing, f"CHECKED names paths that do not exist: {missing}"
+    missing = [entry for entry in LINTED if not (ROOT / entry).exists()]
+    assert not missing, f"CHECKED or LINTED names paths that do not exist: {missing}"
 
 
 def test_is_checked_reads_folders_and_files() -> None:
@@ -71,7 +74,7 @@ def test_is_checked_reads_folders_and_files() -> None:
 
 
 def test_ruff_finds_nothing() -> None:
-    result = _run(_tool("ruff") + ["check", "--no-cache", "--output-format", "concise", *CHECKED])
+    result = _run(_tool("ruff") + ["check", "--no-cache", "--output-format", "concise", *LINTED])
     assert result.returncode == 0, f"ruff check reports:\n{result.stdout}{result.stderr}"
 
 
@@ -180,3 +183,21 @@ def test_unannotated_finds_what_mypy_would() -> None:
     assert _unannotated(missing_parameter) == ["a"]
     assert _unannotated(Holder.__init__) == []
     assert _unannotated(Bare.__init__) == ["return"]
+
+
+# -- the pre-commit hooks run what these tests run ----------------------------------------------------------------
+
+
+def test_pre_commit_hooks_run_the_checks_of_these_tests() -> None:
+    """.pre-commit-config.yaml's ruff hook checks exactly :data:`LINTED`, its mypy hook runs mypy as configured (no
+    paths: pyproject.toml's ``files``), both in the project's environment, and the tests' hook waits to be asked."""
+    yaml = pytest.importorskip("yaml")
+    config = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text(encoding="utf-8"))
+    hooks = {hook["id"]: hook for repo in config["repos"] for hook in repo["hooks"]}
+    assert set(hooks) == {"ruff", "mypy", "fast-tests"}
+    ruff_command = hooks["ruff"]["entry"].split()
+    assert ruff_command[:4] == ["python", "-m", "ruff", "check"] and ruff_command[4:] == LINTED
+    assert hooks["mypy"]["entry"].split() == ["python", "-m", "mypy"]
+    for hook in hooks.values():
+        assert hook["language"] == "system" and hook["pass_filenames"] is False, hook["id"]
+    assert hooks["fast-tests"]["stages"] == ["manual"] and "pytest" in hooks["fast-tests"]["entry"]

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import installed_backend_names
 
 from curlopt import Linear, LinearBound
 from curlopt.backends.base import CompiledProgram, RawSolution
 from curlopt.backends.registry import backend_class, get_backend
+from curlopt.backends.results import ALMOST_OPTIMAL_TOLERANCE, ProgramVariant, Status
 from curlopt.models.cmdp import CMDP
 from curlopt.programs.occupancy import OccupancyProgram
-from curlopt.backends.results import ALMOST_OPTIMAL_TOLERANCE, ProgramVariant, Status
-from conftest import installed_backend_names
 
 
 def _installed(module: str) -> bool:

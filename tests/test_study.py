@@ -8,15 +8,15 @@ import json
 from pathlib import Path
 
 import pytest
+from cli_helpers import invoke as _cli
 from hypothesis import given
 from hypothesis import strategies as st
 
 from curlopt.errors import CurloptError
 from curlopt.experiments import load_study, run_study
+from curlopt.experiments.simulation.trace import load_trace
 from curlopt.experiments.study.planning import MAX_KEY_LENGTH, configuration_key, plan_study
 from curlopt.experiments.study.spec import canonical
-from curlopt.experiments.simulation.trace import load_trace
-from cli_helpers import invoke as _cli
 
 STEPS = 400
 QUIET = dict(jobs=1, progress=False, figures=False, echo=None)

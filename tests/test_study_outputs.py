@@ -170,7 +170,7 @@ def test_means_stds_and_intervals_by_hand(written):
     _, csv_path, _, rows = written
     _, table = read_csv(csv_path)
     row = table[0]
-    violations = [max(g1, g2, 0.0) for g1, g2 in zip(G1, G2)]
+    violations = [max(g1, g2, 0.0) for g1, g2 in zip(G1, G2, strict=True)]
     objectives = [OPTIMUM - r for r in REGRETS]
     for name, values in (("regret", REGRETS), ("objective", objectives), ("g1", G1), ("g2", G2),
                          ("violation", violations)):
@@ -259,7 +259,7 @@ def test_only_time_columns_differ_between_writes(tmp_path):
     S.write_study_summary(study_groups(wall_offset=0.5), second)
     header, rows_a = read_csv(first / "summary.csv")
     _, rows_b = read_csv(second / "summary.csv")
-    differing = {column for a, b in zip(rows_a, rows_b) for column in header if a[column] != b[column]}
+    differing = {column for a, b in zip(rows_a, rows_b, strict=True) for column in header if a[column] != b[column]}
     assert differing == {"wall_time_mean"}  # the std does not change with an offset
     assert set(differing) <= set(S.TIME_COLUMNS)
     mask = os.umask(0)
@@ -499,7 +499,7 @@ def test_epochs_figure_bars_are_the_source_shares():
     figure = P.epochs_figure([runs])
     bars = [ax for ax in figure.axes if ax.patches][0]
     widths = {}
-    for patch, label in zip(bars.patches, [c.get_label() for c in bars.containers for _ in c.patches]):
+    for patch, label in zip(bars.patches, [c.get_label() for c in bars.containers for _ in c.patches], strict=False):
         widths[label] = patch.get_width()
     by_hand = {"tight program": np.mean([2 / 4, 2 / 2]), "fallback (tight program infeasible)": np.mean([1 / 4, 0]),
                "solver failed: previous policy kept": np.mean([1 / 4, 0])}

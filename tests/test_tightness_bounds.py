@@ -8,19 +8,18 @@ import textwrap
 
 import numpy as np
 import pytest
+from cli_helpers import fresh_process as cli
 
 from curlopt import CMDP, build_model
 from curlopt.agents import PsCurl, UcCurl
 from curlopt.backends import get_backend, installed_backends
 from curlopt.backends.registry import backend_class
+from curlopt.backends.results import ProgramVariant, Status
 from curlopt.errors import AgentError, ProgramError
 from curlopt.optimum import solve_optimum
-from curlopt.programs.tightness import EPSILON_MAX, TIGHTNESS_CONSTANT_MAX, tightness
 from curlopt.programs.occupancy import OccupancyProgram
-from curlopt.backends.results import ProgramVariant, Status
-from curlopt.utilities.library import LinearBound, Linear
-
-from cli_helpers import fresh_process as cli
+from curlopt.programs.tightness import EPSILON_MAX, TIGHTNESS_CONSTANT_MAX, tightness
+from curlopt.utilities.library import Linear, LinearBound
 
 HAS = set(installed_backends())
 needs_pyomo = pytest.mark.skipif("pyomo" not in HAS, reason="pyomo backend not installed")

@@ -10,12 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_helpers import study_file
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from curlopt import CurloptError
-
-from cli_helpers import study_file
 
 QUIET = dict(jobs=1, progress=False, figures=False, echo=None)
 
@@ -159,7 +158,7 @@ def test_a_study_reports_and_reruns_every_damaged_run_file(tmp_path):
     first = run_study(path, **QUIET)
     files = sorted((tmp_path / "out" / "runs").rglob("*.json.gz"))
     assert len(files) == len(cases) and not first.failed
-    for case, file in zip(cases, files):
+    for case, file in zip(cases, files, strict=True):
         DAMAGE[case](file)
     messages: list[str] = []
     second = run_study(path, **{**QUIET, "echo": messages.append})

@@ -341,8 +341,8 @@ def test_compositions_of_forms_have_their_values_and_pieces():
 
 
 def test_a_custom_utility_described_by_a_form_compiles_everywhere():
-    from curlopt.utilities.library import forms as F
     from curlopt.utilities.library import curvature_violation
+    from curlopt.utilities.library import forms as F
 
     # -max(y0 + y1 - 1, 2 y0 - 1.5) as Negated(Maximum of two affine pieces): LP pieces and a CVXPY expression
     form = F.Negated(F.AffinePieces([[1.0, 1.0], [2.0, 0.0]], [-1.0, -1.5], "max"))

@@ -9,10 +9,10 @@ import pytest
 from curlopt import CMDP, build_model
 from curlopt.agents import PsCurl
 from curlopt.backends import installed_backends
+from curlopt.backends.results import Status
 from curlopt.errors import BackendError, UtilityCodeError
 from curlopt.optimum import solve_optimum
 from curlopt.programs.occupancy import OccupancyProgram
-from curlopt.backends.results import Status
 from curlopt.utilities.library import AlphaFairness, CustomUtility, SumOfLogs
 
 HAS = set(installed_backends())

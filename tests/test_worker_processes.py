@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-
-from cli_helpers import invoke as cli, subprocess_env
+from cli_helpers import invoke as cli
+from cli_helpers import subprocess_env
 
 LINUX = sys.platform.startswith("linux")
 

@@ -18,9 +18,9 @@ Two base classes:
 
 from __future__ import annotations
 
-import math
+import inspect
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, ClassVar
 
@@ -32,11 +32,25 @@ from ..backends.results import SolveResult
 from ..errors import AgentError, BackendOptionError, CurloptError
 from ..models.cmdp import CMDP
 from ..programs.blocks import Program
-from ..programs.policy import check_unreached, extract_policy, per_step_feasible
+from ..programs.policy import extract_policy, per_step_feasible
 from ..programs.support import Support
-from ..programs.tightness import EPSILON_MAX, TIGHTNESS_CONSTANT_MAX, tightness
+from ..programs.tightness import tightness
 from .estimates import agent_support, program_support, row_sums
-from .triggers import EpochTrigger, check_min_epoch_length, make_trigger, trigger_rule
+from .options import (
+    BACKEND,
+    HORIZON_LOWER_BOUND,
+    MIN_EPOCH_LENGTH,
+    REQUIRED,
+    SEED,
+    SUPPORT,
+    TIGHTNESS_CONSTANT,
+    TRIGGER,
+    UNREACHED,
+    AgentOption,
+    check_value,
+    refuse_keywords,
+)
+from .triggers import EpochTrigger, make_trigger, trigger_rule
 
 __all__ = ["Agent", "EpochPlan", "PlanSource", "ProgramAgent", "PLANNING_PRIOR"]
 
@@ -82,6 +96,32 @@ class EpochPlan:
     unreached: int | None = None
 
 
+def _keywords(cls: type[Agent]) -> list[inspect.Parameter]:
+    """The keyword parameters of ``cls``'s constructor but ``model`` (its options)."""
+    return [p for p in list(inspect.signature(cls.__init__).parameters.values())[1:]
+            if p.name != "model" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def _with_defaults(cls: type[Agent]) -> tuple[AgentOption, ...]:
+    """``cls.OPTIONS`` with the defaults of ``cls``'s constructor (:data:`~curlopt.agents.options.REQUIRED` where it
+    has none).
+
+    Raises
+    ------
+    TypeError
+        When ``OPTIONS`` does not name exactly the constructor's keyword parameters, in its order (a mistake in the
+        class, said when it is defined).
+    """
+    parameters = _keywords(cls)
+    declared = [option.name for option in cls.OPTIONS]
+    if declared != [p.name for p in parameters]:
+        raise TypeError(f"{cls.__name__}.OPTIONS declares {declared}, but its constructor takes"
+                        f" {[p.name for p in parameters]} (the same names, in the same order).")
+    return tuple(replace(option, default=REQUIRED if p.default is p.empty else p.default)
+                 for option, p in zip(cls.OPTIONS, parameters, strict=True))
+
+
+
 class Agent(ABC):
     """Base class: counts, trigger bookkeeping and the plan/learn cycle.
 
@@ -114,19 +154,51 @@ class Agent(ABC):
     counts
         ``n(s,a,s')``: an (S, A, S) array on the dense support, else a CSR (S·A, S) matrix (:attr:`entry_counts`
         holds the numbers).
+
+    Notes
+    -----
+    A class declares the keyword options of its constructor in ``OPTIONS`` (:mod:`curlopt.agents.options`), in
+    the constructor's order and without ``model``; the defaults are taken from the constructor's signature when
+    the class is created, and a class whose ``OPTIONS`` names other keywords than its constructor is refused
+    then. A class that declares none takes, for each of its keywords, the declaration of the same name it
+    inherits (else one that accepts any value, without a description). A class that passes the keywords it does not take on to its backend sets ``PASSES_ON``; ``REFUSED``
+    says why it has no use for the options of other agents. The checks of the constructors, ``curlopt agents``,
+    the guide's tables and the check of a study's options all read this declaration.
     """
 
     name: ClassVar[str] = "agent"
     #: baselines that must know the horizon T up front set this
     needs_horizon: ClassVar[bool] = False
+    #: the keyword options of the constructor, in its order (defaults filled in from its signature)
+    OPTIONS: ClassVar[tuple[AgentOption, ...]] = (TRIGGER, SEED, SUPPORT, MIN_EPOCH_LENGTH)
+    #: keywords of other agents this one refuses, with the reason it has no use for them
+    REFUSED: ClassVar[dict[str, str]] = {}
+    #: the keywords the constructor does not name go to the backend (``**backend_options``)
+    PASSES_ON: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "OPTIONS" not in vars(cls):
+            # Not declared (a user's agent): its keywords take the declarations it inherits of the same names, and
+            # the others a declaration that accepts any value and says nothing (curlopt agents shows the gap).
+            inherited = {option.name: option for option in cls.OPTIONS}
+            cls.OPTIONS = tuple(inherited.get(p.name, AgentOption(p.name, (object,), None, "", "any value"))
+                                for p in _keywords(cls))
+        cls.OPTIONS = _with_defaults(cls)
+
+    @classmethod
+    def declared_options(cls) -> dict[str, AgentOption]:
+        """``{name: option}`` of every keyword the agent takes, in the constructor's order, with its default."""
+        return {option.name: option for option in cls.OPTIONS}
 
     def __init__(self, model: CMDP, trigger: str | EpochTrigger = "doubling", seed: Any = None,
                  support: str = "model", min_epoch_length: int = 1):
         if not isinstance(model, CMDP):
             raise CurloptError(f"an agent needs a curlopt CMDP model, got {type(model).__name__}.")
         self.model = model
-        self.min_epoch_length = check_min_epoch_length(min_epoch_length, self.name)
-        self.support_choice = support
+        check_value(TRIGGER, trigger)
+        self.min_epoch_length: int = check_value(MIN_EPOCH_LENGTH, min_epoch_length)
+        self.support_choice: str = check_value(SUPPORT, support)
         self.support: Support = agent_support(model, support, self.name)
         # The support's entries as sorted keys pair·S + successor, to place an epoch's transitions (a sparse
         # support only: the dense one places them by reshaping).
@@ -147,13 +219,8 @@ class Agent(ABC):
         self.previous_epoch_visits = np.zeros((S, A))
         self.policy: np.ndarray | None = None
         self.epoch = 0
-        chosen = self._seed if seed is None else seed
-        if isinstance(chosen, bool) or (isinstance(chosen, (int, np.integer)) and chosen < 0):
-            raise CurloptError(f"seed must be None, an integer >= 0 or a numpy SeedSequence, got {chosen!r}.")
-        try:
-            self.rng = np.random.default_rng(chosen)
-        except (TypeError, ValueError) as exc:
-            raise CurloptError(f"seed must be None, an integer >= 0 or a numpy SeedSequence, got {chosen!r} ({exc}).") from None
+        # The run reseeds the agent with its own seed: checked here, where every seed arrives.
+        self.rng = np.random.default_rng(check_value(SEED, self._seed if seed is None else seed))
         # A stateful trigger (e.g. the linear one's per-pair thresholds) starts afresh; a user trigger
         # without reset() is taken to be stateless.
         reset_trigger = getattr(self.trigger, "reset", None)
@@ -350,6 +417,10 @@ class ProgramAgent(Agent):
         The program compiled by the backend; ``compiled.solve()`` solves it with its current data.
     """
 
+    OPTIONS: ClassVar[tuple[AgentOption, ...]] = (BACKEND, TRIGGER, TIGHTNESS_CONSTANT, HORIZON_LOWER_BOUND, SEED,
+                                                   UNREACHED, SUPPORT, MIN_EPOCH_LENGTH)
+    PASSES_ON: ClassVar[bool] = True
+
     def __init__(
         self,
         model: CMDP,
@@ -363,22 +434,13 @@ class ProgramAgent(Agent):
         min_epoch_length: int = 1,
         **backend_options: Any,
     ):
-        self.unreached = check_unreached(unreached, AgentError)
+        # Keywords of other agents this one has no use for are refused before they reach the backend.
+        refuse_keywords(self.name, backend_options, self.REFUSED)
+        self.unreached: str = check_value(UNREACHED, unreached)
         self._feasible: np.ndarray | None = None   # the per-step feasible pairs, for ``reach``, when first needed
-        if (isinstance(tightness_constant, bool) or not isinstance(tightness_constant, (int, float))
-                or not math.isfinite(tightness_constant) or tightness_constant < 0):
-            raise AgentError(f"tightness_constant (K_ε) must be a finite number >= 0, got {tightness_constant!r}.")
-        if tightness_constant > TIGHTNESS_CONSTANT_MAX:
-            raise AgentError(
-                f"tightness_constant (K_ε) must be at most {TIGHTNESS_CONSTANT_MAX:.0f}, got {tightness_constant!r}:"
-                f" ε = K_ε sqrt(ln τ / τ) reaches K_ε / sqrt(e) at τ = e, and a program takes ε <= {EPSILON_MAX:g}."
-            )
-        if horizon_lower_bound is not None and (
-            not isinstance(horizon_lower_bound, (int, float)) or not math.isfinite(horizon_lower_bound) or horizon_lower_bound < 1
-        ):
-            raise CurloptError(f"horizon_lower_bound (T_l) must be a number >= 1 or None, got {horizon_lower_bound!r}.")
-        self.tightness_constant = float(tightness_constant)
-        self.horizon_lower_bound = horizon_lower_bound
+        self.tightness_constant: float = check_value(TIGHTNESS_CONSTANT, tightness_constant)
+        self.horizon_lower_bound: float | None = check_value(HORIZON_LOWER_BOUND, horizon_lower_bound)
+        check_value(BACKEND, backend)
         super().__init__(model, trigger, seed, support, min_epoch_length)
         if backend_options and isinstance(backend, Backend):
             raise AgentError(
@@ -497,3 +559,7 @@ def _reach_note(fill: Any, unreached: int) -> str:
         notes.append(f"reach fill: policy iteration stopped after {fill.iterations} solves without converging"
                      " (hitting times overflowed or the iteration cap); played its last policy, which reaches the support")
     return "; ".join(notes)
+
+
+# The base class's own declaration, with its constructor's defaults (a subclass gets its own when it is created).
+Agent.OPTIONS = _with_defaults(Agent)  # type: ignore[type-abstract]  # reads the signature only

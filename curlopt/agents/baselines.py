@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import time as clock
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -24,6 +24,20 @@ from ..programs.blocks import Program
 from ..programs.optimistic import BoxOptimisticProgram
 from .base import Agent, EpochPlan, PlanSource, ProgramAgent
 from .estimates import FULL_SUPPORT_LIMIT
+from .options import (
+    BACKEND,
+    HORIZON,
+    SEED,
+    SUPPORT,
+    UNREACHED,
+    AgentOption,
+    boolean,
+    check_value,
+    integer,
+    number,
+    refuse_keywords,
+    with_doc,
+)
 from .triggers import FixedLengthTrigger
 
 __all__ = ["UcrlCmdp", "PrimalDual", "UnsupportedModelError", "fixed_epoch_length", "relative_values"]
@@ -45,30 +59,14 @@ _NO_RADIUS = {
 # -- shared checks ---------------------------------------------------------------
 
 
-def _number(value: Any, name: str, agent: str, *, minimum: float, strict: bool = False) -> float:
-    """``value`` as a finite float ``>= minimum`` (``> minimum`` when ``strict``), else AgentError."""
-    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-    number = float(value) if ok else math.nan
-    if not (math.isfinite(number) and (number > minimum if strict else number >= minimum)):
-        relation = ">" if strict else ">="
-        raise AgentError(f"{agent}: {name} must be a finite number {relation} {minimum:g}, got {value!r}.")
-    return number
-
-
 def _horizon(value: Any, agent: str) -> float:
+    """The horizon T, which the baselines cannot do without (None: not given)."""
     if value is None:
         raise AgentError(
             f"{agent} needs the horizon T up front (docs/math.md §9): pass horizon=... (curlopt run passes --steps)."
         )
-    return _number(value, "the horizon T", agent, minimum=1.0)
-
-
-def _refuse_options(agent: str, options: dict[str, Any], also: dict[str, str] | None = None) -> None:
-    """Refuse the other agents' options by name, saying why this agent has no use for them."""
-    reasons = {**_NOT_TAKEN, **(also or {})}
-    for key in options:
-        if key in reasons:
-            raise AgentError(f"{agent} does not take {key!r}: {reasons[key]}.")
+    horizon: float = check_value(HORIZON, value)
+    return horizon
 
 
 def _linear_pieces(model: CMDP, agent: str) -> tuple[np.ndarray, list[tuple[np.ndarray, float]]]:
@@ -118,6 +116,10 @@ def fixed_epoch_length(horizon: float, exponent: float) -> int:
 
 
 # -- UCRL-CMDP ---------------------------------------------------------------------
+
+#: UCRL-CMDP's epoch exponent: epochs of ceil(T^epoch_exponent) steps
+EPOCH_EXPONENT = number("epoch_exponent", "The epoch length is ceil(T^epoch_exponent); in [0, 1].", high=1.0,
+                        too_high="must lie in [0, 1]")
 
 #: UCRL-CMDP's backend unless one is given: its box program by column generation (the same optimal value as the
 #: whole LP on ``highs``, faster; see the ``backend`` parameter)
@@ -179,18 +181,25 @@ class UcrlCmdp(ProgramAgent):
 
     name = "ucrl-cmdp"
     needs_horizon = True
+    OPTIONS: ClassVar[tuple[AgentOption, ...]] = (
+        HORIZON,
+        with_doc(BACKEND, "Any backend that takes linear programs: a registry name (curlopt backends) or a Backend"
+                          " instance."),
+        EPOCH_EXPONENT, with_doc(SEED, "The agent's own seed (UCRL-CMDP draws nothing)."), UNREACHED, SUPPORT,
+    )
+    REFUSED: ClassVar[dict[str, str]] = {
+        **_NOT_TAKEN, **_NO_RADIUS,
+        "radius": "its confidence sets are per-entry boxes, not an L1 ball (radius is an option of uc-curl)",
+    }
 
     def __init__(self, model: CMDP, horizon: float | None = None, backend: str | Backend = DEFAULT_BACKEND,
                  epoch_exponent: float = 1 / 3, seed: Any = None, unreached: str = "uniform",
                  support: str = "model", **backend_options: Any):
-        _refuse_options(self.name, backend_options, {
-            **_NO_RADIUS, "radius": "its confidence sets are per-entry boxes, not an L1 ball (radius is an option of"
-                                    " uc-curl)"})
+        # Before anything else: the refused keywords include some this constructor passes to the base class itself.
+        refuse_keywords(self.name, backend_options, self.REFUSED)
         _linear_pieces(model, self.name)
         self.horizon = _horizon(horizon, self.name)
-        self.epoch_exponent = _number(epoch_exponent, "epoch_exponent", self.name, minimum=0.0)
-        if self.epoch_exponent > 1:
-            raise AgentError(f"{self.name}: epoch_exponent must lie in [0, 1], got {epoch_exponent!r}.")
+        self.epoch_exponent: float = check_value(EPOCH_EXPONENT, epoch_exponent)
         self.epoch_length = fixed_epoch_length(self.horizon, self.epoch_exponent)
         super().__init__(model, backend, FixedLengthTrigger(self.epoch_length), 0.0, None, seed, unreached,
                          support=support, **backend_options)
@@ -353,35 +362,40 @@ class PrimalDual(Agent):
 
     name = "primal-dual"
     needs_horizon = True
+    OPTIONS: ClassVar[tuple[AgentOption, ...]] = (
+        HORIZON,
+        number("theta", "The policy step θ > 0.", strict=True, label="theta (θ)"),
+        number("eta", "The dual step η > 0.", strict=True, label="eta (η)"),
+        number("slack", "ε_c >= 0, added to the observed constraint excess in the dual step; None: 1/sqrt(T).",
+               none=True, label="slack (ε_c)"),
+        number("dual_cap", "Λ > 0, the largest multiplier.", strict=True, label="dual_cap (Λ)"),
+        number("bonus", "c_b >= 0, the optimism bonus constant.", label="bonus (c_b)"),
+        integer("episode_length", "H >= 1 steps per episode.", label="episode_length (H)"),
+        with_doc(SEED, "The agent's own seed (primal-dual draws nothing)."),
+        boolean("scale", "Scale the reward and the costs to [0, 1] from the model's ranges (false: the raw signals)."),
+    )
+    REFUSED: ClassVar[dict[str, str]] = {
+        **_NOT_TAKEN, **_NO_RADIUS, "backend": "it solves no optimisation program (no --backend)",
+        "unreached": "it extracts no policy from an occupancy (its policy comes from exponential-weights updates)",
+    }
 
     def __init__(self, model: CMDP, horizon: float | None = None, theta: float = 0.05, eta: float = 0.05,
                  slack: float | None = None, dual_cap: float = 100.0, bonus: float = 1.0,
                  episode_length: int = 5000, seed: Any = None, scale: bool = True, **options: Any):
         agent = self.name
-        _refuse_options(agent, options, {
-            "backend": "it solves no optimisation program (no --backend)", **_NO_RADIUS,
-            "unreached": "it extracts no policy from an occupancy (its policy comes from exponential-weights updates)",
-        })
-        if options:
-            raise AgentError(
-                f"{agent} does not take {', '.join(map(repr, options))}; its options are theta, eta, slack,"
-                " dual_cap, bonus, episode_length, scale, horizon and seed."
-            )
-        if not isinstance(scale, (bool, np.bool_)):
-            raise AgentError(f"{agent}: scale must be True or False, got {scale!r}.")
-        self.scale = bool(scale)
+        declared = self.declared_options()
+        refuse_keywords(agent, options, self.REFUSED, declared=list(declared))
+        self.scale: bool = check_value(declared["scale"], scale)
         reward_weights, constraints = _linear_pieces(model, agent)
         _dense_estimates(model, agent)
         self.horizon = _horizon(horizon, agent)
-        self.theta = _number(theta, "theta (θ)", agent, minimum=0.0, strict=True)
-        self.eta = _number(eta, "eta (η)", agent, minimum=0.0, strict=True)
-        self.slack = (1.0 / math.sqrt(self.horizon) if slack is None
-                      else _number(slack, "slack (ε_c)", agent, minimum=0.0))
-        self.dual_cap = _number(dual_cap, "dual_cap (Λ)", agent, minimum=0.0, strict=True)
-        self.bonus = _number(bonus, "bonus (c_b)", agent, minimum=0.0)
-        if isinstance(episode_length, bool) or not isinstance(episode_length, (int, np.integer)) or episode_length < 1:
-            raise AgentError(f"{agent}: episode_length (H) must be an integer >= 1, got {episode_length!r}.")
-        self.episode_length = int(episode_length)
+        self.theta: float = check_value(declared["theta"], theta)
+        self.eta: float = check_value(declared["eta"], eta)
+        chosen_slack = check_value(declared["slack"], slack)
+        self.slack: float = 1.0 / math.sqrt(self.horizon) if chosen_slack is None else chosen_slack
+        self.dual_cap: float = check_value(declared["dual_cap"], dual_cap)
+        self.bonus: float = check_value(declared["bonus"], bonus)
+        self.episode_length: int = check_value(declared["episode_length"], episode_length)
 
         S, A = model.n_states, model.n_actions
         reward = np.einsum("k,ksa->sa", reward_weights, model.rewards)

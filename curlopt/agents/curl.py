@@ -2,19 +2,37 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ..backends import Backend
-from ..errors import AgentError, CurloptError
+from ..errors import AgentError
 from ..models.cmdp import CMDP
 from ..programs.blocks import Program
 from ..programs.occupancy import OccupancyProgram
-from ..programs.optimistic import OptimisticProgram, check_radius
+from ..programs.optimistic import OptimisticProgram
 from ..programs.safe import SafeProgram
 from .base import ProgramAgent
 from .estimates import posterior_kernel, sample_posterior_kernel
+from .options import (
+    BACKEND,
+    HORIZON_LOWER_BOUND,
+    MAX_PRIOR,
+    MIN_EPOCH_LENGTH,
+    PRIOR,
+    RADIUS,
+    RADIUS_SCALE,
+    SEED,
+    SUPPORT,
+    TIGHTNESS_CONSTANT,
+    TRIGGER,
+    UNREACHED,
+    AgentOption,
+    check_value,
+    choice,
+    with_doc,
+)
 from .safe_sizing import constraint_scales, lipschitz_bounds
 from .triggers import EpochTrigger
 
@@ -22,9 +40,12 @@ __all__ = ["UcCurl", "PsCurl", "MAX_PRIOR", "MARGINS", "COLUMNS_FROM_ENTRIES", "
 
 #: how PS-CURL's tightness ε becomes each constraint's margin: as it is, or in the constraint's own units
 MARGINS = ("absolute", "range")
-
-#: the largest Dirichlet prior α0 PS-CURL takes
-MAX_PRIOR = 1e6
+#: PS-CURL's margin option
+MARGIN = choice(
+    "margin", MARGINS,
+    "How the tightness ε enters each constraint: absolute (the paper's: g_m <= -ε, in the costs' units) or range"
+    " (g_m <= -ε s_m, in the constraint's own unit s_m, so invariant to the costs' units).",
+)
 
 #: UC-CURL's ``auto`` choice for LP-representable utilities: the whole LP on ``highs`` below this many kernel entries
 #: (S²·A, or the stored nonzeros of a sparse kernel), column generation on ``highs-columns`` from there on
@@ -116,13 +137,23 @@ class UcCurl(ProgramAgent):
     """
 
     name = "uc-curl"
+    OPTIONS: ClassVar[tuple[AgentOption, ...]] = (
+        BACKEND, TRIGGER, TIGHTNESS_CONSTANT, HORIZON_LOWER_BOUND,
+        with_doc(SEED, "The agent's own seed (UC-CURL draws nothing)."), RADIUS, RADIUS_SCALE, UNREACHED, SUPPORT,
+        MIN_EPOCH_LENGTH,
+    )
+    REFUSED: ClassVar[dict[str, str]] = {
+        "prior": "it draws no posterior samples (prior is an option of ps-curl and safe-curl)",
+        "margin": "its tightness enters every constraint as it is (margin is an option of ps-curl and safe-curl)",
+    }
 
     def __init__(self, model: CMDP, backend: str | Backend = "auto", trigger: str | EpochTrigger = "doubling",
                  tightness_constant: float = 1.0, horizon_lower_bound: float | None = None, seed: Any = None,
                  radius: str = "analysis", radius_scale: float = 1.0, unreached: str = "uniform",
                  support: str = "model", min_epoch_length: int = 1, **backend_options: Any):
         # Checked before the base class builds the program, which reads them.
-        self.radius, self.radius_scale = check_radius(radius, radius_scale, AgentError)
+        self.radius: str = check_value(RADIUS, radius)
+        self.radius_scale: float = check_value(RADIUS_SCALE, radius_scale)
         super().__init__(model, optimistic_backend(model, backend), trigger, tightness_constant, horizon_lower_bound,
                          seed, unreached, support=support, min_epoch_length=min_epoch_length, **backend_options)
 
@@ -130,7 +161,7 @@ class UcCurl(ProgramAgent):
         return OptimisticProgram(self.model, radius=self.radius, radius_scale=self.radius_scale,
                                  support=self.program_support)
 
-    def _update_program(self, time, epsilon):
+    def _update_program(self, time: int, epsilon: float) -> None:
         self.program.update(counts=self.counts, time=time, epsilon=epsilon)
 
     def describe(self) -> dict[str, Any]:
@@ -175,24 +206,25 @@ class PsCurl(ProgramAgent):
     """
 
     name = "ps-curl"
+    OPTIONS: ClassVar[tuple[AgentOption, ...]] = (
+        BACKEND, TRIGGER, TIGHTNESS_CONSTANT, HORIZON_LOWER_BOUND,
+        with_doc(SEED, "The agent's own seed: it drives the posterior samples."), PRIOR, UNREACHED, MARGIN, SUPPORT,
+        MIN_EPOCH_LENGTH,
+    )
+    REFUSED: ClassVar[dict[str, str]] = {
+        key: "PS-CURL samples a posterior kernel and has no confidence radius (radius and radius_scale are options"
+             " of uc-curl)" for key in ("radius", "radius_scale")
+    }
 
     def __init__(self, model: CMDP, backend: str | Backend = "auto", trigger: str | EpochTrigger = "doubling",
                  tightness_constant: float = 1.0, horizon_lower_bound: float | None = None, seed: Any = None,
                  prior: float = 1.0, unreached: str = "uniform",
                  margin: str = "absolute", support: str = "model", min_epoch_length: int = 1,
                  **backend_options: Any):
-        for key in ("radius", "radius_scale"):
-            if key in backend_options:
-                raise AgentError(
-                    f"{self.name} does not take {key!r}: PS-CURL samples a posterior kernel and has no confidence"
-                    " radius (radius and radius_scale are options of uc-curl)."
-                )
-        if isinstance(prior, bool) or not isinstance(prior, (int, float)) or not 0 < prior <= MAX_PRIOR:
-            raise CurloptError(f"the Dirichlet prior must be a number in (0, {MAX_PRIOR:g}], got {prior!r}.")
-        self.prior = float(prior)
-        self.margin = margin
+        self.prior: float = check_value(PRIOR, prior)
+        self.margin: str = check_value(MARGIN, margin)
         #: ``s_m`` of each constraint with ``margin="range"`` (None with the absolute margin)
-        self.margin_scales = _margin_scales(model, margin)
+        self.margin_scales = _margin_scales(model, self.margin)
         super().__init__(model, backend, trigger, tightness_constant, horizon_lower_bound, seed, unreached,
                          support=support, min_epoch_length=min_epoch_length, **backend_options)
 
@@ -215,7 +247,7 @@ class PsCurl(ProgramAgent):
             return SafeProgram(self.model, kernel=uniform, support=self.program_support)
         return OccupancyProgram(self.model, kernel=uniform, support=self.program_support)
 
-    def _update_program(self, time, epsilon):
+    def _update_program(self, time: int, epsilon: float) -> None:
         kernel = self.sample_kernel()
         if self.margin_scales is None:
             self.program.update(kernel=kernel, epsilon=epsilon)
@@ -228,10 +260,8 @@ class PsCurl(ProgramAgent):
         return {**super().describe(), "prior": self.prior, "margin": self.margin}
 
 
-def _margin_scales(model, margin: str) -> np.ndarray | None:
+def _margin_scales(model: CMDP, margin: str) -> np.ndarray | None:
     """``s_m`` for ``margin="range"`` (None for ``absolute`` or a model without constraints)."""
-    if not isinstance(margin, str) or margin not in MARGINS:
-        raise AgentError(f"margin must be one of {', '.join(map(repr, MARGINS))}, got {margin!r}.")
     if margin == "absolute" or not model.constraints:
         return None
     try:

@@ -24,20 +24,35 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ..backends import Backend
 from ..backends.results import Status
-from ..errors import AgentError
 from ..models.cmdp import CMDP
 from ..programs.blocks import Program
-from ..programs.optimistic import check_radius
 from ..programs.safe import LeastViolationProgram, SafeProgram
 from .base import EpochPlan, PlanSource, ProgramAgent
-from .curl import MAX_PRIOR
 from .estimates import plug_in_estimate, posterior_kernel, posterior_width, radius_width
+from .options import (
+    BACKEND,
+    HORIZON_LOWER_BOUND,
+    MIN_EPOCH_LENGTH,
+    PRIOR,
+    RADIUS,
+    RADIUS_SCALE,
+    SEED,
+    SUPPORT,
+    TIGHTNESS_CONSTANT,
+    TRIGGER,
+    UNREACHED,
+    AgentOption,
+    check_value,
+    choice,
+    number,
+    with_doc,
+)
 from .safe_sizing import bias_spans, constraint_scales, lipschitz_bounds, mixing_factor
 from .triggers import EpochTrigger
 
@@ -62,18 +77,45 @@ DEFAULT_BONUS = 0.1
 MAX_MULTIPLIER = 1e6
 
 
-def _multiplier(value: Any, name: str) -> float:
-    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-    number = float(value) if ok else math.nan
-    if not (math.isfinite(number) and 0 <= number <= MAX_MULTIPLIER):
-        raise AgentError(f"{name} must be a finite number in [0, {MAX_MULTIPLIER:g}], got {value!r}.")
-    return number
 
 
-def _choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
-    if not isinstance(value, str) or value not in choices:
-        raise AgentError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}.")
-    return value
+def _lipschitz_problem(value: Any) -> str | None:
+    """A bound given by the user: None, or finite numbers >= 0 (their count is checked against the model's
+    constraints by :func:`~curlopt.agents.safe_sizing.lipschitz_bounds`)."""
+    if value is None:
+        return None
+    try:
+        bounds = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        bounds = np.array([math.nan])
+    if bounds.ndim > 1 or not (np.all(np.isfinite(bounds)) and np.all(bounds >= 0)):
+        return "must be a finite number >= 0, one per constraint, or None"
+    return None
+
+
+#: safe mode's own options (the others are shared with UC-CURL and PS-CURL)
+KERNEL = choice("kernel", KERNELS,
+                "Where the program's kernel comes from: a Dirichlet posterior sample (posterior) or the empirical"
+                " kernel (plug-in).")
+BONUS = number("bonus", "Multiplier of the exploration bonus (0 switches it off).", high=MAX_MULTIPLIER)
+PENALTY = number("penalty",
+                 "Multiplier of the constraint penalty (0 switches it off); None: 0 with the posterior kernel, 0.03"
+                 " with the plug-in kernel.", high=MAX_MULTIPLIER, none=True)
+SIZING = choice("sizing", SIZINGS,
+                "How far a signal's average can move per unit of kernel error: its range (range), times half the"
+                " mixing factor of the epoch's kernel (mixing), or half its discounted bias span (bias-span).")
+COST_LIPSCHITZ = AgentOption(
+    "cost_lipschitz", (object,), None,
+    "A bound of |∂g_m/∂ζ_i| (one number, or one per constraint) for constraints whose bound the toolkit cannot"
+    " compute (user utilities); None: computed.",
+    "a finite number >= 0, one per constraint, or None", _lipschitz_problem,
+)
+FALLBACK = choice("fallback", FALLBACKS,
+                  "When the safe program is infeasible: play the policy minimising the largest penalised constraint"
+                  " value (least-violation), or drop the constraint rows (drop).")
+MARGIN = choice("margin", MARGINS,
+                "The tightness ε enters row m as ε s_m, in the constraint's own unit s_m (range), or as the number ε"
+                " (absolute, as the paper's agents).")
 
 
 class SafeCurl(ProgramAgent):
@@ -148,6 +190,14 @@ class SafeCurl(ProgramAgent):
     """
 
     name = "safe-curl"
+    OPTIONS: ClassVar[tuple[AgentOption, ...]] = (
+        BACKEND, TRIGGER, TIGHTNESS_CONSTANT, HORIZON_LOWER_BOUND,
+        with_doc(SEED, "The agent's own seed: it drives the posterior samples (kernel=posterior)."), KERNEL,
+        with_doc(RADIUS, "The L1 radius of the plug-in kernel (kernel=plug-in): analysis or experiment, as for"
+                         " uc-curl."),
+        RADIUS_SCALE, PRIOR, BONUS, PENALTY, SIZING, COST_LIPSCHITZ, FALLBACK, UNREACHED, MARGIN, SUPPORT,
+        MIN_EPOCH_LENGTH,
+    )
 
     def __init__(self, model: CMDP, backend: str | Backend = "auto", trigger: str | EpochTrigger = "linear",
                  tightness_constant: float = 1.0, horizon_lower_bound: float | None = None, seed: Any = None,
@@ -156,17 +206,17 @@ class SafeCurl(ProgramAgent):
                  cost_lipschitz: Any = None, fallback: str = "least-violation", unreached: str = "safe",
                  margin: str = "range", support: str = "model", min_epoch_length: int = 1,
                  **backend_options: Any):
-        self.kernel_source = _choice(kernel, "kernel", KERNELS)
-        self.radius, self.radius_scale = check_radius(radius, radius_scale, AgentError)
-        if isinstance(prior, bool) or not isinstance(prior, (int, float)) or not 0 < prior <= MAX_PRIOR:
-            raise AgentError(f"prior must be a number in (0, {MAX_PRIOR:g}], got {prior!r}.")
-        self.prior = float(prior)
-        self.bonus = _multiplier(bonus, "bonus")
-        self.penalty = _multiplier(DEFAULT_PENALTY[self.kernel_source] if penalty is None else penalty, "penalty")
-        self.sizing = _choice(sizing, "sizing", SIZINGS)
-        self.fallback = _choice(fallback, "fallback", FALLBACKS)
-        self.margin = _choice(margin, "margin", MARGINS)
-        self.cost_lipschitz = cost_lipschitz
+        self.kernel_source: str = check_value(KERNEL, kernel)
+        self.radius: str = check_value(RADIUS, radius)
+        self.radius_scale: float = check_value(RADIUS_SCALE, radius_scale)
+        self.prior: float = check_value(PRIOR, prior)
+        self.bonus: float = check_value(BONUS, bonus)
+        chosen_penalty = check_value(PENALTY, penalty)
+        self.penalty: float = DEFAULT_PENALTY[self.kernel_source] if chosen_penalty is None else chosen_penalty
+        self.sizing: str = check_value(SIZING, sizing)
+        self.fallback: str = check_value(FALLBACK, fallback)
+        self.margin: str = check_value(MARGIN, margin)
+        self.cost_lipschitz = check_value(COST_LIPSCHITZ, cost_lipschitz)
         # Raises now, naming cost_lipschitz, for a constraint the toolkit cannot bound.
         self.lipschitz = lipschitz_bounds(model.constraints, model.costs, cost_lipschitz)
         #: the unit of each constraint, ``s_m = Σ_i L_{m,i} range(c_i)`` (the margin is ``ε s_m`` with ``margin="range"``)
@@ -222,7 +272,7 @@ class SafeCurl(ProgramAgent):
         K = self.model.n_rewards
         return float(self.objective_slope @ reach[:K]), self.lipschitz @ reach[K:]
 
-    def _model_constants(self, model) -> None:
+    def _model_constants(self, model: CMDP) -> None:
         """What sizing needs of the model alone, computed once: the signals, their ranges and f's slope.
 
         The slope of f is taken at the middle of the reward box, not at the last plan's rewards: a concave f

@@ -48,10 +48,10 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ..errors import AgentError, CurloptError
+from ..errors import CurloptError
 
 __all__ = ["EpochTrigger", "DoublingTrigger", "LinearTrigger", "GlobalLinearTrigger", "PerPairLinearTrigger",
-           "FixedLengthTrigger", "TRIGGERS", "make_trigger", "trigger_rule", "check_min_epoch_length"]
+           "FixedLengthTrigger", "TRIGGERS", "make_trigger", "trigger_rule"]
 
 
 @runtime_checkable
@@ -220,10 +220,3 @@ def trigger_rule(trigger: EpochTrigger) -> str:
         return rule
     return f"user trigger {type(trigger).__name__} (no rule attribute)"
 
-
-def check_min_epoch_length(value: object, agent: str) -> int:
-    """``value`` as a minimum epoch length: an integer >= 1 (1: no minimum); else an AgentError naming ``agent``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise AgentError(f"{agent}: min_epoch_length must be an integer >= 1 (1: the trigger alone decides), got"
-                         f" {value!r}.")
-    return int(value)

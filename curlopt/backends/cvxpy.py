@@ -263,14 +263,17 @@ CVXPY_FORMS = FormTable("cvxpy", {
 }, refused={})
 
 
-def _solver_names(value: Any) -> str | None:
+def solver_names(value: Any) -> str | None:
+    """The ``solvers`` option's check (here and wherever CVXPY's solvers are passed on): one or more non-empty
+    names."""
     names = [value] if isinstance(value, str) else value
     if value is None or (names and all(isinstance(name, str) and name for name in names)):
         return None
     return "it must hold at least one solver name, each a non-empty string"
 
 
-def _settings_by_solver(value: Any) -> str | None:
+def settings_by_solver(value: Any) -> str | None:
+    """The ``solver_options`` option's check: a dict of settings per solver name."""
     if value is None or all(isinstance(k, str) and isinstance(v, dict) for k, v in value.items()):
         return None
     return "each key must be a solver name and each value a dict of settings"
@@ -300,12 +303,12 @@ class CvxpyBackend(Backend):
     OPTIONS: ClassVar[tuple[Option, ...]] = (
         Option("solvers", (str, list, tuple) + NONE, None,
                "CVXPY solver names tried in order; None: CLARABEL then SCS, those installed.",
-               "a CVXPY solver name or a list of them, or None", _solver_names,
+               "a CVXPY solver name or a list of them, or None", solver_names,
                lambda value: [value] if isinstance(value, str) else (None if value is None else list(value))),
         Option("solver_options", (dict,) + NONE, None,
                "Each solver's settings, merged over DEFAULT_SOLVER_OPTIONS; tried on a scratch solver when given.",
                "a dict from CVXPY solver name to a dict of that solver's settings, e.g. {'CLARABEL': {'max_iter':"
-               " 100}}, or None", _settings_by_solver),
+               " 100}}, or None", settings_by_solver),
     )
 
     #: the solvers asked for (None: the default order)

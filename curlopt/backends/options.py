@@ -26,7 +26,7 @@ from ..errors import BackendOptionError
 
 __all__ = [
     "Option", "COMMON_OPTIONS", "TIME_LIMIT", "VERBOSE", "check_options", "NUMBER", "INTEGER", "NONE",
-    "string_keys", "positive_integer", "refuse_both", "declared",
+    "string_keys", "positive_integer", "refuse_both", "declared", "refuse_unknown",
 ]
 
 #: what an option that takes a number accepts (``bool`` is refused although Python counts it as an int)
@@ -92,13 +92,7 @@ def check_options(backend: str, options: Mapping[str, Option], given: Mapping[st
         message names the backend, the option, what it expects, and the options the backend takes.
     """
     names = list(options)
-    unknown = [key for key in given if key not in options]
-    if unknown:
-        raise BackendOptionError(
-            f"the {backend} backend does not take option(s) {', '.join(map(repr, sorted(map(str, unknown))))};"
-            f" it takes {', '.join(map(repr, names)) if names else 'no options'}.",
-            [str(key) for key in unknown],
-        )
+    refuse_unknown(backend, names, given)
     values = {}
     for name, option in options.items():
         value = given.get(name, option.default)
@@ -110,6 +104,23 @@ def check_options(backend: str, options: Mapping[str, Option], given: Mapping[st
             )
         values[name] = option.accept(value)
     return values
+
+
+def refuse_unknown(backend: str, takes: Sequence[str], given: Mapping[str, Any]) -> None:
+    """Raise for the keywords of ``given`` that are not in ``takes`` (the one wording of that refusal).
+
+    Raises
+    ------
+    BackendOptionError
+        Its ``unknown`` lists those keywords; the message names them and the options the backend takes.
+    """
+    unknown = [key for key in given if key not in takes]
+    if unknown:
+        raise BackendOptionError(
+            f"the {backend} backend does not take option(s) {', '.join(map(repr, sorted(map(str, unknown))))};"
+            f" it takes {', '.join(map(repr, takes)) if takes else 'no options'}.",
+            [str(key) for key in unknown],
+        )
 
 
 def _short(value: Any) -> str:

@@ -8,9 +8,10 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import BackendError, BackendOptionError
+from ..errors import BackendError
 from ..utilities.library import Utility
 from .base import Backend, set_backend_finder
+from .options import refuse_unknown
 
 __all__ = [
     "register_backend", "get_backend", "backend_names", "installed_backends", "backends_accepting",
@@ -116,13 +117,7 @@ def check_keywords(name: str, factory: Callable[..., Any], options: dict[str, An
         return
     takes = [n for n, p in parameters.items()
              if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
-    unknown = [key for key in options if key not in takes]
-    if unknown:
-        raise BackendOptionError(
-            f"the {name} backend does not take option(s) {', '.join(map(repr, sorted(unknown)))};"
-            f" it takes {', '.join(map(repr, takes)) if takes else 'no options'}.",
-            unknown,
-        )
+    refuse_unknown(name, takes, options)
 
 
 def auto_candidates() -> list[str]:

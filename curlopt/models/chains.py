@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -13,30 +12,17 @@ import scipy.sparse as sp
 
 from ..errors import ModelError
 from .cmdp import CMDP, DENSE_VIEW_LIMIT, policy_kernel
+from .ergodicity import EXACT_CHECK, MAX_EXACT_ROUNDS, SUFFICIENT_CHECK, UNDECIDED_CHECK, ErgodicityCheck
 
-__all__ = ['ErgodicityCheck', 'check_ergodicity', 'ergodicity_warning', 'diameter', 'max_hitting_time', 'relaxation_time', 'MAX_HITTING_TIME_STATES', 'MAX_EXACT_ROUNDS', 'EIGENVALUE_DENSE_STATES', 'model_kernel']
+__all__ = ['ErgodicityCheck', 'check_ergodicity', 'ergodicity_warning', 'diameter', 'max_hitting_time', 'relaxation_time', 'MAX_HITTING_TIME_STATES', 'MAX_EXACT_ROUNDS', 'SUFFICIENT_CHECK', 'EXACT_CHECK', 'UNDECIDED_CHECK', 'EIGENVALUE_DENSE_STATES', 'model_kernel']
 
 
 #: The exact hitting time (policy iteration per target, O(S^3) per step) is computed up to this many states.
 MAX_HITTING_TIME_STATES = 200
 
-#: The exact ergodicity search on a sparse kernel stops after this many deletion rounds (each a few sparse
-#: operations over the deleted states' predecessors; about 30 µs): the answer is then "not decided" (a second or so).
-MAX_EXACT_ROUNDS = 50_000
-
 #: Up to this many states the relaxation time comes from every eigenvalue of the policy's chain (a dense
 #: eigensolver); above, only a reversible chain's, by shift-invert Lanczos (see :mod:`curlopt.models.spectrum`).
 EIGENVALUE_DENSE_STATES = 1024
-
-
-SUFFICIENT_CHECK = "sufficient: the graph of transitions possible under every action is strongly connected"
-
-
-EXACT_CHECK = "exact: closed-set search over all deterministic policies"
-
-
-UNDECIDED_CHECK = (f"not decided: the sufficient check failed and the exact search on this sparse kernel stopped"
-                   f" after {MAX_EXACT_ROUNDS:,} deletion rounds")
 
 
 def model_kernel(model: CMDP) -> Any:
@@ -47,36 +33,6 @@ def model_kernel(model: CMDP) -> Any:
 # ----------------------------------------------------------------------------
 # Ergodicity
 # ----------------------------------------------------------------------------
-
-
-@dataclass
-class ErgodicityCheck:
-    """Outcome of :func:`check_ergodicity`.
-
-    Attributes
-    ----------
-    ergodic : bool or None
-        Every deterministic stationary policy's chain is irreducible; ``None`` when not decided (a large sparse
-        kernel on which the exact search ran out of rounds: :data:`UNDECIDED_CHECK`).
-    communicating : bool
-        Some policy's chain is irreducible (the graph of transitions possible
-        under some action is strongly connected).
-    method : str
-        Which check decided (:data:`SUFFICIENT_CHECK` or :data:`EXACT_CHECK`).
-    policy : tuple of int or None
-        When not ergodic: a deterministic policy (action per state) whose chain is reducible.
-    recurrent_classes : list of list of int or None
-        That policy's recurrent classes.
-    transient_states : list of int or None
-        That policy's transient states.
-    """
-
-    ergodic: bool | None
-    communicating: bool
-    method: str
-    policy: tuple[int, ...] | None = None
-    recurrent_classes: list[list[int]] | None = None
-    transient_states: list[int] | None = None
 
 
 def _reached(adjacency: np.ndarray, start: int) -> np.ndarray:
@@ -144,10 +100,7 @@ def check_ergodicity(kernel: Any) -> ErgodicityCheck:
         from .sparse_chains import sparse_ergodicity  # scipy.sparse.csgraph only for sparse models
 
         n_states, n_actions = _sparse_sizes(kernel)
-        found = sparse_ergodicity(kernel, n_states, n_actions, MAX_EXACT_ROUNDS)
-        method = {"sufficient": SUFFICIENT_CHECK, "exact": EXACT_CHECK, "undecided": UNDECIDED_CHECK}[found.method]
-        return ErgodicityCheck(found.ergodic, found.communicating, method, found.policy, found.recurrent_classes,
-                               found.transient_states)
+        return sparse_ergodicity(kernel, n_states, n_actions, MAX_EXACT_ROUNDS)
     support = np.asarray(_kernel(kernel) > 0)
     n_states, n_actions = support.shape[:2]
     communicating = _strongly_connected(support.any(axis=1))

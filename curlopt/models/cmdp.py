@@ -13,7 +13,8 @@ from ..utilities.library import Utility
 from .long_run import DENSE_LONG_RUN_STATES, NEARLY_DECOMPOSABLE, long_run_law
 
 __all__ = ["CMDP", "KERNEL_TOLERANCE", "MAX_MODEL_BYTES", "DENSE_VIEW_LIMIT", "AUTO_DENSE_ENTRIES", "STORAGES",
-           "check_model_size", "choose_storage", "stationary_occupancy", "policy_kernel"]
+           "check_model_size", "choose_storage", "MAX_PROGRAM_BYTES", "BYTES_PER_VARIABLE", "BYTES_PER_NONZERO",
+           "stationary_occupancy", "policy_kernel"]
 
 #: Largest deviation from 1 allowed for a probability vector's sum.
 KERNEL_TOLERANCE = 1e-9
@@ -62,6 +63,21 @@ def choose_storage(storage: str, n_states: int, n_actions: int, nonzeros: int) -
     return "dense" if entries <= AUTO_DENSE_ENTRIES or 2 * int(nonzeros) > entries else "sparse"
 
 
+#: The largest program curlopt builds: its own arrays (rows, parameter entries, bounds; estimated from its counts of
+#: variables and nonzeros with :data:`BYTES_PER_VARIABLE` and :data:`BYTES_PER_NONZERO`) may take at most this
+#: (2 GiB). A solver needs a few times the program's size again, so a program above it would not fit on an
+#: ordinary machine; it is refused before anything is built (:func:`check_program_size`).
+MAX_PROGRAM_BYTES = 2 * 1024 ** 3
+#: bytes a program holds per variable at the peak of building it (bounds, the block layout, the support's and the
+#: flow rows' index arrays, the stored kernel or counts; rounded up from the measurement below)
+BYTES_PER_VARIABLE = 128
+#: bytes a program holds per nonzero of its rows at the peak of building them: the coordinate lists (row, column,
+#: value), their concatenation, the CSR matrix and the parameter arrays. Measured with tracemalloc on every program
+#: kind, dense (S, A) = (150, 10) and the sparse queue at buffer 3000: peak 72-100 bytes per nonzero counting the
+#: variables' share, which ``BYTES_PER_VARIABLE · variables + BYTES_PER_NONZERO · nonzeros`` bounds in every case.
+BYTES_PER_NONZERO = 80
+
+
 def check_model_size(name: str, n_states: int, n_actions: int, n_signals: int = 0,
                      nonzeros: int | None = None) -> None:
     """Raise ModelError when a model of this size would need more than :data:`MAX_MODEL_BYTES`.
@@ -81,6 +97,17 @@ def check_model_size(name: str, n_states: int, n_actions: int, n_signals: int = 
         raise ModelError(
             f"model {name!r} with S={S:,} states and A={A:,} actions would need {size / 2 ** 30:.3g} GiB for its"
             f" {what} and signals, more than the limit of {MAX_MODEL_BYTES / 2 ** 30:g} GiB; use a smaller size."
+        )
+    # Every use of a model (its optimum, every agent) builds at least its occupancy program: S·A variables, a mass
+    # row, and flow rows with one entry per kernel nonzero and per pair. Refused here, before the model is built,
+    # rather than after gigabytes of kernel (the queue with buffer 10^6 peaked at 5.7 GB before its program's refusal).
+    flow = (S - 1) * S * A if nonzeros is None else int(nonzeros) + S * A
+    program = BYTES_PER_VARIABLE * S * A + BYTES_PER_NONZERO * (S * A + flow)
+    if program > MAX_PROGRAM_BYTES:
+        raise ModelError(
+            f"model {name!r} with S={S:,} states and A={A:,} actions is refused before it is built: its occupancy"
+            f" program (needed by the optimum and every agent) would take about {program / 2 ** 30:.3g} GiB for its"
+            f" arrays alone, more than the limit of {MAX_PROGRAM_BYTES / 2 ** 30:g} GiB; use a smaller size."
         )
 
 

@@ -39,7 +39,10 @@ A utility is ``{"type": <class name>, <constructor arguments>}``, written by its
 :data:`curlopt.utilities.library.UTILITY_TYPES` (the built-in Linear, SumOfLogs,
 AlphaFairness, MinOfLinear, Entropy, LinearBound, MaxOfLinear, ConvexQuadratic,
 Norm, and any type registered with :func:`curlopt.utilities.library.register_utility`).
-Custom utilities cannot be written to a file: build such models in Python.
+A utility of the user's own is named by import path, ``{"type": "package.module:Name", "args": {...}}``, and built
+as ``Name(**args)`` where the file is loaded (so ``compare-solvers`` and studies take it); a utility class writes
+itself that way when its ``to_spec()`` returns that form. A :class:`~curlopt.utilities.library.CustomUtility` made
+of callables cannot be written to a file.
 Every problem is a :class:`ModelError` naming the key (and nothing else escapes
 ``load_model``: deeply nested JSON, huge integers, wrong types). A file larger
 than :data:`curlopt.fileio.MAX_READ_BYTES` (64 MiB), or an endless one such as a
@@ -98,6 +101,8 @@ def utility_from_spec(spec: Any, where: str) -> U.Utility:
     if not isinstance(spec, dict) or "type" not in spec:
         raise ModelError(f"{where} must be an object with a 'type' key, got {spec!r}.")
     kind = spec["type"]
+    if isinstance(kind, str) and ":" in kind:
+        return _imported_utility(kind, spec, where)
     builder = U.UTILITY_TYPES.get(kind) if isinstance(kind, str) else None
     if builder is None:
         raise ModelError(f"{where}: unknown utility type {kind!r}; known: {', '.join(sorted(U.UTILITY_TYPES))}.")
@@ -109,6 +114,41 @@ def utility_from_spec(spec: Any, where: str) -> U.Utility:
         raise ModelError(f"{where} ({kind}): {exc}") from None
     except (ValueError, OverflowError, RecursionError, ZeroDivisionError) as exc:  # e.g. a 400-digit integer
         raise ModelError(f"{where} ({kind}): invalid arguments ({type(exc).__name__}: {exc}).") from None
+
+
+def _imported_utility(kind: str, spec: dict[str, Any], where: str) -> U.Utility:
+    """A utility named by import path, ``{"type": "package.module:Name", "args": {...}}``: ``Name(**args)``.
+
+    ``Name`` is a Utility class or a function returning a Utility, importable where the model is loaded (it runs
+    that code, as an ``import`` in a script would: load only model files you trust)."""
+    import importlib
+
+    module_name, _, attribute = kind.partition(":")
+    extra = sorted(set(spec) - {"type", "args"})
+    if extra:
+        raise ModelError(f"{where} ({kind}): a utility named by import path takes only 'type' and 'args', got"
+                         f" {', '.join(map(repr, extra))}.")
+    args = spec.get("args", {})
+    if not isinstance(args, dict) or not all(isinstance(key, str) for key in args):
+        raise ModelError(f"{where} ({kind}): 'args' must be an object of keyword arguments, got {args!r}.")
+    if not module_name or not attribute.isidentifier():
+        raise ModelError(f"{where}: a utility named by import path is 'package.module:Name', got {kind!r}.")
+    try:
+        factory = getattr(importlib.import_module(module_name), attribute)
+    except ImportError as exc:
+        raise ModelError(f"{where}: cannot import the module of utility {kind!r} ({exc}); is it on the Python"
+                         " path where the model is loaded?") from None
+    except AttributeError:
+        raise ModelError(f"{where}: module {module_name!r} has no {attribute!r} (utility {kind!r}).") from None
+    try:
+        utility = factory(**args)
+    except CurloptError as exc:
+        raise ModelError(f"{where} ({kind}): {exc}") from None
+    except Exception as exc:  # the user's constructor: any failure is a bad argument list for this model file
+        raise ModelError(f"{where} ({kind}): building it with args {args!r} raised {type(exc).__name__}: {exc}") from None
+    if not isinstance(utility, U.Utility):
+        raise ModelError(f"{where}: {kind}(**args) must give a curlopt Utility, got {type(utility).__name__}.")
+    return utility
 
 
 def save_model(model: CMDP, path: str | os.PathLike) -> Path:

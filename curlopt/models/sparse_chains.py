@@ -14,26 +14,13 @@ round touching only the rows that lead into the states deleted in the round befo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-__all__ = ["SparseErgodicity", "chain_classes", "sparse_ergodicity"]
+from .ergodicity import EXACT_CHECK, SUFFICIENT_CHECK, UNDECIDED_CHECK, ErgodicityCheck
 
-
-@dataclass
-class SparseErgodicity:
-    """What :func:`sparse_ergodicity` found (:class:`curlopt.models.chains.ErgodicityCheck` describes the fields);
-    ``method`` is ``"sufficient"``, ``"exact"`` or ``"undecided"``."""
-
-    ergodic: bool | None
-    communicating: bool
-    method: str
-    policy: tuple[int, ...] | None = None
-    recurrent_classes: list[list[int]] | None = None
-    transient_states: list[int] | None = None
+__all__ = ["chain_classes", "sparse_ergodicity"]
 
 
 def chain_classes(adjacency: np.ndarray | sp.sparray | sp.spmatrix) -> tuple[list[list[int]], list[int]]:
@@ -56,7 +43,7 @@ def _strongly_connected(graph: sp.csr_array) -> bool:
     return count == 1
 
 
-def sparse_ergodicity(kernel: sp.sparray, n_states: int, n_actions: int, max_rounds: int) -> SparseErgodicity:
+def sparse_ergodicity(kernel: sp.sparray, n_states: int, n_actions: int, max_rounds: int) -> ErgodicityCheck:
     """:func:`curlopt.models.chains.check_ergodicity` for a sparse kernel (S·A, S), at most ``max_rounds`` rounds."""
     matrix = sp.csr_array(kernel)
     # 1 for each transition (> 0), in fresh arrays: the model's own are read-only
@@ -70,22 +57,22 @@ def sparse_ergodicity(kernel: sp.sparray, n_states: int, n_actions: int, max_rou
     communicating = _strongly_connected(actions_per_edge)
     every = sp.csr_array(actions_per_edge == n_actions)
     if _strongly_connected(every):
-        return SparseErgodicity(True, communicating, "sufficient")
+        return ErgodicityCheck(True, communicating, SUFFICIENT_CHECK)
     predecessors = sp.csc_array(support)  # column s' lists the rows (s, a) that may move to s'
     rounds = 0
     for target in _source_representatives(every):
         inside, stays, used = _closed_set_avoiding(support, predecessors, target, n_states, n_actions,
                                                    max_rounds - rounds)
         if inside is None or stays is None:  # both or neither
-            return SparseErgodicity(None, communicating, "undecided")
+            return ErgodicityCheck(None, communicating, UNDECIDED_CHECK)
         rounds += used
         if inside.any():
             policy = np.where(inside, np.argmax(stays, axis=1), 0)
             chain = support[np.arange(n_states) * n_actions + policy]
             recurrent, transient = chain_classes(sp.csr_array(chain))
-            return SparseErgodicity(False, communicating, "exact", tuple(int(a) for a in policy), recurrent,
-                                    transient)
-    return SparseErgodicity(True, communicating, "exact")
+            return ErgodicityCheck(False, communicating, EXACT_CHECK, tuple(int(a) for a in policy), recurrent,
+                                   transient)
+    return ErgodicityCheck(True, communicating, EXACT_CHECK)
 
 
 def _source_representatives(graph: sp.csr_array) -> list[int]:

@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ProgramError
-from ..models.cmdp import CMDP
+from ..models.cmdp import BYTES_PER_NONZERO, BYTES_PER_VARIABLE, CMDP, MAX_PROGRAM_BYTES
 from ..utilities.library import Utility
 from .policy import policy_from_occupancy
 from .support import Support, check_kernel
@@ -39,19 +39,8 @@ from .tightness import EPSILON_MAX, finite_at_least
 __all__ = ['VariableBlock', 'LinearRows', 'Program', 'check_kernel', 'check_program_size', 'MAX_PROGRAM_BYTES']
 
 
-#: The largest program curlopt builds: its own arrays (rows, parameter entries, bounds; estimated from its counts of
-#: variables and nonzeros with :data:`BYTES_PER_VARIABLE` and :data:`BYTES_PER_NONZERO`) may take at most this
-#: (2 GiB). A solver needs a few times the program's size again, so a program above it would not fit on an
-#: ordinary machine; it is refused before anything is built (:func:`check_program_size`).
-MAX_PROGRAM_BYTES = 2 * 1024 ** 3
-#: bytes a program holds per variable at the peak of building it (bounds, the block layout, the support's and the
-#: flow rows' index arrays, the stored kernel or counts; rounded up from the measurement below)
-BYTES_PER_VARIABLE = 128
-#: bytes a program holds per nonzero of its rows at the peak of building them: the coordinate lists (row, column,
-#: value), their concatenation, the CSR matrix and the parameter arrays. Measured with tracemalloc on every program
-#: kind, dense (S, A) = (150, 10) and the sparse queue at buffer 3000: peak 72-100 bytes per nonzero counting the
-#: variables' share, which ``BYTES_PER_VARIABLE · variables + BYTES_PER_NONZERO · nonzeros`` bounds in every case.
-BYTES_PER_NONZERO = 80
+# The size limit and the bytes per variable and nonzero of a program live with the models (curlopt.models.cmdp), whose
+# builders refuse a model whose occupancy program could not be built, before allocating it.
 
 
 def check_program_size(kind: str, model: CMDP, n_vars: int, n_nonzeros: int) -> None:

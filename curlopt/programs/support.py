@@ -221,10 +221,6 @@ def _sparse_input(data: Any, S: int, A: int, name: str) -> sp.csr_array:
     return matrix
 
 
-def _first_row(mask: np.ndarray, rows: np.ndarray) -> int:
-    return int(rows[int(np.argmax(mask))])
-
-
 def _check_entries(values: np.ndarray, rows: np.ndarray, columns: np.ndarray, A: int, name: str,
                    upper: float | None) -> None:
     """NaN/inf, negative entries (and entries above ``upper``), naming the first bad row and successor."""

@@ -36,9 +36,9 @@ import numpy as np
 from ...programs.blocks import Program
 from ...utilities.library import CustomUtility, Utility
 from ..base import Backend, CompiledProgram, RawSolution
-from ..cvxpy import CVXPY_FORMS, CvxpyBackend
+from ..cvxpy import CVXPY_FORMS, CvxpyBackend, settings_by_solver, solver_names
 from ..highs.backend import HIGHS_OPTIONS
-from ..options import INTEGER, NONE, NUMBER, Option, positive_integer, string_keys
+from ..options import INTEGER, NONE, NUMBER, Option, positive_integer
 from ..results import Status
 from .chains import KernelMatrix, policy_classes
 from .masters import LinearMaster
@@ -61,12 +61,6 @@ MULTICHAIN_NOTE = ("the model is multichain: the policy extracted from this occu
 
 def _tolerance(value: Any) -> str | None:
     return None if math.isfinite(float(value)) and 0 < float(value) <= 1e-3 else "it is outside (0, 1e-3]"
-
-
-def _solver_names(value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return None
-    return None if all(isinstance(v, str) for v in value) else "every solver must be named by a string"
 
 
 class MdpColumnsBackend(Backend):
@@ -127,10 +121,10 @@ class MdpColumnsBackend(Backend):
         HIGHS_OPTIONS,
         Option("solvers", (str, list, tuple) + NONE, None,
                "CVXPY solvers of the conic master, tried in order (default: the cvxpy backend's).",
-               "a CVXPY solver name or a list of them, or None", _solver_names),
+               "a CVXPY solver name or a list of them, or None", solver_names),
         Option("solver_options", (dict,) + NONE, None,
                "Per-solver CVXPY settings of the conic master, merged over the cvxpy backend's defaults.",
-               "a dict from CVXPY solver name to a dict of its settings, or None", string_keys),
+               "a dict from CVXPY solver name to a dict of its settings, or None", settings_by_solver),
     )
 
     tolerance: float

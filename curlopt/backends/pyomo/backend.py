@@ -352,7 +352,9 @@ class PyomoBackend(Backend):
                 raise UnsupportedUtilityError(
                     f"the {role} {utility!r} is declared {utility.curvature} but its Hessian at y={np.round(point, 4).tolist()}"
                     f" has eigenvalue {eigenvalue:.3g}: the pyomo backend (a local solver) needs a concave objective and"
-                    " convex constraints. Fix the utility's curvature or its derivatives."
+                    " convex constraints. Fix the utility's curvature or its derivatives; if the function is defined"
+                    " only above some point (e.g. a log or 1/y), declare its domain (CustomUtility(lower=...), or a"
+                    " domain_lower() method): the check samples inside the domain."
                 )
 
     def _compile(self, program: Program) -> CompiledPyomo:

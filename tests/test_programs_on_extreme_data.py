@@ -1,15 +1,15 @@
-"""Numerical edge cases: unvisited pairs, huge counts and times, tiny probabilities,
-degenerate LPs and ties. No NaN may reach a policy, on any backend."""
+"""Programs on extreme data: unvisited pairs, huge counts and times, tiny probabilities, degenerate LPs and ties,
+an absorbing state. Every backend solves them to a finite policy; no NaN reaches a policy."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import backend_or_skip
 
 from curlopt import CMDP, Linear, LinearBound, OccupancyProgram, OptimisticProgram, build_model
 from curlopt.programs.policy import policy_from_occupancy
 from curlopt.testing.reference import model_optimum
-from conftest import backend_or_skip
 
 #: the queue's optimum, from the independent reference LP (not typed in)
 QUEUE_OPTIMUM = model_optimum(build_model("queue")).value
