@@ -12,16 +12,18 @@ from typing import Any
 from ...errors import AgentError
 from ...models.episodic import EpisodicCMDP
 from .base import EpisodePlan, EpisodeSource, EpisodicAgent, ProgramEpisodicAgent, SafePolicy, require_safe_policy
+from .model_free import TripleQ
 from .optimistic import Dope, EpisodicUcCurl, OptCmdp, episode_tightness
 from .pessimistic import OptPessLp
 from .sampling import EpisodicPsCurl
 
 __all__ = ["EPISODIC_AGENTS", "EpisodicAgent", "ProgramEpisodicAgent", "EpisodePlan", "EpisodeSource", "SafePolicy",
-           "OptCmdp", "Dope", "OptPessLp", "EpisodicUcCurl", "EpisodicPsCurl", "make_episodic_agent",
+           "OptCmdp", "Dope", "OptPessLp", "EpisodicUcCurl", "EpisodicPsCurl", "TripleQ", "make_episodic_agent",
            "require_safe_policy", "episode_tightness"]
 
 EPISODIC_AGENTS: dict[str, type[EpisodicAgent]] = {
     "opt-cmdp": OptCmdp, "optpess-lp": OptPessLp, "dope": Dope, "uc-curl": EpisodicUcCurl, "ps-curl": EpisodicPsCurl,
+    "triple-q": TripleQ,
 }
 
 
