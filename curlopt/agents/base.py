@@ -175,6 +175,9 @@ class Agent(ABC):
     REFUSED: ClassVar[dict[str, str]] = {}
     #: the keywords the constructor does not name go to the backend (``**backend_options``)
     PASSES_ON: ClassVar[bool] = False
+    #: an agent whose policy changes at every step (model-free) steps the chain itself: the loop hands it each
+    #: epoch's uniforms (``play_steps``, or ``act`` and ``observe`` per step on the generic path)
+    learns_per_step: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
