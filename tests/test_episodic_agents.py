@@ -332,7 +332,7 @@ def test_bad_options():
     with pytest.raises(CurloptError, match="episodic model"):
         from curlopt.models import random_model
         make_episodic_agent("opt-cmdp", random_model(3, 2, seed=0))
-    assert set(EPISODIC_AGENTS) == {"opt-cmdp", "optpess-lp", "dope", "uc-curl", "ps-curl"}
+    assert set(EPISODIC_AGENTS) == {"opt-cmdp", "optpess-lp", "dope", "uc-curl", "ps-curl", "triple-q"}
 
 
 def test_doubling_replan_reuses_the_policy_until_visits_double():
