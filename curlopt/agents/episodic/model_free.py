@@ -156,20 +156,23 @@ class TripleQ(EpisodicAgent):
         super().end_episode(states, actions)
         H = self.horizon
         chi, weights = self.chi, self.queues / self.eta
-        self.utility_sum += self.c[:, 0, states[0], actions[0]]
-        for h in range(H):
-            s, a = int(states[h]), int(actions[h])
-            nxt = int(states[h + 1]) if h < H - 1 else 0   # V_{H+1} = W_{H+1} = 0 whatever the state
-            t = int(self.frame_visits[h, s, a]) + 1
-            self.frame_visits[h, s, a] = t
-            alpha = (chi + 1.0) / (chi + t)
-            b = self.bonus * math.sqrt(H * H * self.iota * (chi + 1.0) / (chi + t))
-            self.q[h, s, a] = (1 - alpha) * self.q[h, s, a] + alpha * (self.reward[h, s, a] + self.v[h + 1, nxt] + b)
-            self.c[:, h, s, a] = (1 - alpha) * self.c[:, h, s, a] + alpha * (
-                self.utilities[:, h, s, a] + self.w[:, h + 1, nxt] + b)
-            best = int(np.argmax(self.q[h, s] + weights @ self.c[:, h, s]))
-            self.v[h, s] = self.q[h, s, best]
-            self.w[:, h, s] = self.c[:, h, s, best]
+        steps = np.arange(H)
+        s, a = np.asarray(states, dtype=np.int64), np.asarray(actions, dtype=np.int64)
+        self.utility_sum += self.c[:, 0, s[0], a[0]]
+        # Step h reads V_{h+1}(s_{h+1}) before step h + 1 of this episode updates it (the per-step order), and the
+        # steps touch distinct cells: all H updates at once are the per-step updates. V_{H+1} = W_{H+1} = 0.
+        nxt = np.append(s[1:], 0)
+        v_next, w_next = self.v[steps + 1, nxt], self.w[:, steps + 1, nxt]
+        t = self.frame_visits[steps, s, a] + 1
+        self.frame_visits[steps, s, a] = t
+        alpha = (chi + 1.0) / (chi + t)
+        b = self.bonus * np.sqrt(H * H * self.iota * (chi + 1.0) / (chi + t))
+        self.q[steps, s, a] = (1 - alpha) * self.q[steps, s, a] + alpha * (self.reward[steps, s, a] + v_next + b)
+        self.c[:, steps, s, a] = (1 - alpha) * self.c[:, steps, s, a] + alpha * (
+            self.utilities[:, steps, s, a] + w_next + b)
+        best = np.argmax(self.q[steps, s] + np.einsum("m,mha->ha", weights, self.c[:, steps, s]), axis=1)
+        self.v[steps, s] = self.q[steps, s, best]
+        self.w[:, steps, s] = self.c[:, steps, s, best]
         if self.episode % self.frame == 0:
             self.queues = np.maximum(self.queues + self.thresholds + self.epsilon - self.utility_sum / self.frame, 0.0)
             self.queue_history.append(self.queues.copy())

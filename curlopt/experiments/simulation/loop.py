@@ -29,13 +29,13 @@ import math
 import time as clock
 import warnings
 from bisect import bisect_right
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import scipy.sparse as sp
 
 from ... import __version__
-from ...agents.base import Agent
+from ...agents.base import Agent, StepLearner
 from ...errors import CurloptError
 from ...models.cmdp import CMDP, stationary_occupancy
 from ...models.sampling import cumulative_transitions
@@ -490,7 +490,7 @@ class ChainSimulator:
                                         int(steps), self.n_actions)
         return pairs, nexts
 
-    def learn(self, agent: Agent, state: int, cap: int) -> tuple[np.ndarray, np.ndarray, int]:
+    def learn(self, agent: StepLearner, state: int, cap: int) -> tuple[np.ndarray, np.ndarray, int]:
         """``cap`` steps from ``state`` played and learned by an agent that learns at every step (its
         ``play_steps``, with the same uniforms, one action and one transition uniform per step)."""
         action_u, transition_u = self.actions.peek(cap).tolist(), self.transitions.peek(cap).tolist()
@@ -511,7 +511,7 @@ class _GenericStepper:
     def __init__(self, env: Any, known: CMDP, actions: UniformStream):
         self.env, self.known, self.actions = env, known, actions
 
-    def learn(self, agent: Agent, state: int, cap: int) -> tuple[np.ndarray, np.ndarray, int]:
+    def learn(self, agent: StepLearner, state: int, cap: int) -> tuple[np.ndarray, np.ndarray, int]:
         """``cap`` steps of ``env.step``, the agent choosing (``act``) and learning (``observe``) at each."""
         visited: list[int] = []
         s = state
@@ -552,7 +552,7 @@ def _play(agent: Agent, steps: int, state: int, step, recorder: _Recorder, evalu
         thresholds, max_length = agent.limits(t)
         cap = int(min(max_length, steps - t + 1))
         if agent.learns_per_step:
-            pairs, nexts, state = step.learn(agent, state, cap)
+            pairs, nexts, state = step.learn(cast(StepLearner, agent), state, cap)
         else:
             pairs, nexts, state = _epoch_steps(step, state, _cumulative_rows(plan.policy), thresholds, cap, A,
                                                agent.min_epoch_length)
