@@ -103,6 +103,24 @@ def test_triple_q_second_visit_uses_the_learning_rate_and_the_smaller_bonus():
     assert agent.q[1, 1, 0] == pytest.approx(1 / 3 + 2 / 3 * (0.5 + b2))
 
 
+def test_triple_q_bonus_frame_change_keeps_the_cells_at_most_h():
+    # the same two episodes as above with η = 100: after the frame Q += 4H/η = 0.08, and a cell whose reward or
+    # utility value then exceeds H = 2 goes back to 2 (every cell never visited: 2.08 > 2)
+    agent = TripleQ(episodic_model(), episodes=4, frame_exponent=0.5, chi=1.0, eta=100.0, iota=1.0, epsilon=2.5,
+                    frame_reset="bonus")
+    agent.reset(0)
+    for states, actions in (([0, 1], [1, 0]), ([0, 0], [1, 1])):
+        agent.begin_episode(agent.episode + 1)
+        agent.end_episode(np.array(states), np.array(actions))
+    # (h=2, s=1, a=0): Q = 1.0, C = 1.5 after episode 1 -> Q = 1.08, C kept; (h=2, s=0, a=1): Q = C = 1.5 after
+    # episode 2 -> 1.58; (h=1, s=0, a=1): Q ≈ 3.44 > 2 -> 2
+    assert agent.q[1, 1, 0] == pytest.approx(1.08) and agent.c[0, 1, 1, 0] == pytest.approx(1.5)
+    assert agent.q[1, 0, 1] == pytest.approx(1.58) and agent.q[0, 0, 1] == 2.0 and agent.q[0, 1, 0] == 2.0
+    # Z = 0.75, Z/η = 0.0075: at (h=2, s=1) the pseudo-Q is (1.08 + 0.0075 · 1.5, 2 + 0.0075 · 2): V = W = 2
+    assert agent.v[1, 1] == 2.0 and agent.w[0, 1, 1] == 2.0
+    assert np.all(agent.frame_visits == 0) and agent.utility_sum.tolist() == [0.0]
+
+
 def test_triple_q_runs_through_the_episode_loop():
     model = episodic_model()
     agent = make_episodic_agent("triple-q", model)
@@ -119,6 +137,8 @@ def test_triple_q_is_registered_and_refuses_bad_inputs():
     assert EPISODIC_AGENTS["triple-q"] is TripleQ
     with pytest.raises(AgentError, match="frame_exponent"):
         TripleQ(episodic_model(), frame_exponent=1.5)
+    with pytest.raises(AgentError, match="frame_reset"):
+        TripleQ(episodic_model(), frame_reset="never")
     with pytest.raises(AgentError, match="eta"):
         TripleQ(episodic_model(), eta=0.0)
     with pytest.raises(AgentError, match="epsilon"):

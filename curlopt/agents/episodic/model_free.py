@@ -23,7 +23,10 @@ from ...models.episodic import EpisodicCMDP
 from ..utility_form import utility_form
 from .base import EpisodePlan, EpisodeSource, EpisodicAgent
 
-__all__ = ["TripleQ", "triple_q_constants", "greedy_policy"]
+__all__ = ["TripleQ", "triple_q_constants", "greedy_policy", "FRAME_RESETS"]
+
+#: what a new frame does to the tables: the algorithm's reset to H, or the authors' practical variant
+FRAME_RESETS = ("reset", "bonus")
 
 
 def triple_q_constants(S: int, A: int, H: int, K: int) -> dict[str, float]:
@@ -83,6 +86,11 @@ class TripleQ(EpisodicAgent):
         χ, η, ι and the pessimism ε; default the paper's (:func:`triple_q_constants`).
     bonus : float, default 0.25
         The bonus constant (the paper's 1/4).
+    frame_reset : {"reset", "bonus"}, default "reset"
+        ``reset``: the algorithm's reset of every table to H at each new frame. ``bonus``: the practical variant the
+        authors describe (their AAAI 2022 follow-up, Algorithm 2, for this algorithm and its extension): keep the
+        tables, add ``4H/η`` to the reward table, and reset to H only the cells where the reward or a utility table
+        exceeds H; V and W are then recomputed from the tables under the new queue.
 
     Raises
     ------
@@ -94,7 +102,11 @@ class TripleQ(EpisodicAgent):
 
     def __init__(self, model: EpisodicCMDP, seed: Any = None, episodes: int | None = None,
                  frame_exponent: float = 0.6, chi: float | None = None, eta: float | None = None,
-                 iota: float | None = None, epsilon: float | None = None, bonus: float = 0.25):
+                 iota: float | None = None, epsilon: float | None = None, bonus: float = 0.25,
+                 frame_reset: str = "reset"):
+        if not isinstance(frame_reset, str) or frame_reset not in FRAME_RESETS:
+            raise AgentError(f"frame_reset must be one of {', '.join(map(repr, FRAME_RESETS))}, got {frame_reset!r}.")
+        self.frame_reset = frame_reset
         if isinstance(frame_exponent, bool) or not isinstance(frame_exponent, (int, float)) \
                 or not 0 <= frame_exponent <= 1:
             raise AgentError(f"frame_exponent (α) must be a number in [0, 1], got {frame_exponent!r}.")
@@ -144,6 +156,20 @@ class TripleQ(EpisodicAgent):
         self.frame_visits = np.zeros((H, S, A), dtype=np.int64)
         self.utility_sum = np.zeros(M)   # C̄
 
+    def _carry_over(self) -> None:
+        """The ``bonus`` frame change: ``Q += 4H/η``, cells above H back to H, V and W from the tables, visits and
+        ``C̄`` to 0."""
+        H = float(self.horizon)
+        self.q += 4.0 * H / self.eta
+        above = (self.q > H) | np.any(self.c > H, axis=0)
+        self.q[above] = H
+        self.c[:, above] = H
+        best = np.argmax(self.pseudo_q(), axis=2)[..., None]          # (H, S, 1): the first maximisers
+        self.v[:-1] = np.take_along_axis(self.q, best, axis=2)[..., 0]
+        self.w[:, :-1] = np.take_along_axis(self.c, best[None], axis=3)[..., 0]
+        self.frame_visits[:] = 0
+        self.utility_sum = np.zeros_like(self.utility_sum)
+
     def pseudo_q(self) -> np.ndarray:
         """``Q_h(s,a) + Σ_m (Z_m/η) C_{m,h}(s,a)``, shape (H, S, A)."""
         return self.q + np.einsum("m,mhsa->hsa", self.queues / self.eta, self.c)
@@ -176,8 +202,12 @@ class TripleQ(EpisodicAgent):
         if self.episode % self.frame == 0:
             self.queues = np.maximum(self.queues + self.thresholds + self.epsilon - self.utility_sum / self.frame, 0.0)
             self.queue_history.append(self.queues.copy())
-            self._new_frame()
+            if self.frame_reset == "reset":
+                self._new_frame()
+            else:
+                self._carry_over()
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "frame_exponent": self.frame_exponent, "frame": self.frame, "chi": self.chi,
-                "eta": self.eta, "iota": self.iota, "epsilon": self.epsilon, "bonus": self.bonus}
+                "eta": self.eta, "iota": self.iota, "epsilon": self.epsilon, "bonus": self.bonus,
+                "frame_reset": self.frame_reset}
