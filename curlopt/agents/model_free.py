@@ -141,7 +141,8 @@ class TripleQA(Agent):
         #: α_τ and b_τ for τ = 0 .. frame (index τ), computed once
         self._alpha = [(chi_ + 1.0) / (chi_ + t) for t in range(longest)]
         self._bonus = [kappa_ * math.sqrt((chi_ + 1.0) * iota_ / (chi_ + t)) for t in range(longest)]
-        super().__init__(model, FixedLengthTrigger(self.frame), seed, support="full")
+        # its counts are never read: kept on the model's declared transitions, the cheapest support
+        super().__init__(model, FixedLengthTrigger(self.frame), seed, support="model")
 
     # -- state --------------------------------------------------------------------------------------------------------
     def reset(self, seed: Any = None) -> None:
