@@ -223,6 +223,15 @@ def test_triple_qa_runs_through_the_loop_identically_on_both_paths():
     assert all(e.source == "update-rule" and e.exact_objective is None for e in fast.epochs)
 
 
+def test_triple_qa_steps_a_sparse_kernel_through_its_successor_lists():
+    model = build_model("queue", buffer=20, storage="sparse")
+    assert model.sparse
+    fast, generic = (run(make_agent("triple-qa", model, horizon=2000), TabularCMDPEnv(model), 2000, seed=4, path=path,
+                         progress=False) for path in ("fast", "generic"))
+    assert np.array_equal(fast.checkpoints["costs"], generic.checkpoints["costs"])
+    assert sum(e.length for e in fast.epochs) == 2000
+
+
 def test_triple_qa_is_registered_and_refuses_bad_inputs():
     assert AGENTS["triple-qa"] is TripleQA
     model = average_model()
