@@ -361,3 +361,69 @@ def test_policy_totals_on_a_kernel_match_backward_induction():
         for h in reversed(range(H)):
             value = (policy[h] * (signal + KERNEL @ value)).sum(axis=1)
         assert totals[index] == pytest.approx(INITIAL @ value, rel=1e-12)
+
+
+def test_ps_curl_with_a_max_min_objective_matches_an_epigraph_lp():
+    """A concave f (min of two per-episode rewards): the agent's program value against the LP max t, t <= λ_1,
+    t <= λ_2 written here on the agent's posterior draw."""
+    from curlopt.utilities.library import MinOfLinear
+
+    rewards = np.stack([REWARDS, REWARDS[::-1, ::-1]])
+    m = EpisodicCMDP(rewards, COSTS, MinOfLinear.max_min(2), [LinearBound([1.0], 1.0)], kernel=KERNEL, initial=INITIAL,
+                     horizon=H, name="two-state max-min")
+    agent = make_episodic_agent("ps-curl", m, episodes=K, seed=1, tightness_constant=0.0)
+    for states, actions in EPISODES:
+        agent.end_episode(np.array(states), np.array(actions))
+    plan = agent.begin_episode(4)
+    drawn = agent.planning_kernel()
+    n = H * S * A + 1                       # q, then t
+    index = np.arange(H * S * A).reshape(H, S, A)
+    eq, beq = [], []
+    for s in range(S):
+        row = np.zeros(n)
+        row[index[0, s]] = 1
+        eq.append(row)
+        beq.append(INITIAL[s])
+    for h in range(H - 1):
+        for t in range(S):
+            row = np.zeros(n)
+            row[index[h + 1, t]] = 1
+            row[index[h].ravel()] -= drawn[:, :, t].ravel()
+            eq.append(row)
+            beq.append(0.0)
+    ub, bub = [], []
+    for k in range(2):
+        row = np.zeros(n)
+        row[:-1] = -np.broadcast_to(rewards[k], (H, S, A)).ravel()
+        row[-1] = 1.0                        # t − λ_k <= 0
+        ub.append(row)
+        bub.append(0.0)
+    row = np.zeros(n)
+    row[:-1] = np.broadcast_to(COSTS, (H, S, A)).ravel()
+    ub.append(row)
+    bub.append(1.0)
+    objective = np.zeros(n)
+    objective[-1] = -1.0
+    out = linprog(objective, A_ub=np.array(ub), b_ub=bub, A_eq=np.array(eq), b_eq=beq,
+                  bounds=[(0, None)] * (n - 1) + [(None, None)], method="highs")
+    assert out.status == 0 and plan.source == EpisodeSource.PROGRAM, plan.message
+    assert plan.planned_value == pytest.approx(-out.fun, abs=1e-7)
+
+
+def test_per_step_kernels_are_counted_and_estimated_per_step():
+    kernels = np.stack([KERNEL, KERNEL[:, ::-1]])           # P_1, P_2 for H = 3
+    m = EpisodicCMDP(REWARDS, COSTS, Linear([1.0]), [LinearBound([1.0], 1.0)], kernel=kernels, initial=INITIAL,
+                     horizon=H, safe_policy=SAFE)
+    agent = fed("opt-cmdp", m)
+    assert not agent.counts.pooled and agent.counts.transitions.shape == (H - 1, S, A, S)
+    by_step = np.zeros((H - 1, S, A, S))
+    for states, actions in EPISODES:
+        for h in range(H - 1):
+            by_step[h, states[h], actions[h], states[h + 1]] += 1
+    np.testing.assert_array_equal(agent.counts.transitions, by_step)
+    np.testing.assert_array_equal(agent.kernel_estimate(), empirical_kernel(by_step))
+    assert agent.widths().shape == (H - 1, S, A, S)
+    for name in ("opt-cmdp", "uc-curl", "ps-curl", "dope", "optpess-lp"):
+        options = {"warmup_episodes": 0} if name == "dope" else {}
+        plan = fed(name, m, **options).begin_episode(4)
+        assert plan.policy.shape == (H, S, A) and np.allclose(plan.policy.sum(axis=2), 1.0), name

@@ -191,3 +191,38 @@ def test_non_episodic_model_and_mismatched_agent():
         run_episodes(model, object(), episodes=1, optimum=0.0)  # type: ignore[arg-type]
     with pytest.raises(CurloptError, match="built for a model"):
         run_episodes(two_state_model(4), agent, episodes=1, optimum=0.0)
+
+
+# -- the command line ------------------------------------------------------------------------------------------------
+def test_run_command_dispatches_an_episodic_model_to_the_episode_loop(capsys, tmp_path):
+    import json
+
+    from cli_helpers import invoke
+
+    out = tmp_path / "episodes.csv"
+    code, stdout, _ = invoke(["run", "media-streaming", "--param", "horizon=10", "--agent", "dope", "--steps", "7",
+                              "--json", "--out", str(out)], capsys)
+    assert code == 0
+    payload = json.loads(stdout)
+    assert payload["meta"]["values"] == "per-episode totals" and payload["meta"]["horizon"] == 10
+    assert payload["summary"]["episodes"] == 7 and payload["summary"]["sources"] == {"warm-up": 7}
+    assert len(out.read_text().splitlines()) == 8
+    code, _, err = invoke(["run", "media-streaming", "--param", "horizon=10", "--agent", "dope", "--steps", "3",
+                           "--epochs", "linear"], capsys)
+    assert code != 0 and "no --epochs" in err
+    code, _, err = invoke(["run", "media-streaming", "--param", "horizon=10", "--agent", "safe-curl", "--steps", "3"],
+                          capsys)
+    assert code != 0 and "its agents are" in err
+
+
+def test_a_run_is_reproducible_and_resets_the_agent():
+    from curlopt.agents.episodic import make_episodic_agent
+
+    model = two_state_model()
+    agent = make_episodic_agent("ps-curl", model, tightness_constant=0.1)
+    first = run_episodes(model, agent, episodes=6, seed=4, optimum=1.0)
+    assert agent.episodes == 6 and agent.counts.total == 6 * 2
+    second = run_episodes(model, agent, episodes=4, seed=4, optimum=1.0)
+    assert agent.episodes == 4 and agent.counts.total == 4 * 2        # reset: K and counts of this run only
+    np.testing.assert_array_equal(first.columns["rewards"][:4], second.columns["rewards"])
+    assert first.sources[:4] == second.sources

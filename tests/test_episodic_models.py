@@ -180,13 +180,16 @@ def test_a_horizon_lifts_a_built_in_model_to_per_episode_totals(name):
     assert lifted.objective.value(7 * y) == pytest.approx(7 * base.objective.value(y), rel=1e-12)
 
 
-def test_without_a_horizon_every_model_is_the_builders_own():
-    from curlopt.models.queue import queue_model
+@pytest.mark.parametrize("name", ["queue", "scheduler", "nonergodic", "random", "maxent", "scaled", "lazy"])
+def test_without_a_horizon_every_model_is_the_builders_own(name):
+    from curlopt.models import MODELS
 
-    model, again = build_model("queue"), queue_model()
-    assert type(model) is type(again)
+    model, again = build_model(name), MODELS[name]()
+    assert type(model) is type(again) and repr(model) == repr(again)
     np.testing.assert_array_equal(model.kernel, again.kernel)
     np.testing.assert_array_equal(model.rewards, again.rewards)
+    np.testing.assert_array_equal(model.costs, again.costs)
+    assert [g.to_spec() for g in model.constraints] == [g.to_spec() for g in again.constraints]
 
 
 def test_budgets_make_per_episode_budget_constraints():

@@ -643,3 +643,44 @@ def test_horizon_one_needs_no_kernel_rows():
 def test_backends_are_listed():
     """The parametrisation is not empty (a test over no backend would pass vacuously)."""
     assert "highs" in installed_backend_names()
+
+
+@pytest.mark.parametrize("confidence, radius", [("entry", 0.15), ("l1", 0.4)])
+def test_implied_kernels_give_the_optimistic_value(confidence, radius):
+    """The kernels z/q that the extended program's solution implies are transition kernels within the radius of
+    P^, and the program's policy played on them (the model's exact forward recursion) earns the program's value."""
+    rng = np.random.default_rng(6)
+    S, A, H = 4, 2, 4
+    p_hat = rng.dirichlet(np.ones(S), size=(S, A))
+    rewards = rng.uniform(size=(1, S, A))
+    model = EpisodicCMDP(rewards, None, Linear([1.0]), kernel=p_hat, horizon=H)
+    program = EpisodicExtendedProgram(model, radius=radius, confidence=confidence)
+    result = get_backend("highs").solve(program)
+    kernels = program.implied_kernels(result.x)
+    assert len(kernels) == H - 1
+    for kernel in kernels:
+        assert np.abs(kernel.sum(axis=2) - 1.0).max() <= 1e-9 and kernel.min() >= 0
+        gap = np.abs(kernel - p_hat)
+        assert (gap.max() if confidence == "entry" else gap.sum(axis=2).max()) <= radius + 1e-7
+    optimistic = EpisodicCMDP(rewards, None, Linear([1.0]), kernel=kernels, horizon=H)
+    assert close(float(episode_values(optimistic, result.policy)[0][0]), result.objective)
+    assert result.objective >= backward_induction([p_hat] * (H - 1), np.broadcast_to(rewards[0], (H, S, A)),
+                                                  model.initial) - 1e-9
+
+
+@pytest.mark.parametrize("kind", ["occupancy", "entry"])
+def test_a_refused_update_changes_nothing(kind):
+    """Data refused by ``update`` (a bad kernel after good signals, or bad signals after a good kernel) leaves every
+    parameter, ε and the version as they were."""
+    model = small_model()
+    program = EpisodicOccupancyProgram(model) if kind == "occupancy" else EpisodicExtendedProgram(model, radius=0.1)
+    key = "kernels" if kind == "occupancy" else "kernel"
+    before, version = program.linear.param_values.copy(), program.version
+    good_kernel = np.full((3, 2, 3), 1 / 3)
+    for data in ({key: np.full((3, 2, 3), 0.5), "rewards": np.zeros((1, 3, 2)), "epsilon": 0.1},
+                 {key: good_kernel, "rewards": np.full((1, 3, 2), np.nan)},
+                 {key: good_kernel, "epsilon": -1.0}):
+        with pytest.raises(ProgramError):
+            program.update(**data)
+        assert np.array_equal(program.linear.param_values, before) and program.version == version
+        assert program.epsilon == 0.0

@@ -29,7 +29,7 @@ from ..errors import ModelError
 from ..utilities.library import Linear, LinearBound
 from .cmdp import CMDP
 from .criteria import with_horizon
-from .gridworld import ACTION_NAMES, MOVES, path_policy, shortest_safe_moves
+from .gridworld import ACTION_NAMES, MOVES, grid_cells, path_policy, shortest_safe_moves
 
 __all__ = ["BOX_LAYOUT", "boxpushing_model"]
 
@@ -57,10 +57,10 @@ def _stuck(grid: np.ndarray, cell: tuple[int, int]) -> float:
 
 def _moves(grid: np.ndarray) -> tuple[list, np.ndarray, np.ndarray, np.ndarray]:
     """(states, successor (S, A), cost (S, A) of the state reached, goal mask) without slip; the goal restarts."""
-    cells = [tuple(int(i) for i in cell) for cell in np.argwhere(grid != "#")]
+    cells = grid_cells(grid, grid != "#")
     states = [(agent, box) for agent in cells for box in cells]
     index = {state: i for i, state in enumerate(states)}
-    start = index[(tuple(int(i) for i in np.argwhere(grid == "S")[0]), tuple(int(i) for i in np.argwhere(grid == "X")[0]))]
+    start = index[(grid_cells(grid, grid == "S")[0], grid_cells(grid, grid == "X")[0])]
     S, A = len(states), len(MOVES)
     successor, cost = np.zeros((S, A), dtype=int), np.zeros((S, A))
     goal = np.array([grid[agent] == "G" for agent, _ in states])
@@ -112,7 +112,7 @@ def boxpushing_model(slip: float = 0.0, budget: float = 0.6, horizon: int | None
     costs = np.zeros((S, A))
     for a in range(A):
         for b in range(A):
-            np.add.at(kernel, (np.arange(S), a, successor[:, b]), weights[a, b])
+            np.add.at(kernel, (np.arange(S), np.full(S, a), successor[:, b]), weights[a, b])
             costs[:, a] += weights[a, b] * cost[:, b]
     rewards = np.where(goal[:, None], 0.0, -1.0) * np.ones((S, A))
     start = np.zeros(S)

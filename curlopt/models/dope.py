@@ -79,8 +79,9 @@ def media_streaming_model(levels: int = 10, fast: float = 0.9, slow: float = 0.1
     states = np.arange(S)
     for a, mu in enumerate((float(fast), float(slow))):
         up, down = mu * (1.0 - arrival), (1.0 - mu) * arrival
-        np.add.at(kernel, (states, a, np.minimum(states + 1, S - 1)), up)
-        np.add.at(kernel, (states, a, np.maximum(states - 1, 0)), down)
+        action = np.full(S, a)
+        np.add.at(kernel, (states, action, np.minimum(states + 1, S - 1)), up)
+        np.add.at(kernel, (states, action, np.maximum(states - 1, 0)), down)
         kernel[states, a, states] += 1.0 - up - down
     rewards = np.zeros((S, A))
     rewards[0, :] = -1.0

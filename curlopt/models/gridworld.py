@@ -31,7 +31,7 @@ from ..utilities.library import Linear, LinearBound
 from .cmdp import CMDP
 from .criteria import with_horizon
 
-__all__ = ["LAYOUTS", "gridworld_model", "marsrover_model", "parse_layout", "MOVES", "shortest_safe_moves", "path_policy"]
+__all__ = ["LAYOUTS", "gridworld_model", "marsrover_model", "parse_layout", "MOVES", "shortest_safe_moves", "path_policy", "grid_cells"]
 
 #: (row, column) steps of up, down, left, right (row 0 is the top)
 MOVES = ((-1, 0), (1, 0), (0, -1), (0, 1))
@@ -86,6 +86,11 @@ def _random_layout(size: int, hazards: float, seed: int) -> np.ndarray:
                      " tries; lower hazards.")
 
 
+def grid_cells(grid: np.ndarray, mask: np.ndarray) -> list[tuple[int, int]]:
+    """The (row, column) cells where ``mask`` holds, in row-major order."""
+    return [(int(r), int(c)) for r, c in np.argwhere(mask)]
+
+
 def _neighbour(grid: np.ndarray, cell: tuple[int, int], move: tuple[int, int]) -> tuple[int, int]:
     r, c = cell[0] + move[0], cell[1] + move[1]
     if 0 <= r < grid.shape[0] and 0 <= c < grid.shape[1] and grid[r, c] != "#":
@@ -102,7 +107,7 @@ def _has_safe_path(grid: np.ndarray) -> bool:
 
 def _deterministic_moves(grid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
     """(successor (S, A), hazard entered (S, A), goal mask (S,), cells) of the grid without slip."""
-    cells = [tuple(int(i) for i in cell) for cell in np.argwhere(grid != "#")]
+    cells = grid_cells(grid, grid != "#")
     index = {cell: i for i, cell in enumerate(cells)}
     successor = np.zeros((len(cells), len(MOVES)), dtype=int)
     entered = np.zeros((len(cells), len(MOVES)))
@@ -148,7 +153,7 @@ def path_policy(first_moves: np.ndarray, n_actions: int) -> np.ndarray:
 def _grid_arrays(grid: np.ndarray, slip: float, hazard_cost: float, step_reward: float,
                  goal_reward: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list]:
     """(kernel, rewards, costs, μ, cells) of a grid: states are the non-wall cells in row-major order."""
-    cells = [tuple(int(i) for i in cell) for cell in np.argwhere(grid != "#")]
+    cells = grid_cells(grid, grid != "#")
     index = {cell: i for i, cell in enumerate(cells)}
     S, A = len(cells), len(MOVES)
     mu = np.array([1.0 if grid[cell] == "S" else 0.0 for cell in cells])

@@ -1,4 +1,4 @@
-"""The discounted occupancy program (0 < γ < 1), for the known-model optimum (docs/math.md, the discounted criterion).
+"""The discounted occupancy program (0 < γ < 1), for the known-model optimum (docs/math.md §10).
 
 Over the normalised discounted occupancy ``d(s,a) = (1 − γ) Σ_t γ^t Pr(s_t = s, a_t = a)`` (``s_0 ~ μ``)::
 

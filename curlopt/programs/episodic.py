@@ -1,4 +1,4 @@
-"""The episodic (finite-horizon) programs over per-step occupancies ``q_h(s,a)`` (docs/math.md, the episodic setting).
+"""The episodic (finite-horizon) programs over per-step occupancies ``q_h(s,a)`` (docs/math.md §10).
 
 :class:`EpisodicOccupancyProgram` is the known-model (or sampled-kernel) program::
 
@@ -128,13 +128,17 @@ def episodic_support(model: EpisodicCMDP, support: Any = None) -> Support:
     return Support.dense(S, A)
 
 
-def _model_kernels(model: EpisodicCMDP) -> tuple[list[Any], bool]:
+def _model_kernels(model: EpisodicCMDP) -> Any:
+    """The model's kernels as a program takes them: its one kernel (time-homogeneous), or the list of H − 1; None
+    for H = 1 (no transition)."""
     if model.horizon > 1 and not model.has_kernel:
         raise ProgramError(f"model {model.name!r} has no kernel: pass kernels=... (one (S, A, S) array or sparse"
                            " (S·A, S) matrix, or H − 1 of them).")
+    if model.horizon == 1:
+        return None
     if model.time_homogeneous:
-        return [model.step_kernel(0)] * (model.horizon - 1) if model.horizon > 1 else [], True
-    return [model.step_kernel(h) for h in range(model.horizon - 1)], False
+        return model.step_kernel(0)
+    return [model.step_kernel(h) for h in range(model.horizon - 1)]
 
 
 def _signals(value: Any, model: EpisodicCMDP, count: int, name: str) -> np.ndarray:
@@ -239,16 +243,28 @@ class _EpisodicProgram(Program):
             lin.add_parameters(name, first, np.repeat(np.arange(count), q.size), np.tile(q, count))
         lin.finish()
 
-    def _set_signals(self, rewards: Any, costs: Any) -> None:
-        """Check and push new reward and/or cost signals (None keeps the current ones)."""
-        values, groups = self.linear.writable_values(), self.linear.param_groups
+    def _read_signals(self, rewards: Any, costs: Any) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """New reward and/or cost signals, checked (None where not given); nothing is written yet."""
         model = self.model
+        return (None if rewards is None else _signals(rewards, model, model.n_rewards, "rewards"),
+                None if costs is None else _signals(costs, model, model.n_costs, "costs"))
+
+    def _write_signals(self, rewards: np.ndarray | None, costs: np.ndarray | None) -> None:
+        """Push checked signals (from :meth:`_read_signals`) into the totals' rows."""
+        values, groups = self.linear.writable_values(), self.linear.param_groups
         if rewards is not None:
-            self._rewards = _signals(rewards, model, model.n_rewards, "rewards")
-            values[groups["reward_totals"]] = -self._rewards.transpose(1, 0, 2, 3).ravel()
+            self._rewards = rewards
+            values[groups["reward_totals"]] = -rewards.transpose(1, 0, 2, 3).ravel()
         if costs is not None:
-            self._costs = _signals(costs, model, model.n_costs, "costs")
-            values[groups["cost_totals"]] = -self._costs.transpose(1, 0, 2, 3).ravel()
+            self._costs = costs
+            values[groups["cost_totals"]] = -costs.transpose(1, 0, 2, 3).ravel()
+
+    def _check_epsilon(self, epsilon: Any) -> None:
+        """Refuse a bad ε before anything is written (``_set_epsilon`` sets it afterwards)."""
+        if epsilon is not None:
+            saved = self.epsilon
+            self._set_epsilon(epsilon)
+            self.epsilon = saved
 
     @property
     def rewards(self) -> np.ndarray:
@@ -355,12 +371,10 @@ class EpisodicOccupancyProgram(_EpisodicProgram):
         self._finish_rows()
         self.kernels: list[Any] = []
         self.time_homogeneous = True
-        self.update(kernels=kernels if kernels is not None else _model_kernels(model)[0] if H > 1 else None,
+        self.update(kernels=_model_kernels(model) if kernels is None else kernels,
                     epsilon=epsilon,
                     rewards=model.step_rewards if rewards is None else rewards,
                     costs=model.step_costs if costs is None else costs)
-        if kernels is None:
-            self.time_homogeneous = model.time_homogeneous
 
     def update(self, kernels: Any = None, epsilon: Any = None, rewards: Any = None, costs: Any = None) -> None:
         """Set new kernels, tightness and/or signals; the structure is unchanged (None keeps a value).
@@ -375,6 +389,8 @@ class EpisodicOccupancyProgram(_EpisodicProgram):
             As the constructor, for the data given.
         """
         H = self.horizon
+        signals = self._read_signals(rewards, costs)
+        self._check_epsilon(epsilon)
         if kernels is not None:
             items, homogeneous = _per_step(kernels, H, [self._kernel_shape], "kernels",
                                            "a kernel (S, A, S) or sparse (S·A, S)")
@@ -382,23 +398,22 @@ class EpisodicOccupancyProgram(_EpisodicProgram):
             support = self.support
             if homogeneous and checked:
                 values = support.gather(checked[0], "kernel")
-                stored = self._stored(checked[0], values)
-                self.kernels = [stored] * (H - 1)
+                stored = [self._stored(checked[0], values)] * (H - 1)
                 block = np.tile(-values, H - 1)
             else:
-                gathered = []
-                self.kernels = []
+                gathered, stored = [], []
                 for h, kernel in enumerate(checked):
                     try:
                         values = support.gather(kernel, "kernel")
                     except ProgramError as exc:
                         raise ProgramError(f"step {h} (the transition to step {h + 1}): {exc}") from None
                     gathered.append(-values)
-                    self.kernels.append(self._stored(kernel, values))
+                    stored.append(self._stored(kernel, values))
                 block = np.concatenate(gathered) if gathered else np.zeros(0)
-            self.time_homogeneous = homogeneous
+            # every input is checked: write
+            self.kernels, self.time_homogeneous = stored, homogeneous
             self.linear.writable_values()[self.linear.param_groups["flow"]] = block
-        self._set_signals(rewards, costs)
+        self._write_signals(*signals)
         if epsilon is not None:
             self._set_epsilon(epsilon)
         self.version += 1
@@ -555,7 +570,7 @@ class EpisodicExtendedProgram(_EpisodicProgram):
         self._finish_rows()
         self._estimate = np.zeros((T, nnz))
         self._radius = np.zeros((T, nnz if confidence == "entry" else n_pairs))
-        self.update(kernel=_model_kernels(model)[0] if kernel is None and H > 1 else kernel,
+        self.update(kernel=_model_kernels(model) if kernel is None else kernel,
                     radius=0.0 if radius is None else radius, epsilon=epsilon,
                     rewards=model.step_rewards if rewards is None else rewards,
                     costs=model.step_costs if costs is None else costs)
@@ -610,6 +625,9 @@ class EpisodicExtendedProgram(_EpisodicProgram):
             As the constructor, for the data given.
         """
         H = self.horizon
+        signals = self._read_signals(rewards, costs)
+        self._check_epsilon(epsilon)
+        estimate = None
         if kernel is not None:
             items, homogeneous = _per_step(kernel, H, [self._kernel_shape], "kernel",
                                            "an estimated kernel (S, A, S) or sparse (S·A, S)")
@@ -623,12 +641,15 @@ class EpisodicExtendedProgram(_EpisodicProgram):
                     estimate[h] = self.support.gather(item, "kernel")
                 except ProgramError as exc:
                     raise ProgramError(f"step {h} (the transition to step {h + 1}): {exc}") from None
+        radius_values = None if radius is None else self._read_radius(radius)
+        # every input is checked: write
+        if estimate is not None:
             self._estimate = estimate
-        if radius is not None:
-            self._radius = self._read_radius(radius)
+        if radius_values is not None:
+            self._radius = radius_values
         if kernel is not None or radius is not None:
             self._set_confidence()
-        self._set_signals(rewards, costs)
+        self._write_signals(*signals)
         if epsilon is not None:
             self._set_epsilon(epsilon)
         self.version += 1

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ...backends import Backend, resolve_backend
 from ...errors import AgentError, BackendOptionError, CurloptError
 from ...models.episodic import EpisodicCMDP, episode_values
 from .estimates import EpisodeCounts, empirical_kernel
@@ -148,14 +149,16 @@ class EpisodicAgent(ABC):
                                f" {type(model).__name__}; the infinite-horizon agents are in curlopt.agents.AGENTS.")
         self.model = model
         self.horizon = model.horizon
-        self.episodes = _check_count(episodes, "episodes (K)")
+        #: K as given to the constructor (None: the loop's K at every reset)
+        self.given_episodes = _check_count(episodes, "episodes (K)")
+        self.episodes = self.given_episodes
         self._seed = seed
         self.reset(seed)
 
     def reset(self, seed: Any = None, episodes: int | None = None) -> None:
         """Forget all data and reseed; ``episodes`` sets K when the agent was built without it."""
         S, A, H = self.model.n_states, self.model.n_actions, self.horizon
-        if episodes is not None and self.episodes is None:
+        if self.given_episodes is None:
             self.episodes = _check_count(episodes, "episodes (K)")
         self.counts = EpisodeCounts(S, A, H, pooled=self.model.time_homogeneous)
         self.policy: np.ndarray | None = None
@@ -205,7 +208,7 @@ class ProgramEpisodicAgent(EpisodicAgent):
     ----------
     model, seed, episodes
         As for :class:`EpisodicAgent`.
-    backend : str or Backend, default "highs"
+    backend : str or Backend, default "auto"
         Any backend that takes the agent's program.
     replan : {"every-episode", "doubling"}, default "every-episode"
         ``every-episode`` (the papers'): solve in every episode. ``doubling``: solve only when the visits of some
@@ -215,10 +218,8 @@ class ProgramEpisodicAgent(EpisodicAgent):
         Passed to the backend when ``backend`` is a name.
     """
 
-    def __init__(self, model: EpisodicCMDP, backend: Any = "highs", seed: Any = None, episodes: int | None = None,
+    def __init__(self, model: EpisodicCMDP, backend: Any = "auto", seed: Any = None, episodes: int | None = None,
                  replan: str = "every-episode", **backend_options: Any):
-        from ...backends import Backend, resolve_backend
-
         if not isinstance(replan, str) or replan not in REPLAN_RULES:
             raise AgentError(f"replan must be one of {', '.join(map(repr, REPLAN_RULES))}, got {replan!r}.")
         self.replan = replan

@@ -71,7 +71,7 @@ class EpisodeCounts:
 
 def empirical_kernel(counts: np.ndarray) -> np.ndarray:
     """``P̂(s'|s,a) = n(s,a,s') / N(s,a)``, uniform over successors for a pair never tried (the DOPE authors'
-    choice; any kernel would do there, since every width is 1 for such a pair). Works on any leading axes."""
+    choice). Works on any leading axes."""
     visits = counts.sum(axis=-1, keepdims=True)
     S = counts.shape[-1]
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -49,7 +49,7 @@ def _extended_program(model: EpisodicCMDP, confidence: str) -> Any:
 class _PerEntryAgent(ProgramEpisodicAgent):
     """The extended program with per-entry empirical Bernstein sets (OptCMDP, DOPE)."""
 
-    def __init__(self, model: EpisodicCMDP, backend: Any = "highs", seed: Any = None, episodes: int | None = None,
+    def __init__(self, model: EpisodicCMDP, backend: Any = "auto", seed: Any = None, episodes: int | None = None,
                  delta: float = DELTA, width_scale: float = 1.0, replan: str = "every-episode",
                  **backend_options: Any):
         self.delta = _check_probability(delta, "delta")
@@ -87,7 +87,7 @@ class OptCmdp(_PerEntryAgent):
     Parameters
     ----------
     model : EpisodicCMDP
-    backend : str or Backend, default "highs"
+    backend : str or Backend, default "auto"
     seed : optional
     episodes : int, optional
         K, in ``L = ln(2 S A H K / δ)``; the loop sets it to the run's length.
@@ -137,7 +137,7 @@ class Dope(_PerEntryAgent):
     name = "dope"
     uses_safe_policy = True
 
-    def __init__(self, model: EpisodicCMDP, backend: Any = "highs", seed: Any = None, episodes: int | None = None,
+    def __init__(self, model: EpisodicCMDP, backend: Any = "auto", seed: Any = None, episodes: int | None = None,
                  delta: float = DELTA, width_scale: float = 1.0, warmup_episodes: int | None = None,
                  bonus_scale: float = 1.0, replan: str = "every-episode", **backend_options: Any):
         self.safe = require_safe_policy(model, self.name)
@@ -202,7 +202,7 @@ class EpisodicUcCurl(ProgramEpisodicAgent):
 
     name = "uc-curl"
 
-    def __init__(self, model: EpisodicCMDP, backend: Any = "highs", seed: Any = None, episodes: int | None = None,
+    def __init__(self, model: EpisodicCMDP, backend: Any = "auto", seed: Any = None, episodes: int | None = None,
                  tightness_constant: float = 1.0, episodes_lower_bound: float | None = None,
                  radius_scale: float = 1.0, replan: str = "every-episode", **backend_options: Any):
         value = _check_scale(tightness_constant, "tightness_constant (K_ε)")

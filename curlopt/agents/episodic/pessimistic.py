@@ -48,7 +48,7 @@ class OptPessLp(ProgramEpisodicAgent):
     name = "optpess-lp"
     uses_safe_policy = True
 
-    def __init__(self, model: EpisodicCMDP, backend: Any = "highs", seed: Any = None, episodes: int | None = None,
+    def __init__(self, model: EpisodicCMDP, backend: Any = "auto", seed: Any = None, episodes: int | None = None,
                  delta: float = DELTA, bonus_scale: float = 1.0, replan: str = "every-episode", **backend_options: Any):
         self.safe = require_safe_policy(model, self.name)
         self.delta = _check_probability(delta, "delta")

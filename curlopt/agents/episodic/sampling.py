@@ -42,7 +42,7 @@ class EpisodicPsCurl(ProgramEpisodicAgent):
 
     name = "ps-curl"
 
-    def __init__(self, model: EpisodicCMDP, backend: Any = "highs", seed: Any = None, episodes: int | None = None,
+    def __init__(self, model: EpisodicCMDP, backend: Any = "auto", seed: Any = None, episodes: int | None = None,
                  tightness_constant: float = 1.0, episodes_lower_bound: float | None = None, prior: float = 1.0,
                  replan: str = "every-episode", **backend_options: Any):
         value = _check_scale(tightness_constant, "tightness_constant (K_ε)")

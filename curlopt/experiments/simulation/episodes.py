@@ -15,7 +15,8 @@ model (:func:`curlopt.models.episodic.episode_values`: per-episode totals λ^{π
 * strong violation ``Σ_k max_m (g_m(ζ^{π_k}))_+`` and weak violation ``max_m (Σ_k g_m(ζ^{π_k}))_+``;
 
 and the same from the sampled trajectories (the realised totals ``Σ_h r_h(s_h, a_h)``, ``Σ_h c_h(s_h, a_h)``).
-``f(λ*)`` is the known-model episodic optimum (the episodic occupancy program solved on HiGHS) unless given.
+``f(λ*)`` is the known-model episodic optimum (the episodic occupancy program, solved on the "auto" backend:
+HiGHS for LP-representable utilities) unless given.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ MAX_EPISODES = 10 ** 9
 EPISODE_BLOCK = 4096
 
 
-def episodic_optimum(model: EpisodicCMDP, backend: str = "highs") -> float:
+def episodic_optimum(model: EpisodicCMDP, backend: str = "auto") -> float:
     """``f(λ*)``: the optimal value of the known-model episodic occupancy program (per-episode totals).
 
     Raises
@@ -226,7 +227,8 @@ def run_episodes(model: EpisodicCMDP, agent: EpisodicAgent, episodes: int, seed:
     seed : int
         The run's seed (>= 0).
     optimum : float, optional
-        ``f(λ*)``; default the known-model optimum solved on HiGHS (:func:`episodic_optimum`).
+        ``f(λ*)``; default the known-model optimum (:func:`episodic_optimum`, backend "auto": HiGHS for
+        LP-representable utilities).
     progress : bool
         Show a tqdm bar.
 
