@@ -332,8 +332,9 @@ def test_bad_options():
     with pytest.raises(CurloptError, match="episodic model"):
         from curlopt.models import random_model
         make_episodic_agent("opt-cmdp", random_model(3, 2, seed=0))
-    # the concave-utility agents (conrl, moma, moma-program) are registered too; their tests are their own
-    assert {"opt-cmdp", "optpess-lp", "dope", "uc-curl", "ps-curl"} <= set(EPISODIC_AGENTS)
+    # the concave-utility agents (conrl, moma, moma-program) and triple-q are registered too; their tests are their own
+    assert {"opt-cmdp", "optpess-lp", "dope", "uc-curl", "ps-curl", "conrl", "moma", "moma-program", "triple-q"} == set(
+        EPISODIC_AGENTS)
 
 
 def test_doubling_replan_reuses_the_policy_until_visits_double():

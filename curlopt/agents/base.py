@@ -22,7 +22,7 @@ import inspect
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -52,7 +52,7 @@ from .options import (
 )
 from .triggers import EpochTrigger, make_trigger, trigger_rule
 
-__all__ = ["Agent", "EpochPlan", "PlanSource", "ProgramAgent", "PLANNING_PRIOR"]
+__all__ = ["Agent", "EpochPlan", "PlanSource", "ProgramAgent", "StepLearner", "PLANNING_PRIOR"]
 
 #: the Dirichlet prior of the posterior mean the optimistic agents' ``reach`` fill runs on
 #: (:meth:`ProgramAgent.planning_kernel`)
@@ -94,6 +94,28 @@ class EpochPlan:
     iterations: int | None = None
     message: str = ""
     unreached: int | None = None
+
+
+class StepLearner(Protocol):
+    """What the learning loop asks of an agent that learns at every step (``learns_per_step``): it plays a run of
+    steps itself from their uniforms (the fast path), or chooses and learns one step at a time (the generic path),
+    with the same trajectory either way."""
+
+    model: CMDP
+
+    def play_steps(self, state: int, action_uniforms: list[float], transition_uniforms: list[float],
+                   kernel_rows: list[list[float]], successors: list[list[int]] | None) -> tuple[list[int], int]:
+        """Play one step per pair of uniforms from ``state``; return the visited pairs ``s·A + a`` and the last
+        state."""
+        ...
+
+    def act(self, s: int, u: float) -> int:
+        """The action at ``s`` given the step's action uniform ``u``."""
+        ...
+
+    def observe(self, s: int, a: int, nxt: int) -> None:
+        """Learn from the step ``(s, a) -> nxt``."""
+        ...
 
 
 def _keywords(cls: type[Agent]) -> list[inspect.Parameter]:
@@ -175,6 +197,9 @@ class Agent(ABC):
     REFUSED: ClassVar[dict[str, str]] = {}
     #: the keywords the constructor does not name go to the backend (``**backend_options``)
     PASSES_ON: ClassVar[bool] = False
+    #: an agent whose policy changes at every step (model-free) steps the chain itself: the loop hands it each
+    #: epoch's uniforms (``play_steps``, or ``act`` and ``observe`` per step on the generic path)
+    learns_per_step: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

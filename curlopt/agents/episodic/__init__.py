@@ -13,17 +13,18 @@ from ...errors import AgentError
 from ...models.episodic import EpisodicCMDP
 from .base import EpisodePlan, EpisodeSource, EpisodicAgent, ProgramEpisodicAgent, SafePolicy, require_safe_policy
 from .concave import ConRl, Moma, MomaProgram
+from .model_free import TripleQ
 from .optimistic import Dope, EpisodicUcCurl, OptCmdp, episode_tightness
 from .pessimistic import OptPessLp
 from .sampling import EpisodicPsCurl
 
 __all__ = ["EPISODIC_AGENTS", "EpisodicAgent", "ProgramEpisodicAgent", "EpisodePlan", "EpisodeSource", "SafePolicy",
            "OptCmdp", "Dope", "OptPessLp", "EpisodicUcCurl", "EpisodicPsCurl", "ConRl", "Moma", "MomaProgram",
-           "make_episodic_agent", "require_safe_policy", "episode_tightness"]
+           "TripleQ", "make_episodic_agent", "require_safe_policy", "episode_tightness"]
 
 EPISODIC_AGENTS: dict[str, type[EpisodicAgent]] = {
     "opt-cmdp": OptCmdp, "optpess-lp": OptPessLp, "dope": Dope, "uc-curl": EpisodicUcCurl, "ps-curl": EpisodicPsCurl,
-    "conrl": ConRl, "moma": Moma, "moma-program": MomaProgram,
+    "conrl": ConRl, "moma": Moma, "moma-program": MomaProgram, "triple-q": TripleQ,
 }
 
 

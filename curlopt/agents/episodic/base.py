@@ -48,6 +48,7 @@ class EpisodeSource(StrEnum):
     REUSED = "reused"                #: the previous episode's policy, kept by the ``doubling`` re-planning rule
     KEPT = "kept-previous"           #: the solver failed; the previous episode's policy is kept
     UNIFORM = "uniform-initial"      #: the solver failed in the first episode; uniform policy
+    RULE = "update-rule"             #: an agent that solves no program (the model-free Triple-Q)
 
 
 @dataclass

@@ -29,13 +29,13 @@ import math
 import time as clock
 import warnings
 from bisect import bisect_right
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import scipy.sparse as sp
 
 from ... import __version__
-from ...agents.base import Agent
+from ...agents.base import Agent, StepLearner
 from ...errors import CurloptError
 from ...models.cmdp import CMDP, stationary_occupancy
 from ...models.sampling import cumulative_transitions
@@ -532,6 +532,15 @@ class ChainSimulator:
                                         int(steps), self.n_actions)
         return pairs, nexts
 
+    def learn(self, agent: StepLearner, state: int, cap: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """``cap`` steps from ``state`` played and learned by an agent that learns at every step (its
+        ``play_steps``, with the same uniforms, one action and one transition uniform per step)."""
+        action_u, transition_u = self.actions.peek(cap).tolist(), self.transitions.peek(cap).tolist()
+        visited, state = agent.play_steps(state, action_u, transition_u, self.kernel_rows, self.successors)
+        self.actions.advance(cap)
+        self.transitions.advance(cap)
+        return _pairs_and_nexts(visited, state, self.n_actions)
+
     def __call__(self, state, policy_rows, limit, cap, n_actions):
         """One epoch from ``state`` with cumulative policy rows (the loop's stepping interface)."""
         return _fast_epoch(state, policy_rows, self.kernel_rows, limit, cap, self.actions, self.transitions,
@@ -544,8 +553,34 @@ class _GenericStepper:
     def __init__(self, env: Any, known: CMDP, actions: UniformStream):
         self.env, self.known, self.actions = env, known, actions
 
+    def learn(self, agent: StepLearner, state: int, cap: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """``cap`` steps of ``env.step``, the agent choosing (``act``) and learning (``observe``) at each."""
+        visited: list[int] = []
+        s = state
+        for _ in range(int(cap)):
+            a = agent.act(s, self.actions.take())
+            obs, _reward, terminated, truncated, _info = self.env.step(a)
+            if terminated or truncated:
+                raise CurloptError("the environment ended an episode; the learning loop needs an infinite-horizon"
+                                   " (never-ending) environment.")
+            agent.observe(s, a, int(obs))
+            visited.append(s * agent.model.n_actions + a)
+            s = int(obs)
+        return _pairs_and_nexts(visited, s, agent.model.n_actions)
+
     def __call__(self, state, policy_rows, limit, cap, n_actions):
         return _generic_epoch(self.env, state, policy_rows, limit, cap, self.actions, n_actions, self.known)
+
+
+def _pairs_and_nexts(visited: list[int], state: int, n_actions: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The visited pairs as an array, their next states (each the next pair's state, the last ``state``), and
+    ``state``."""
+    pairs = np.asarray(visited, dtype=np.int64)
+    nexts = np.empty_like(pairs)
+    if pairs.size:
+        np.floor_divide(pairs[1:], n_actions, out=nexts[:-1])
+        nexts[-1] = state
+    return pairs, nexts, state
 
 
 def _play(agent: Agent, steps: int, state: int, step, recorder: _Recorder, evaluator: _ExactEvaluator | None,
@@ -558,14 +593,19 @@ def _play(agent: Agent, steps: int, state: int, step, recorder: _Recorder, evalu
         plan = agent.begin_epoch(t)
         thresholds, max_length = agent.limits(t)
         cap = int(min(max_length, steps - t + 1))
-        pairs, nexts, state = _epoch_steps(step, state, _cumulative_rows(plan.policy), thresholds, cap, A,
-                                           agent.min_epoch_length)
+        if agent.learns_per_step:
+            pairs, nexts, state = step.learn(cast(StepLearner, agent), state, cap)
+        else:
+            pairs, nexts, state = _epoch_steps(step, state, _cumulative_rows(plan.policy), thresholds, cap, A,
+                                               agent.min_epoch_length)
         pair_visits = np.bincount(pairs, minlength=S * A)
         recorder.epoch(t, pairs, pair_visits)
         # counted in the agent's form: (S, A, S) on a dense support, on the support's entries for a sparse model
         counts = agent.transition_counts(pairs, nexts)
         visits = pair_visits.astype(float)  # = the counts' row sums: sums of integers, exact
-        epochs.append(_epoch_record(len(epochs), t, pairs.size, plan, evaluator))
+        # a policy that changed at every step has no one exact value: the record keeps none
+        epochs.append(_epoch_record(len(epochs), t, pairs.size, plan,
+                                    None if agent.learns_per_step else evaluator))
         agent.end_epoch(counts, recorder.rewards @ visits, recorder.costs @ visits, int(pairs.size))
         t += pairs.size
         if bar is not None:
