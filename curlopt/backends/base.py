@@ -28,12 +28,13 @@ import functools
 import importlib.metadata
 import importlib.util
 import inspect
+import math
 import os
 import sys
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -50,7 +51,15 @@ from ..programs.blocks import Program
 from ..utilities.library import CustomUtility, Utility
 from .form_table import FormTable
 from .options import COMMON_OPTIONS, Option, check_options, declared
-from .results import ALMOST_OPTIMAL_TOLERANCE, ProgramVariant, SolveResult, Status
+from .results import (
+    ALMOST_OPTIMAL_TOLERANCE,
+    OBJECTIVE_TOLERANCE,
+    OPTIMAL_TOLERANCE,
+    ProgramVariant,
+    SolutionStatus,
+    SolveResult,
+    Status,
+)
 
 __all__ = [
     "Backend", "CompiledProgram", "DelegatedProgram", "RawSolution", "CompiledForm", "Exactly", "exactly",
@@ -219,6 +228,9 @@ class RawSolution:
     solver: str = ""
     message: str = ""
     solver_time: float | None = None  # the solver's own reported run time, when it gives one
+    #: what else the solver reported (e.g. ``duality_gap``: a bound on how far the point's objective is from the
+    #: optimum, which the shared check compares with OBJECTIVE_TOLERANCE); copied into the result's statistics
+    statistics: dict[str, Any] = field(default_factory=dict)
 
 
 @functools.cache
@@ -242,6 +254,13 @@ def package_version(module: str) -> str:
 def _version_of(backend_class: type[Backend]) -> str:
     """``backend_class.version()``, asked once per class (a result carries it at every solve)."""
     return backend_class.version()
+
+
+#: statuses of a solve stopped before optimality, whose point (when the backend gives one) may be kept
+_LIMITS = (Status.TIME_LIMIT, Status.ITERATION_LIMIT)
+
+#: what a utility's numpy code raises outside its domain
+_DOMAIN_ERRORS = (ValueError, ZeroDivisionError, OverflowError, FloatingPointError)
 
 
 #: the clock of time limits (one place, so that a test can stand it still or move it on)
@@ -578,13 +597,21 @@ class CompiledProgram(ABC):
             )
             if tight.iterations is not None or dropped.iterations is not None:
                 iterations = (tight.iterations or 0) + (dropped.iterations or 0)
+        statistics: dict[str, Any] = {}
+        solution_status = SolutionStatus.NO_SOLUTION
         if raw.status is Status.ALMOST_OPTIMAL:
-            message = self._judge_almost_optimal(raw, variant, message)
+            message = self._judge_almost_optimal(raw, variant, message, statistics)
+        elif raw.x is not None and (raw.status is Status.OPTIMAL or raw.status in _LIMITS):
+            message = self._check_point(raw, variant, message, statistics)
+        if raw.x is not None:
+            solution_status = (SolutionStatus.OPTIMAL if raw.status is Status.OPTIMAL else SolutionStatus.FEASIBLE)
         if raw.status is Status.TIME_LIMIT:
             message = self._time_limit_message(message, limit)
         self._deadline = None
         elapsed = time.perf_counter() - started
         own = [a.solver_time for a in (tight, raw if raw is not tight else None) if a is not None and a.solver_time is not None]
+        statistics = {"iterations": iterations, "solver_time": float(sum(own)) if own else None,
+                      **self._backend_statistics(), **raw.statistics, **statistics}
         result = SolveResult(
             status=raw.status,
             program=variant,
@@ -597,10 +624,19 @@ class CompiledProgram(ABC):
             solver=raw.solver,
             solver_version=_version_of(type(self.backend)),
             message=message,
+            solution_status=solution_status,
+            statistics=statistics,
         )
-        if raw.status.has_solution and raw.x is not None:
+        if raw.x is not None:  # a solution, or the feasible point a solve stopped at a limit reached
             self._fill(result, raw.x)
         return result
+
+    def _backend_statistics(self) -> dict[str, Any]:
+        """The counts a compiled program keeps of its last solve (its ``last_*`` attributes that are numbers or
+        words, e.g. column-generation rounds), by name without the prefix."""
+        return {name[len("last_"):]: value.item() if isinstance(value, np.generic) else value  # JSON-ready
+                for name, value in vars(self).items()
+                if name.startswith("last_") and isinstance(value, (bool, int, float, str, np.integer, np.floating))}
 
     @staticmethod
     def _time_limit_message(message: str, limit: float | None) -> str:
@@ -611,12 +647,94 @@ class CompiledProgram(ABC):
             return _join(message, "the solver stopped at a time limit of its own options")
         return message
 
-    def _judge_almost_optimal(self, raw: RawSolution, variant: ProgramVariant, message: str) -> str:
+    def _check_point(self, raw: RawSolution, variant: ProgramVariant, message: str, statistics: dict[str, Any]) -> str:
+        """The check every backend shares of a point its solver called optimal, or reached before a limit.
+
+        An ``OPTIMAL`` point stays ``OPTIMAL`` only when the program's own rows (the ε-tight constraints
+        only for the tight variant) hold at it to :data:`~curlopt.backends.results.OPTIMAL_TOLERANCE`, the
+        objective is finite around its rewards, and the duality gap the backend reports, if any, is at most
+        :data:`~curlopt.backends.results.OBJECTIVE_TOLERANCE` relative; a residual or gap above those, with the
+        residual at most :data:`~curlopt.backends.results.ALMOST_OPTIMAL_TOLERANCE`, gives
+        ``OPTIMAL_INACCURATE`` (the point is kept); anything worse discards the point (``NUMERICAL_ERROR``).
+        A point reached before a time or iteration limit is kept (status unchanged) when its rows hold to
+        ``OPTIMAL_TOLERANCE`` and its objective is finite, and dropped otherwise. Returns the result's message;
+        the measured residual and gap go into ``statistics``.
+        """
+        optimal = raw.status is Status.OPTIMAL
+        x = np.asarray(raw.x, dtype=float)
+        if not np.all(np.isfinite(x)):
+            raw.x = None
+            if not optimal:
+                return message
+            raw.status = Status.NUMERICAL_ERROR
+            return _join(message, f"{raw.solver or 'the solver'} reported optimal without a finite point")
+        residuals = self.program.residuals(x, include_constraints=variant is ProgramVariant.TIGHT)
+        group, worst = max(residuals.items(), key=lambda item: item[1])
+        statistics["residual"] = worst
+        undefined = self._objective_undefined(x)
+        if not optimal:
+            if worst > OPTIMAL_TOLERANCE or undefined:
+                raw.x = None
+                return _join(message, f"at the point reached, {undefined}") if undefined else message
+            return _join(message, f"the point reached is kept, not proven optimal: its rows hold to {worst:.2g}"
+                                  + (f", duality gap {raw.statistics['duality_gap']:.3g}"
+                                     if raw.statistics.get("duality_gap") is not None else ""))
+        if undefined:
+            raw.status, raw.x = Status.NUMERICAL_ERROR, None
+            return _join(message, f"{raw.solver or 'the solver'} reported optimal, but {undefined}")
+        if worst > ALMOST_OPTIMAL_TOLERANCE:
+            raw.status, raw.x = Status.NUMERICAL_ERROR, None
+            return _join(message, f"{raw.solver or 'the solver'} reported optimal, but the point was discarded: its"
+                                  f" {group} residual is {worst:.2g} > {ALMOST_OPTIMAL_TOLERANCE:g}")
+        notes = []
+        if worst > OPTIMAL_TOLERANCE:
+            notes.append(f"its {group} residual is {worst:.2g} > {OPTIMAL_TOLERANCE:g}")
+        gap = raw.statistics.get("duality_gap")
+        if gap is not None:
+            # the program's own objective value as the solver reports it (a safe program's includes its bonus)
+            scale = 1.0 + abs(float(raw.statistics.get("objective_value", 0.0)))
+            if not gap <= OBJECTIVE_TOLERANCE * scale:  # a NaN gap is no certificate either
+                notes.append(f"its duality gap is {gap:.3g} > {OBJECTIVE_TOLERANCE:g}·(1 + |f|)")
+        if notes:
+            raw.status = Status.OPTIMAL_INACCURATE
+            return _join(message, f"{raw.solver or 'the solver'} reported optimal, but {' and '.join(notes)};"
+                                  " the point is kept")
+        return message
+
+    def _objective_undefined(self, x: np.ndarray) -> str:
+        """Why the objective is not finite around the rewards ``λ`` of ``x`` (e.g. a log of an average reward that
+        is zero), or ``""``. Each λ_k is moved by ±:data:`OPTIMAL_TOLERANCE`, as much as the rows may be off: an
+        optimum whose value is -inf or undefined that close is the supremum of an unbounded objective, not a
+        maximum. Checked for the programs whose objective is the model's own f of λ."""
+        program = self.program
+        utility = program.model.objective
+        if program.objective is not utility or utility.is_lp_representable:  # piecewise affine: finite everywhere
+            return ""
+        rewards = np.asarray(program.reward_map @ x, dtype=float)
+        probes = [rewards] + [rewards + sign * OPTIMAL_TOLERANCE * np.eye(rewards.size)[k]
+                              for k in range(rewards.size) for sign in (-1.0, 1.0)]
+        for probe in probes:
+            try:
+                with np.errstate(all="ignore"):
+                    value = float(call_utility(utility, "the objective", "value", utility.value, probe,
+                                               allowed=_DOMAIN_ERRORS))
+            except _DOMAIN_ERRORS:
+                value = math.nan
+            if not math.isfinite(value):
+                at = "at" if probe is rewards else f"within {OPTIMAL_TOLERANCE:g} of"
+                return (f"the objective {utility!r} is {value} {at} the point's average rewards"
+                        f" λ = {np.array2string(rewards, precision=3)} (outside its domain or unbounded there, e.g."
+                        " a log of a zero average reward): the optimum is not finite, so there is no optimal policy")
+        return ""
+
+    def _judge_almost_optimal(self, raw: RawSolution, variant: ProgramVariant, message: str,
+                              statistics: dict[str, Any] | None = None) -> str:
         """Keep or discard a point solved to reduced accuracy (the rule of :class:`~curlopt.backends.results.Status`).
 
         The point is kept when every residual of the program that was solved (the ε-tight constraints
-        only for the tight variant) is at most :data:`~curlopt.backends.results.ALMOST_OPTIMAL_TOLERANCE`;
-        otherwise ``raw`` becomes a ``NUMERICAL_ERROR`` without a point. Returns the result's message.
+        only for the tight variant) is at most :data:`~curlopt.backends.results.ALMOST_OPTIMAL_TOLERANCE`
+        and the objective is finite around it; otherwise ``raw`` becomes a ``NUMERICAL_ERROR`` without a
+        point. Returns the result's message.
         """
         x = None if raw.x is None else np.asarray(raw.x, dtype=float)
         if x is None or not np.all(np.isfinite(x)):
@@ -624,6 +742,12 @@ class CompiledProgram(ABC):
             return _join(message, "the solver reported reduced accuracy without a finite point")
         residuals = self.program.residuals(x, include_constraints=variant is ProgramVariant.TIGHT)
         group, worst = max(residuals.items(), key=lambda item: item[1])
+        if statistics is not None:
+            statistics["residual"] = worst
+        undefined = self._objective_undefined(x)
+        if undefined:
+            raw.status, raw.x = Status.NUMERICAL_ERROR, None
+            return _join(message, f"solved to reduced accuracy ({raw.solver}), and {undefined}")
         if worst <= ALMOST_OPTIMAL_TOLERANCE:
             return _join(message, f"solved to reduced accuracy ({raw.solver}); the point was kept: its largest"
                                   f" residual ({group}) is {worst:.2g} <= {ALMOST_OPTIMAL_TOLERANCE:g}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -41,6 +42,11 @@ STATUS_MAP: dict[int, Status] = {
 
 #: tight enough that every row holds to ~1e-9, as the highs backend asks of HiGHS
 DEFAULT_OPTIONS: dict[str, Any] = {"primal_feasibility_tolerance": 1e-9, "dual_feasibility_tolerance": 1e-9}
+
+#: HiGHS options ``linprog`` does not document but hands to its HiGHS as they are (after a warning, silenced here):
+#: keep matrix entries down to 1e-12, as the highs backend does (:data:`~curlopt.backends.highs.backend.SMALL_MATRIX_VALUE`;
+#: at HiGHS's default 1e-9 a kernel entry of 5e-10 is dropped and can move the optimum far more than the tolerances)
+HIGHS_PASSED_OPTIONS: dict[str, Any] = {"small_matrix_value": 1e-12}
 
 
 class ScipyBackend(Backend):
@@ -154,7 +160,7 @@ class CompiledScipy(CompiledProgram):
 
     def _solve(self, with_constraints: bool) -> RawSolution:
         import scipy.sparse as sp
-        from scipy.optimize import linprog
+        from scipy.optimize import OptimizeWarning, linprog
 
         form, program = self.form, self.program
         matrix = form.matrix(self.parameter_values())
@@ -171,10 +177,12 @@ class CompiledScipy(CompiledProgram):
                 return self.time_limit_reached("before linprog started", "scipy linprog (HiGHS)")
             options = {**options, "time_limit": left}
         started = time.perf_counter()
-        res = linprog(-form.cost, A_ub=a_ub if a_ub.shape[0] else None, b_ub=b_ub if b_ub.size else None,
-                      A_eq=matrix[self._equal] if self._equal.size else None,
-                      b_eq=form.row_upper[self._equal] if self._equal.size else None,
-                      bounds=self._bounds, method="highs", options=options)
+        with warnings.catch_warnings():  # linprog warns that it passes HIGHS_PASSED_OPTIONS on verbatim, as meant
+            warnings.filterwarnings("ignore", message="Unrecognized options detected", category=OptimizeWarning)
+            res = linprog(-form.cost, A_ub=a_ub if a_ub.shape[0] else None, b_ub=b_ub if b_ub.size else None,
+                          A_eq=matrix[self._equal] if self._equal.size else None,
+                          b_eq=form.row_upper[self._equal] if self._equal.size else None,
+                          bounds=self._bounds, method="highs", options={**HIGHS_PASSED_OPTIONS, **options})
         solver_time = time.perf_counter() - started  # linprog reports no run time of its own
         status = _status(int(res.status), str(res.message))
         x = np.asarray(res.x, dtype=float)[: program.n_vars] if status is Status.OPTIMAL else None

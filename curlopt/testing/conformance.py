@@ -20,7 +20,7 @@ What is checked (each a named check in the report, see :data:`CHECK_NAMES`):
     the occupancy, on all three programs.
 ``optimum/<program>/<objective>``
     Random small CMDPs (seeded, reproducible): the result has a solution (status ``optimal``, or
-    ``almost_optimal`` kept by the shared rule), and its program variant (ε-tight or
+    ``optimal_inaccurate`` or ``almost_optimal`` kept by the shared check), and its program variant (ε-tight or
     fallback) and objective equal those of the independent reference (:mod:`curlopt.testing.reference`),
     and every row of the program holds at the returned solution (checked with numpy from the formulas of
     docs/math.md, not with ``program.residuals``).
@@ -35,6 +35,16 @@ What is checked (each a named check in the report, see :data:`CHECK_NAMES`):
     program is built on the kernel's support (its joint variables only there), and kernels and counts are
     handed over as scipy sparse matrices; the reference keeps every ``p(s,a,s')`` with ``p = 0`` off the
     support.
+
+``contract/options``, ``contract/statuses``, ``contract/time-limit``, ``contract/version``
+    What every backend promises beside its answers: its keyword options are declared once (each an
+    :class:`~curlopt.backends.options.Option` with a doc, whose default passes its own check, plus
+    ``time_limit`` and ``verbose``) and an unknown keyword is refused by name; its ``STATUS_MAP`` maps to
+    :class:`~curlopt.backends.results.Status` members, a solve reports ``optimal`` with its termination,
+    solution status and statistics, and an ε-tight program no occupancy meets is ``infeasible``; a time
+    limit of a nanosecond (the clock standing still outside the solver) stops a solve with ``time_limit``,
+    no solution and no fallback; ``version()`` names the package behind each required module, and every
+    result carries it.
 
 Programs: ``occupancy`` (section 2 of docs/math.md), ``optimistic`` (section 3) and ``box-optimistic``
 (UCRL-CMDP's box program, section 9). Objectives: ``linear`` (required), ``piecewise`` (a min of several
@@ -411,8 +421,93 @@ def _declaration(backend: Any, settings: _Settings, name: str) -> str:
     return "a named, installed Backend accepting linear utilities"
 
 
+def _contract_options(backend: Any, settings: _Settings, name: str) -> str:
+    from ..backends.options import Option
+    from ..errors import BackendOptionError
+
+    cls = type(backend)
+    declared = cls.declared_options()
+    own = [option.name for option in cls.OPTIONS]
+    _require(list(declared) == own + ["time_limit", "verbose"],
+             f"declared options {list(declared)}, not the backend's own {own} then time_limit and verbose")
+    for option in declared.values():
+        _require(isinstance(option, Option) and bool(option.doc) and bool(option.expects),
+                 f"option {getattr(option, 'name', option)!r} is not an Option with a doc and what it expects")
+        _require(option.problem(option.default) is None, f"the default of {option.name} fails its own check")
+    try:
+        cls(no_such_option=1)
+    except BackendOptionError as exc:
+        _require(getattr(exc, "unknown", None) == ["no_such_option"],
+                 f"the refusal of an unknown keyword does not name it: {exc}")
+    else:
+        raise AssertionError("an unknown keyword (no_such_option=1) was accepted")
+    return f"{len(declared)} options declared; an unknown keyword refused by name"
+
+
+def _contract_statuses(backend: Any, settings: _Settings, name: str) -> str:
+    from ..backends.results import SolutionStatus, Status, Termination
+    from ..models.cmdp import CMDP
+    from ..programs.occupancy import OccupancyProgram
+    from ..utilities.library import Linear, LinearBound
+
+    mapping = type(backend).STATUS_MAP
+    _require(isinstance(mapping, dict) and all(isinstance(v, Status) for v in mapping.values()),
+             "STATUS_MAP does not map the solver's statuses to Status members")
+    kernel = np.zeros((2, 2, 2))
+    kernel[:, 0, 0] = kernel[:, 1, 1] = 1.0  # action a leads to state a
+    rewards = np.array([[[0.0, 0.0], [1.0, 1.0]]])
+    solved = backend.compile(OccupancyProgram(CMDP(rewards, rewards, Linear([1.0]), [LinearBound([1.0], 0.75)],
+                                                   kernel=kernel, name="two-states"))).solve()
+    _require(solved.status is Status.OPTIMAL, f"the two-state program (optimum 3/4): status {solved.status.value}:"
+             f" {solved.message}")
+    _require(solved.termination is Termination.CONVERGED and solved.solution_status is SolutionStatus.OPTIMAL,
+             f"an optimal result says termination {solved.termination}, solution status {solved.solution_status}")
+    _require(isinstance(solved.statistics, dict), "the result's statistics are not a dict")
+    impossible = OccupancyProgram(CMDP(rewards, rewards, Linear([1.0]), [LinearBound([-1.0], -1.5)], kernel=kernel,
+                                       name="two-states-infeasible"))  # asks for an average cost of 1.5 > 1
+    refused = backend.compile(impossible).solve(fallback=False)
+    _require(refused.status is Status.INFEASIBLE and not refused.ok,
+             f"a program no occupancy meets: status {refused.status.value}, not infeasible: {refused.message}")
+    return f"{len(mapping)} solver statuses mapped; optimal and infeasible reported"
+
+
+def _contract_time_limit(backend: Any, settings: _Settings, name: str) -> str:
+    from ..backends import base
+    from ..backends.results import ProgramVariant, Status
+    from ..models.registry import build_model
+    from ..programs.occupancy import OccupancyProgram
+
+    timed = type(backend)(time_limit=1e-9)
+    program = OccupancyProgram(build_model("queue"))
+    clock = base._clock
+    base._clock = lambda: 0.0  # time stands still outside the solver: it is handed the whole nanosecond
+    try:
+        result = timed.compile(program).solve()
+    finally:
+        base._clock = clock
+    _require(result.status is Status.TIME_LIMIT and not result.ok,
+             f"a nanosecond's time limit: status {result.status.value}: {result.message}")
+    _require("time limit" in result.message, f"the message does not say the time limit stopped it: {result.message}")
+    _require(result.program is ProgramVariant.TIGHT, "a time limit led to the fallback program")
+    return "a nanosecond's limit stops the solve with time_limit"
+
+
+def _contract_version(backend: Any, settings: _Settings, name: str) -> str:
+    from ..backends.base import package_version
+
+    version = type(backend).version()
+    _require(isinstance(version, str) and bool(version), f"version() returned {version!r}")
+    for module in type(backend).requires:
+        _require(package_version(module) in version, f"version() {version!r} does not name {package_version(module)!r}")
+    return f"version {version!r}"
+
+
 def _all_checks() -> dict[str, Callable[..., str]]:
-    checks: dict[str, Callable[..., str]] = {"declaration": _declaration, "closed-form": _closed_form}
+    checks: dict[str, Callable[..., str]] = {"declaration": _declaration, "closed-form": _closed_form,
+                                             "contract/options": _contract_options,
+                                             "contract/statuses": _contract_statuses,
+                                             "contract/time-limit": _contract_time_limit,
+                                             "contract/version": _contract_version}
     for family, function in (("optimum", _optimum), ("fallback", _fallback), ("update", _update)):
         for kind in PROGRAM_KINDS:
             for objective in OBJECTIVE_KINDS:
@@ -434,7 +529,7 @@ CHECK_NAMES: tuple[str, ...] = tuple(_CHECKS)
 
 
 def _required(name: str) -> bool:
-    return name in ("declaration", "closed-form") or name.endswith("/linear")
+    return name in ("declaration", "closed-form") or name.endswith("/linear") or name.startswith("contract/")
 
 
 def _run_check(backend: Any, settings: _Settings, name: str) -> CheckResult:

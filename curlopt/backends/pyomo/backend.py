@@ -116,7 +116,11 @@ messages go to the ``curlopt.backends.pyomo`` logger, one line each (on stderr
 when logging is not configured), never to stdout. Tolerances (:data:`DEFAULT_IPOPT_OPTIONS`): ``tol`` 1e-10,
 ``constr_viol_tol`` 1e-9 and ``bound_relax_factor`` 0 — Ipopt's default relaxes
 every bound by 1e-8, which left SLA rows violated by ~1e-8 and LP optima above
-the true optimum.
+the true optimum — and ``compl_inf_tol`` 1e-12: at Ipopt's default (1e-4) it stopped
+with its barrier's complementarity still in the objective, up to 1.4e-5 below the
+optimum. The complementarity left at the point is the result's
+``statistics["duality_gap"]``, which the shared check compares with
+:data:`~curlopt.backends.results.OBJECTIVE_TOLERANCE`.
 
 Named Pyomo solvers
 -------------------

@@ -18,6 +18,7 @@ from .solvers import (
     BRIDGE,
     DOMAIN_ERRORS,
     IPOPT_STATUS,
+    NAMED_DEFAULT_OPTIONS,
     NAMED_TIME_LIMITS,
     RETRY_COLD,
     TERMINATION_STATUS,
@@ -180,7 +181,7 @@ class CompiledPyomo(CompiledProgram):
         return RawSolution(
             raw.status, raw.x, self._total_iterations(runs), raw.solver,
             "; ".join(notes + ([message] if message else [])),
-            sum(r.solver_time or 0.0 for r in runs),
+            sum(r.solver_time or 0.0 for r in runs), raw.statistics,
         )
 
     def _infeasible(self, runs: list[RawSolution], violation: float, prefix: str) -> RawSolution:
@@ -329,8 +330,12 @@ class CompiledPyomoBridge(CompiledPyomo):
         if status.has_solution and x is None:
             status = Status.NUMERICAL_ERROR
             notes.append("Ipopt reported success without a finite solution")
-        return RawSolution(status, x if status.has_solution else None, sum(r.iterations for r in runs),
-                           f"ipopt {ipopt_version()} (cyipopt)", "; ".join(notes), sum(r.solve_time for r in runs))
+        statistics = ({"duality_gap": last.duality_gap, "objective_value": last.objective}
+                      if status.has_solution and x is not None else {})
+        keep = status.has_solution or status in (Status.ITERATION_LIMIT, Status.TIME_LIMIT)  # see STOPPED
+        return RawSolution(status, x if keep else None, sum(r.iterations for r in runs),
+                           f"ipopt {ipopt_version()} (cyipopt)", "; ".join(notes), sum(r.solve_time for r in runs),
+                           statistics)
 
 
 class CompiledPyomoSolver(CompiledPyomo):
@@ -346,7 +351,7 @@ class CompiledPyomoSolver(CompiledPyomo):
         self._loaded = False
         self._phase1_loaded = False
         self._solver = solver_factory(backend.solver)
-        for key, value in backend.options.items():
+        for key, value in {**NAMED_DEFAULT_OPTIONS.get(backend.solver, {}), **backend.options}.items():
             self._solver.options[key] = value
 
     def _solver_name(self) -> str:

@@ -93,6 +93,9 @@ IPOPT_STATUS_NAMES = {
 }
 #: statuses after which Ipopt's final point is a solution worth warm-starting from
 SOLVED = (0, 1)
+#: Ipopt's return codes of a run stopped at a limit (iterations, CPU time, wall time): its last iterate is returned
+#: too, for the shared check to keep it when it holds the rows (or say why its objective is not finite)
+STOPPED = (-1, -4, -5)
 INFINITY = 1e20  # beyond Ipopt's nlp_{lower,upper}_bound_inf (1e19): no bound
 DOMAIN_ERRORS = (ValueError, ZeroDivisionError, OverflowError, FloatingPointError)
 
@@ -629,6 +632,8 @@ class BridgeResult:
     warm: bool
     objective: float = math.nan
     role: str = ""  # set by the caller, e.g. "phase1" or "program"
+    #: the complementarity left at the point (see :func:`complementarity_gap`); NaN without a solution
+    duality_gap: float = math.nan
 
 
 class IpoptBridge:
@@ -794,5 +799,31 @@ class IpoptBridge:
             variant.warm = {"x": np.array(x), "mult_g": np.array(info["mult_g"]),
                             "mult_x_L": np.array(info["mult_x_L"]), "mult_x_U": np.array(info["mult_x_U"])}
         objective = float(info["obj_val"]) * (-1.0 if self.maximize else 1.0)
+        gap = complementarity_gap(np.asarray(x, dtype=float), info, col_lower, col_upper,
+                                  np.concatenate(row_lower), np.concatenate(row_upper)) if solved else math.nan
+        stopped = status in STOPPED and np.all(np.isfinite(x))
         return BridgeResult(status, IPOPT_STATUS_NAMES.get(status, f"status {status}"), message,
-                            np.array(x) if solved else None, callbacks.iterations, elapsed, warm, objective)
+                            np.array(x) if solved or stopped else None, callbacks.iterations, elapsed, warm, objective,
+                            duality_gap=gap)
+
+
+def complementarity_gap(x: np.ndarray, info: dict[str, Any], col_lower: np.ndarray, col_upper: np.ndarray,
+                        row_lower: np.ndarray, row_upper: np.ndarray) -> float:
+    """How far an interior point's objective may be from the optimum: the complementarity its multipliers leave.
+
+    ``Σ z_L (x - l) + Σ z_U (u - x)`` over the finite bounds, plus ``Σ |y| · distance to the nearer bound`` over the
+    rows that are not equalities. For a concave program whose multipliers are dual feasible it is the duality gap,
+    so ``f* - f(x)`` is at most it; an interior-point method stopped early leaves it large (the barrier's ``n·μ``).
+    """
+    def finite_part(values: np.ndarray, distance: np.ndarray) -> float:
+        keep = np.isfinite(distance) & (np.abs(distance) < INFINITY / 2)
+        return float(np.sum(np.abs(values[keep] * distance[keep])))
+
+    with np.errstate(all="ignore"):
+        gap = finite_part(np.asarray(info["mult_x_L"], dtype=float), x - col_lower)
+        gap += finite_part(np.asarray(info["mult_x_U"], dtype=float), col_upper - x)
+        rows = np.asarray(info["g"], dtype=float)
+        inequality = row_lower != row_upper
+        distance = np.minimum(np.abs(rows - row_lower), np.abs(row_upper - rows))
+        gap += finite_part(np.asarray(info["mult_g"], dtype=float)[inequality], distance[inequality])
+    return gap
