@@ -43,8 +43,8 @@ from curlopt import (  # noqa: E402
     SumOfLogs,
     get_backend,
 )
-from curlopt.backends.results import OPTIMAL_TOLERANCE, SolutionStatus  # noqa: E402
 from curlopt.backends.registry import installed_backends  # noqa: E402
+from curlopt.backends.results import OPTIMAL_TOLERANCE, SolutionStatus  # noqa: E402
 from curlopt.errors import BackendError, UnsupportedUtilityError  # noqa: E402
 from curlopt.models import queue_model, scheduler_model  # noqa: E402
 
