@@ -19,8 +19,15 @@ from .programs.discounted import DiscountedOccupancyProgram
 from .programs.episodic import EpisodicOccupancyProgram
 from .programs.multichain import MultichainOccupancyProgram
 from .programs.occupancy import OccupancyProgram
+from .programs.policy import extract_policy
 
-__all__ = ["solve_optimum", "known_model_program", "LONG_RUN_TOLERANCE"]
+__all__ = ["solve_optimum", "known_model_program", "LONG_RUN_TOLERANCE", "TINY_TRANSITION"]
+
+#: A long-run optimum is evaluated exactly when its model has a transition probability at or below this. A solver
+#: holds each flow row to ~1e-9, so mass ρ(s) leaving by a probability p is invisible to it once ρ(s)·p is that
+#: small: a state of mass 1e-3 makes every p <= 1e-6 one the solver may ignore (two blocks joined by δ = 1e-10
+#: are solved as if separate). Above it, a policy with one recurrent class has one law, the program's own.
+TINY_TRANSITION = 1e-6
 
 #: Largest gap, relative to ``1 + |f|``, between a long-run optimum's value and the exact long-run value of the
 #: policy it returns (evaluated from the model's initial law), and largest excess of an exact constraint value over
@@ -74,6 +81,21 @@ def _kernel(model: CMDP) -> Any:
     return model.transitions if model.sparse else model.kernel
 
 
+def _every_policy_irreducible(model: CMDP) -> bool:
+    """The cheap sufficient check: the transitions every action shares already connect every state (dense only)."""
+    if model.sparse:
+        return False
+    from .models.chains import _strongly_connected
+
+    return _strongly_connected((np.asarray(model.kernel) > 0).all(axis=1))
+
+
+def _smallest_transition(model: CMDP) -> float:
+    values = model.transitions.data if model.sparse else np.asarray(model.kernel).ravel()
+    positive = values[values > 0]
+    return float(positive.min()) if positive.size else 1.0
+
+
 def _recurrent_classes(model: CMDP, policy: np.ndarray) -> int:
     from .models.sparse_chains import chain_classes  # its graph module costs 0.3 s to import: only checks pay
 
@@ -82,11 +104,10 @@ def _recurrent_classes(model: CMDP, policy: np.ndarray) -> int:
     return len(chain_classes(chain)[0])
 
 
-def _exact_gap(model: CMDP, result: SolveResult, epsilon: float) -> tuple[float, float, str]:
-    """``(f_exact, gap, words)``: the exact long-run value of ``result.policy`` from the model's initial law, how
-    far it (and its constraint values) fall from what the program said, and the comparison in words."""
-    assert result.policy is not None
-    rho = stationary_occupancy(_kernel(model), result.policy, model.initial)
+def _exact_gap(model: CMDP, result: SolveResult, epsilon: float, policy: np.ndarray) -> tuple[float, float, str]:
+    """``(f_exact, gap, words)``: the exact long-run value of ``policy`` from the model's initial law, how far it
+    (and its constraint values) fall from what the program said, and the comparison in words."""
+    rho = stationary_occupancy(_kernel(model), policy, model.initial)
     rewards, costs = model.average_rewards(rho), model.average_costs(rho)
     exact = float(model.objective.value(rewards))
     gap = abs(exact - result.objective) / (1.0 + abs(result.objective))
@@ -123,16 +144,28 @@ def _long_run_checked(model: CMDP, result: SolveResult, backend: str | Backend, 
     """Evaluate the optimum's policy exactly from the model's initial law (docs/math.md §2.1).
 
     A policy whose chain has several recurrent classes shows the model multichain: the occupancy program answered
-    for the best start, so the multichain program is solved instead. A single class whose exact value differs from
-    the program's is a solver that could not resolve the chain (nearly decomposable): ``optimal_inaccurate``, saying
-    why. A chain too large for the exact route keeps the result, with a note.
+    for the best start, so the multichain program is solved instead. With one class, the plan's law is the chain's
+    only one, and the solver resolves it unless a transition probability is below :data:`TINY_TRANSITION`; then
+    the plan is evaluated exactly, and a value that differs from the program's is a solver that could not resolve
+    the chain (nearly decomposable): ``optimal_inaccurate``, saying why. A chain too large for the exact route keeps
+    the result, with a note. The checks cost a graph search (none where every action's graph is strongly connected)
+    and, only with tiny probabilities, one exact evaluation.
     """
     assert result.policy is not None
     try:
-        classes = _recurrent_classes(model, result.policy)
-        if classes > 1:
-            return _multichain_optimum(model, result, classes, backend, epsilon, options)
-        exact, gap, words = _exact_gap(model, result, epsilon)
+        if not _every_policy_irreducible(model):
+            classes = _recurrent_classes(model, result.policy)
+            if classes > 1:
+                return _multichain_optimum(model, result, classes, backend, epsilon, options)
+        if _smallest_transition(model) > TINY_TRANSITION:
+            return result
+        # The program is indifferent to states its plan leaves unvisited, and a solution's rows hold only to the
+        # solver's tolerance: states of mass ~1e-10 count as unvisited, and a uniform action there can drift away
+        # (a long queue filling up) and change the value of a plan that is right. So the plan is checked with the
+        # fastest way back to its states there (the reach-any fill), which is what the plan's value assumes.
+        plan, _ = extract_policy(result.occupancy, model, "reach-any", uniform_policy=result.policy,
+                              kernel=_kernel(model))
+        exact, gap, words = _exact_gap(model, result, epsilon, plan)
     except ModelError as error:
         result.message = f"{result.message} The policy's long-run value was not checked exactly: {error}".strip()
         return result
@@ -140,7 +173,7 @@ def _long_run_checked(model: CMDP, result: SolveResult, backend: str | Backend, 
         return result
     return _inaccurate(result, (
         f"The optimal policy's exact long-run value differs from the program's: {words}. The chain is nearly"
-        f" decomposable ({_conditioning(model, result.policy)}): the solver's tolerances cannot resolve its"
+        f" decomposable ({_conditioning(model, plan)}): the solver's tolerances cannot resolve its"
         f" balance, so its value is not the optimum's; the exact value is {exact:.10g}."
     ))
 
@@ -154,7 +187,8 @@ def _multichain_optimum(model: CMDP, unichain: SolveResult, classes: int, backen
     result.message = f"{note} {result.message}".strip()
     if not result.ok:
         return result
-    exact, gap, words = _exact_gap(model, result, epsilon)
+    assert result.policy is not None
+    exact, gap, words = _exact_gap(model, result, epsilon, result.policy)
     if gap <= LONG_RUN_TOLERANCE:
         return result
     return _inaccurate(result, (
