@@ -91,7 +91,8 @@ def _every_policy_irreducible(model: CMDP) -> bool:
 
 
 def _smallest_transition(model: CMDP) -> float:
-    values = model.transitions.data if model.sparse else np.asarray(model.kernel).ravel()
+    kernel = _kernel(model)
+    values = kernel.data if sp.issparse(kernel) else np.asarray(kernel).ravel()
     positive = values[values > 0]
     return float(positive.min()) if positive.size else 1.0
 
@@ -151,7 +152,7 @@ def _long_run_checked(model: CMDP, result: SolveResult, backend: str | Backend, 
     the result, with a note. The checks cost a graph search (none where every action's graph is strongly connected)
     and, only with tiny probabilities, one exact evaluation.
     """
-    assert result.policy is not None
+    assert result.policy is not None and result.occupancy is not None
     try:
         if not _every_policy_irreducible(model):
             classes = _recurrent_classes(model, result.policy)
