@@ -10,8 +10,8 @@ import typer
 from ..errors import CurloptError
 from ..models.cmdp import CMDP
 from .app import app
-from .common import load_model
 from .logs import aliased_option, deprecated_alias
+from .optimum import _model_of_criterion
 
 
 @app.command("compare-solvers")
@@ -32,6 +32,10 @@ def compare_command(
     isolate: bool = typer.Option(None, "--isolate/--no-isolate", help="Run each backend and solver in a child process: peak memory, and a crash or a kill becomes a row (default: on for a model with S·A >= 5,000 or >= 100,000 kernel entries)."),
     progress: bool = typer.Option(None, "--progress/--no-progress", help="One line on stderr as each backend and solver starts and ends (default: on for a large model, as --isolate)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    horizon: int = typer.Option(None, "--horizon", help="Play the model in episodes of H steps: compares the"
+                                " episodic known-model program (--program optimum; values are per-episode totals)."),
+    discount: float = typer.Option(None, "--discount", help="The discounted criterion with factor 0 < γ < 1: compares"
+                                   " the discounted known-model program (--program optimum)."),
 ) -> None:
     """Print backend, solver, status, objective, gap, largest constraint residual, compile and solve times,
     iterations and (isolated runs) peak memory.
@@ -42,7 +46,9 @@ def compare_command(
     table: the consensus of the exact solvers); the report says when fewer instances ran than --instances asked,
     and a solve that answered the fallback program (its constraints infeasible) is counted apart, never as
     optimal. Exits 1 when no solver answered any instance (each row says how it ended: a time limit, a refusal, an
-    error, not installed). With --isolate (the default for a
+    error, not installed). With --horizon H or --discount γ (or a model file that carries one) the model is under
+    the episodic or discounted criterion and --program optimum compares that criterion's known-model program; the
+    other programs are the long-run average's and refuse such a model. With --isolate (the default for a
     large model) and --time-limit, a child still compiling or solving well past the limit is killed and its row says
     so.
     """
@@ -63,7 +69,7 @@ def compare_command(
     params = list(param or [])
     if size is not None:
         params += size_params(env, size, params)
-    model = load_model(env, params)
+    model = _model_of_criterion(env, params, horizon, discount)
     if size is not None and env == "queue":
         _check_queue_actions(size, model)
     show = progress if progress is not None else isolation_default(model)[0]

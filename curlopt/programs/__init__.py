@@ -12,6 +12,7 @@ from .blocks import MAX_PROGRAM_BYTES, LinearRows, Program, VariableBlock, check
 from .discounted import DiscountedOccupancyProgram
 from .episodic import CONFIDENCE_SETS, EpisodicExtendedProgram, EpisodicOccupancyProgram, episodic_support
 from .lp import LPForm, piece_rows
+from .multichain import MultichainOccupancyProgram, multichain_policy
 from .occupancy import OccupancyProgram
 from .optimistic import RADII, BoxOptimisticProgram, JointProgram, OptimisticProgram, box_radius, l1_radius
 from .policy import (
@@ -49,6 +50,8 @@ __all__ = [
     "CONFIDENCE_SETS",
     "episodic_support",
     "DiscountedOccupancyProgram",
+    "MultichainOccupancyProgram",
+    "multichain_policy",
     "JointProgram",
     "OptimisticProgram",
     "l1_radius",

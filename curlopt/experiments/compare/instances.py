@@ -59,11 +59,21 @@ def _simulate_counts(model: CMDP, steps: int, snapshots: int, rng: np.random.Gen
     return out
 
 
+def _criterion(model: CMDP) -> str:
+    """The model's criterion: ``average``, or ``episodic``/``discounted`` for a model played under one."""
+    return str(getattr(model, "criterion", "average"))
+
+
 def _check_instance_arguments(model: CMDP, program: str, epochs: Any) -> None:
     if program not in PROGRAMS:
         raise CurloptError(f"program must be one of {', '.join(PROGRAMS)}, got {program!r}.")
     if not model.has_kernel:
         raise CurloptError(f"model {model.name!r} has no kernel to simulate from.")
+    criterion = _criterion(model)
+    if criterion != "average" and program != "optimum":
+        raise CurloptError(f"model {model.name!r} is under the {criterion} criterion: compare-solvers takes its"
+                           f" known-model program (program 'optimum'), not the {program!r} one of the long-run"
+                           " average's learning agents.")
     if isinstance(epochs, bool) or not isinstance(epochs, int) or not 1 <= epochs <= MAX_INSTANCES:
         raise CurloptError(f"the number of instances must be an integer between 1 and {MAX_INSTANCES:,}, got"
                            f" {epochs!r}.")
@@ -80,10 +90,19 @@ def instance_count(model: CMDP, program: str, epochs: int) -> int:
 def program_instances(model: CMDP, program: str, epochs: int, seed: int = 0) -> tuple[type, list[dict[str, Any]]]:
     """The program class and the list of ``update`` keyword sets defining each instance.
 
+    ``optimum`` on an episodic or discounted model (its ``criterion``) is the known-model program of that criterion
+    (:func:`curlopt.optimum.known_model_program`) on the model's own kernel; the other programs are the long-run
+    average's and refuse such a model.
+
     For a model stored sparse the kernel is its CSR :attr:`~curlopt.models.cmdp.CMDP.transitions`, the counts
     CSR matrices, and the posterior samples CSR matrices on the model's pattern.
     """
     _check_instance_arguments(model, program, epochs)
+    if program == "optimum" and _criterion(model) != "average":
+        # the known-model program of the model's criterion (episodic or discounted), on the model's own kernel
+        from ...optimum import known_model_program
+
+        return type(known_model_program(model)), [{"epsilon": 0.0}]
     if program == "optimum":
         return OccupancyProgram, [{"kernel": model.transitions if model.sparse else model.kernel, "epsilon": 0.0}]
     rng = np.random.default_rng(seed)
