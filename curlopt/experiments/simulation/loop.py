@@ -39,6 +39,8 @@ from ...agents.base import Agent
 from ...errors import CurloptError
 from ...models.cmdp import CMDP, stationary_occupancy
 from ...models.sampling import cumulative_transitions
+from ...models.signals import check_noise
+from .observed import ObservedSignals
 from .streams import UniformStream
 from .trace import EpochRecord, Trace
 
@@ -248,7 +250,8 @@ def _generic_epoch(env, state, policy_rows, thresholds, cap, actions: UniformStr
             raise CurloptError("the environment ended an episode; the learning loop needs an infinite-horizon (never-ending) environment.")
         sa = s * n_actions + a
         # Signals are functions of (s, a): checking each pair's first visit in an epoch is enough.
-        if sa not in visits and "rewards" in info \
+        # (an environment that draws noisy signals itself is not compared: the loop draws the agent's own)
+        if sa not in visits and "rewards" in info and getattr(env.unwrapped, "signals", "mean") == "mean" \
                 and not np.array_equal(np.asarray(info["rewards"], dtype=float), model.rewards[:, s, a]):
             raise CurloptError(
                 f"the environment's reward signals at (s={s}, a={a}) differ from the agent's model; give the agent the"
@@ -332,6 +335,7 @@ def run(
     model: CMDP | None = None,
     env_name: str | None = None,
     optimum_backend: str | None = None,
+    signals: str = "mean",
 ) -> Trace:
     """Run ``agent`` on ``env`` for ``steps`` steps and return its :class:`Trace`.
 
@@ -361,6 +365,11 @@ def run(
         The backend (a registry name) of the reference optimum ``f(λ*)``; ``"auto"``: the registry's rule for the
         model's occupancy program (:func:`curlopt.backends.registry.choose_backend`). Default: the agent's backend,
         except on a large shallow chain (that rule's ``mdp-columns``), and that rule for an agent without one.
+    signals : {"mean", "bernoulli", "gaussian"}, default "mean"
+        What the agent observes at each step: the model's mean signals, or draws around them (Bernoulli on each
+        signal's range, or a Gaussian clipped symmetrically around the mean: :mod:`curlopt.models.signals`) from
+        the run's own signal stream, so that the transitions and actions of a seed are the same whatever the
+        signals. The trace's rewards, regret and violation are computed from the model's means either way.
 
     Returns
     -------
@@ -368,14 +377,17 @@ def run(
     """
     steps, seed, checkpoints = _validate(steps, seed, checkpoints)
     _check_optimum_backend(optimum_backend)
+    check_noise(signals)
     env, unwrapped, model, env_name, path = _resolve_inputs(agent, env, model, env_name, path)
     started = clock.perf_counter()
-    env_seq, action_seq, agent_seq = np.random.SeedSequence(seed).spawn(3)
+    # The fourth child, the signal stream, leaves the first three (and so every trajectory) as they were.
+    env_seq, action_seq, agent_seq, signal_seq = np.random.SeedSequence(seed).spawn(4)
     state, _ = env.reset(seed=int(env_seq.generate_state(1)[0]))
     actions = UniformStream(np.random.default_rng(action_seq))
     agent.reset(agent_seq)
     optimum = _optimum(model, agent, optimum_backend) if model is not None else None
     recorder = _Recorder(agent.model, steps, checkpoints, None if optimum is None else optimum["objective"])
+    observed = ObservedSignals(recorder.rewards, recorder.costs, signals, signal_seq)
     evaluator = _ExactEvaluator(model) if _known(model) else None
     step: ChainSimulator | _GenericStepper
     if path == "fast":
@@ -385,7 +397,7 @@ def run(
         step = _GenericStepper(env, agent.model, actions)
     bar = _progress_bar(agent, steps, progress)
     try:
-        epochs = _play(agent, steps, int(state), step, recorder, evaluator, bar)
+        epochs = _play(agent, steps, int(state), step, recorder, evaluator, bar, observed)
     finally:
         if bar is not None:
             bar.close()
@@ -395,6 +407,8 @@ def run(
         "seed": seed,
         "steps": steps,
         "path": path,
+        # recorded only when drawn, so that the traces of mean signals are unchanged
+        **({"signals": signals} if signals != "mean" else {}),
         "curlopt_version": __version__,
     }
     return Trace(meta, optimum, recorder.columns(), epochs, clock.perf_counter() - started)
@@ -549,7 +563,7 @@ class _GenericStepper:
 
 
 def _play(agent: Agent, steps: int, state: int, step, recorder: _Recorder, evaluator: _ExactEvaluator | None,
-          bar) -> list[EpochRecord]:
+          bar, observed: ObservedSignals) -> list[EpochRecord]:
     """The epochs of a run: plan, step until the trigger fires, record, learn; returns the epoch records."""
     S, A = agent.model.n_states, agent.model.n_actions
     epochs: list[EpochRecord] = []
@@ -566,7 +580,9 @@ def _play(agent: Agent, steps: int, state: int, step, recorder: _Recorder, evalu
         counts = agent.transition_counts(pairs, nexts)
         visits = pair_visits.astype(float)  # = the counts' row sums: sums of integers, exact
         epochs.append(_epoch_record(len(epochs), t, pairs.size, plan, evaluator))
-        agent.end_epoch(counts, recorder.rewards @ visits, recorder.costs @ visits, int(pairs.size))
+        reward_means, cost_means, reward_sum, cost_sum = observed.epoch(pairs, visits)
+        agent.observe_signals(pair_visits, reward_means, cost_means)
+        agent.end_epoch(counts, reward_sum, cost_sum, int(pairs.size))
         t += pairs.size
         if bar is not None:
             bar.update(pairs.size)
