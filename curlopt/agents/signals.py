@@ -3,27 +3,32 @@
 An agent built with ``rewards="learned"`` is not told the model's reward and cost tables: it keeps the running
 mean ``r^(s,a)``, ``c^(s,a)`` of the signals it observed at each pair (:class:`SignalEstimates`) and plans on
 
-* the optimistic reward ``min(hi, r^ + b)`` and the pessimistic cost ``min(hi, c^ + b)``
-  (:data:`PESSIMISTIC`, the rule of every agent whose paper defines none), or
-* the optimistic reward and the optimistic cost ``max(lo, c^ - b)`` (:data:`OPTIMISTIC`, UCRL-CMDP's: its
-  plausible set holds the costs too, and the program picks the most favourable member),
+* the optimistic reward and the pessimistic cost (:data:`PESSIMISTIC`, the rule of every agent whose paper
+  defines none), or
+* the optimistic reward and the optimistic cost (:data:`OPTIMISTIC`, UCRL-CMDP's: its plausible set holds the
+  costs too, and the program picks the most favourable member),
 
-with Hoeffding's width ``b(s,a) = (hi - lo) sqrt(ln(2 S A t / δ) / (2 max(1, N(s,a))))`` in each signal's range
-``[lo, hi]`` (:func:`curlopt.models.signals.signal_bounds`: the model's own minimum and maximum of the signal),
-``t`` the epoch's start and ``δ =`` :data:`SIGNAL_DELTA`. A pair never visited takes the reward's upper bound and
-the cost's upper bound (pessimistic; the lower bound under the optimistic rule).
+each the running mean moved by Hoeffding's width ``b(s,a) = (hi - lo) sqrt(ln(2 S A t / δ) / (2 max(1, N(s,a))))``
+and clipped to the signal's range ``[lo, hi]`` (:func:`curlopt.models.signals.signal_bounds`: the model's own
+minimum and maximum of the signal), ``t`` the epoch's start and ``δ =`` :data:`SIGNAL_DELTA`. Which way is
+optimistic is read from the utilities (:func:`signal_directions`): ``r^ + b`` for a reward f increases in, ``r^ - b``
+for one it decreases in; the pessimistic cost is ``c^ + b`` for a cost the constraints increase in (``g_m`` grows
+with it) and ``c^ - b`` for one they decrease in (a cost whose average must stay above a bound). A pair never
+visited takes the bound the same way: the reward's upper bound (lower, for a decreasing one) and the cost's
+pessimistic bound.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from ..models.cmdp import CMDP
 from ..models.signals import signal_bounds
 
-__all__ = ["SignalEstimates", "SIGNAL_DELTA", "PESSIMISTIC", "OPTIMISTIC", "hoeffding_width"]
+__all__ = ["SignalEstimates", "SIGNAL_DELTA", "PESSIMISTIC", "OPTIMISTIC", "hoeffding_width", "signal_directions"]
 
 #: the confidence level δ of the signals' Hoeffding widths
 SIGNAL_DELTA = 0.05
@@ -37,6 +42,34 @@ def hoeffding_width(visits: np.ndarray, n_pairs: int, time: float, delta: float 
     """``sqrt(ln(2 S A t / δ) / (2 max(1, N)))`` for each pair's visits ``N`` (a signal of range 1)."""
     log_term = math.log(2.0 * n_pairs * max(1.0, float(time)) / delta)
     return np.sqrt(log_term / (2.0 * np.maximum(1.0, np.asarray(visits, dtype=float))))
+
+
+def _slope_signs(gradient: Any, point: np.ndarray) -> np.ndarray:
+    """The signs of a utility's gradient at ``point`` (0 where it has no finite slope there)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope = np.asarray(gradient(point), dtype=float).reshape(-1)
+    return np.sign(np.nan_to_num(slope, nan=0.0, posinf=0.0, neginf=0.0))
+
+
+def signal_directions(model: CMDP) -> np.ndarray:
+    """``+1`` or ``-1`` for every signal (rewards first): the direction in which it helps the objective (a reward)
+    or hurts the constraints (a cost), from the utilities' slopes at the middle of the signals' box.
+
+    A reward takes ``-1`` when f decreases in it there; a cost takes ``-1`` when no constraint increases in it and
+    some decreases (a linear ``g_m = w·ζ - b`` with ``w_i < 0``); ``+1`` otherwise (also where a slope is 0 or the
+    constraints disagree, the stated default).
+    """
+    table = np.concatenate([model.rewards, model.costs])
+    low, high = signal_bounds(table)
+    middle = (low + high) / 2.0
+    K = model.n_rewards
+    directions = np.ones(K + model.n_costs)
+    directions[:K] = np.where(_slope_signs(model.objective.gradient, middle[:K]) < 0, -1.0, 1.0)
+    if model.constraints:
+        signs = np.array([_slope_signs(g.gradient, middle[K:]) for g in model.constraints])
+        decreasing = np.all(signs <= 0, axis=0) & np.any(signs < 0, axis=0)
+        directions[K:] = np.where(decreasing, -1.0, 1.0)
+    return directions
 
 
 class SignalEstimates:
@@ -61,6 +94,8 @@ class SignalEstimates:
         self.n_rewards, self.n_costs = model.n_rewards, model.n_costs
         table = np.concatenate([model.rewards, model.costs]).reshape(model.n_rewards + model.n_costs, S, A)
         self.low, self.high = signal_bounds(table)
+        #: +1 or -1 per signal: the optimistic way of a reward, the pessimistic way of a cost
+        self.directions = signal_directions(model)
         self.visits = np.zeros(S * A)
         self.means = np.zeros((self.n_rewards + self.n_costs, S * A))
 
@@ -90,21 +125,21 @@ class SignalEstimates:
     def planning_tables(self, time: float, costs: str = PESSIMISTIC) -> tuple[np.ndarray, np.ndarray]:
         """The rewards (K, S, A) and costs (d, S, A) to plan on at an epoch starting at ``time``.
 
-        Rewards ``min(hi, r^ + b)``; costs ``min(hi, c^ + b)`` (``costs="pessimistic"``) or ``max(lo, c^ - b)``
-        (``"optimistic"``); a pair never visited takes the rewards' upper bounds and the costs' upper bounds
-        (lower bounds under the optimistic rule).
+        Every signal ``clip(mean + u b, lo, hi)`` with ``u`` its direction (:func:`signal_directions`; the
+        costs' turned round under ``costs="optimistic"``): the optimistic reward and the pessimistic (or optimistic)
+        cost. A pair never visited takes the bound the direction points to: ``hi`` for ``u = +1``, ``lo`` for -1.
         """
         b = self.widths(time)
         K = self.n_rewards
-        low, high = self.low[:, None], self.high[:, None]
-        unvisited = self.visits == 0
-        rewards = np.where(unvisited, high[:K], np.minimum(high[:K], self.means[:K] + b[:K]))
+        direction = self.directions.copy()
         if costs == OPTIMISTIC:
-            cost = np.where(unvisited, low[K:], np.maximum(low[K:], self.means[K:] - b[K:]))
-        else:
-            cost = np.where(unvisited, high[K:], np.minimum(high[K:], self.means[K:] + b[K:]))
+            direction[K:] = -direction[K:]
+        low, high = self.low[:, None], self.high[:, None]
+        bound = np.where(direction[:, None] > 0, high, low)
+        moved = np.clip(self.means + direction[:, None] * b, low, high)
+        tables = np.where(self.visits[None, :] == 0, bound, moved)
         S, A = self.shape
-        return rewards.reshape(K, S, A), cost.reshape(self.n_costs, S, A)
+        return tables[:K].reshape(K, S, A), tables[K:].reshape(self.n_costs, S, A)
 
     def planning_model(self, model: CMDP, time: float, costs: str = PESSIMISTIC) -> CMDP:
         """``model`` with its reward and cost tables replaced by :meth:`planning_tables` (same utilities,
