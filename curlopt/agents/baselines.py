@@ -194,8 +194,8 @@ class UcrlCmdp(ProgramAgent):
         with_doc(BACKEND, "Any backend that takes linear programs: a registry name (curlopt backends) or a Backend"
                           " instance."),
         EPOCH_EXPONENT, with_doc(SEED, "The agent's own seed (UCRL-CMDP draws nothing)."), UNREACHED, SUPPORT,
-        with_doc(REWARDS, "known: told the reward and cost tables; learned: plans on the optimistic reward r^ + b and"
-                          " the optimistic cost c^ - b of the observed signals (its plausible set holds them too)."),
+        with_doc(REWARDS, "known: told the reward and cost tables; learned: plans on the optimistic reward and"
+                          " the optimistic cost of the observed signals, moved by Hoeffding's width (its plausible set holds them too)."),
     )
     REFUSED: ClassVar[dict[str, str]] = {
         **_NOT_TAKEN, **_NO_RADIUS,
@@ -387,8 +387,8 @@ class PrimalDual(Agent):
         integer("episode_length", "H >= 1 steps per episode.", label="episode_length (H)"),
         with_doc(SEED, "The agent's own seed (primal-dual draws nothing)."),
         boolean("scale", "Scale the reward and the costs to [0, 1] from the model's ranges (false: the raw signals)."),
-        with_doc(REWARDS, "known: told the reward and cost tables; learned: uses the optimistic reward r^ + b and the"
-                          " pessimistic cost c^ + b of the observed signals in its Q-values."),
+        with_doc(REWARDS, "known: told the reward and cost tables; learned: uses the optimistic reward and the"
+                          " pessimistic cost of the observed signals (moved by Hoeffding's width) in its Q-values."),
     )
     REFUSED: ClassVar[dict[str, str]] = {
         **_NOT_TAKEN, **_NO_RADIUS, "backend": "it solves no optimisation program (no --backend)",

@@ -111,8 +111,9 @@ class SignalEstimates:
         if not np.any(seen):
             return
         total = self.visits + visits
-        observed = np.concatenate([np.asarray(reward_means, dtype=float).reshape(self.n_rewards, -1),
-                                   np.asarray(cost_means, dtype=float).reshape(self.n_costs, -1)])
+        n_pairs = visits.size  # (a model without costs has (0, S·A) cost means: no -1 in the reshape)
+        observed = np.concatenate([np.asarray(reward_means, dtype=float).reshape(self.n_rewards, n_pairs),
+                                   np.asarray(cost_means, dtype=float).reshape(self.n_costs, n_pairs)])
         weight = visits[seen] / total[seen]
         self.means[:, seen] += (observed[:, seen] - self.means[:, seen]) * weight
         self.visits = total
