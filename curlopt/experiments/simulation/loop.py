@@ -1,7 +1,8 @@
 """The learning loop: run an agent on an environment for T steps and record a trace.
 
-Randomness: the run's seed is split (``numpy.random.SeedSequence(seed).spawn(3)``)
-into the environment's seed, the action stream and the agent's own stream. Each
+Randomness: the run's seed is split (``numpy.random.SeedSequence(seed).spawn(4)``)
+into the environment's seed, the action stream, the agent's own stream and the noisy signals' stream
+(:mod:`.observed`; the first three children are those of ``spawn(3)``, so every trajectory is as it was). Each
 step consumes one action uniform (``a = first index with cumulative π(·|s) > u``)
 and one environment uniform (the environment's contract, see
 :class:`curlopt.envs.TabularCMDPEnv`).
@@ -69,7 +70,8 @@ def checkpoint_times(steps: int, count: int = 100) -> np.ndarray:
     return np.union1d(times, [steps])
 
 
-def _validate(steps: Any, seed: Any, checkpoints: Any = 100) -> tuple[int, int, int]:
+def _validate(steps: Any, seed: Any, checkpoints: Any = 100, signals: Any = "mean") -> tuple[int, int, int]:
+    check_noise(signals)
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
         raise CurloptError(f"steps must be an integer >= 1, got {steps!r}.")
     if steps > MAX_STEPS:
@@ -366,21 +368,16 @@ def run(
         model's occupancy program (:func:`curlopt.backends.registry.choose_backend`). Default: the agent's backend,
         except on a large shallow chain (that rule's ``mdp-columns``), and that rule for an agent without one.
     signals : {"mean", "bernoulli", "gaussian"}, default "mean"
-        What the agent observes at each step: the model's mean signals, or draws around them (Bernoulli on each
-        signal's range, or a Gaussian clipped symmetrically around the mean: :mod:`curlopt.models.signals`) from
-        the run's own signal stream, so that the transitions and actions of a seed are the same whatever the
-        signals. The trace's rewards, regret and violation are computed from the model's means either way.
+        What the agent observes: the model's means, or draws around them from the run's own stream (:mod:`.observed`).
 
     Returns
     -------
     Trace
     """
-    steps, seed, checkpoints = _validate(steps, seed, checkpoints)
+    steps, seed, checkpoints = _validate(steps, seed, checkpoints, signals)
     _check_optimum_backend(optimum_backend)
-    check_noise(signals)
     env, unwrapped, model, env_name, path = _resolve_inputs(agent, env, model, env_name, path)
     started = clock.perf_counter()
-    # The fourth child, the signal stream, leaves the first three (and so every trajectory) as they were.
     env_seq, action_seq, agent_seq, signal_seq = np.random.SeedSequence(seed).spawn(4)
     state, _ = env.reset(seed=int(env_seq.generate_state(1)[0]))
     actions = UniformStream(np.random.default_rng(action_seq))
@@ -404,11 +401,8 @@ def run(
     meta = {
         "env": env_name or getattr(model, "name", type(unwrapped).__name__),
         **_with_backend_version(agent.describe(), agent),
-        "seed": seed,
-        "steps": steps,
-        "path": path,
-        # recorded only when drawn, so that the traces of mean signals are unchanged
-        **({"signals": signals} if signals != "mean" else {}),
+        "seed": seed, "steps": steps, "path": path,
+        **({"signals": signals} if signals != "mean" else {}),  # only when drawn: mean-signal traces unchanged
         "curlopt_version": __version__,
     }
     return Trace(meta, optimum, recorder.columns(), epochs, clock.perf_counter() - started)
