@@ -212,3 +212,11 @@ def test_cmdp_psrl_refuses_the_rules_it_fixes():
         with pytest.raises(AgentError, match=f"cmdp-psrl does not take '{key}'"):
             make_agent("cmdp-psrl", model, **{key: value})
     assert CmdpPsrl(model).describe()["trigger"] == "doubling"
+
+
+def test_fast_and_generic_paths_observe_the_same_noisy_signals():
+    model = build_model("queue")
+    traces = [run(PsCurl(model, rewards="learned"), "queue", 1500, seed=6, path=path, signals="bernoulli",
+                  progress=False) for path in ("fast", "generic")]
+    assert _epochs(traces[0]) == _epochs(traces[1])
+    assert np.array_equal(traces[0].checkpoints["regret"], traces[1].checkpoints["regret"])
