@@ -17,6 +17,8 @@ __version__ = "0.1.0"
 _API = {
     # model and utilities
     "CMDP": "curlopt.models.cmdp",
+    "EpisodicCMDP": "curlopt.models.episodic",
+    "DiscountedCMDP": "curlopt.models.discounted",
     "stationary_occupancy": "curlopt.models.cmdp",
     "Utility": "curlopt.utilities.library",
     "Linear": "curlopt.utilities.library",

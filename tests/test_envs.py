@@ -51,6 +51,17 @@ PARAMETERS = {
         "base": st.sampled_from(["queue", "random"]), "costs": st.floats(0.01, 100.0), "rewards": st.floats(0.01, 100.0)}),
     "lazy": st.fixed_dictionaries({
         "base": st.sampled_from(["queue", "scheduler", "random"]), "stay": st.floats(0.0, 0.99)}),
+    "gridworld": st.fixed_dictionaries({
+        "layout": st.sampled_from(["4x4", "marsrover", "corridor", "random"]), "size": st.integers(2, 6),
+        "hazards": st.floats(0.0, 0.3), "seed": st.integers(0, 100), "slip": st.floats(0.0, 1.0),
+        "hazard_cost": st.floats(0.0, 5.0), "goal_reward": st.floats(-1.0, 1.0)}),
+    "marsrover": st.fixed_dictionaries({"slip": st.floats(0.0, 1.0), "budget": st.floats(0.0, 1.0)}),
+    "boxpushing": st.fixed_dictionaries({"slip": st.floats(0.0, 1.0), "budget": st.floats(0.0, 1.0)}),
+    "factored-cmdp": st.fixed_dictionaries({"budget": st.floats(0.0, 1.0)}),
+    "media-streaming": st.fixed_dictionaries({
+        "levels": st.integers(2, 12), "fast": st.floats(0.0, 1.0), "slow": st.floats(0.0, 1.0),
+        "arrival": st.floats(0.0, 1.0)}),
+    "inventory": st.fixed_dictionaries({"budget": st.floats(0.0, 1.0)}),
 }
 model_params = st.sampled_from(registered_models()).flatmap(
     lambda name: st.tuples(st.just(name), PARAMETERS.get(name, st.just({}))))

@@ -17,10 +17,11 @@ imports it for you. ``import curlopt`` alone never imports Gymnasium.
 from __future__ import annotations
 
 from ..models import on_register
+from .episodic import EpisodicCMDPEnv
 from .registration import ENV_IDS, env_id, make, register_env, register_envs
 from .tabular import TabularCMDPEnv
 
-__all__ = ["ENV_IDS", "TabularCMDPEnv", "env_id", "make", "register_env", "register_envs"]
+__all__ = ["ENV_IDS", "EpisodicCMDPEnv", "TabularCMDPEnv", "env_id", "make", "register_env", "register_envs"]
 
 register_envs()
 on_register(register_env)

@@ -10,6 +10,8 @@ from gymnasium.envs.registration import EnvSpec
 
 from .. import models
 from ..models.cmdp import CMDP
+from ..models.episodic import EpisodicCMDP
+from .episodic import EpisodicCMDPEnv
 from .tabular import TabularCMDPEnv
 
 __all__ = ["make", "ENV_IDS", "env_id", "register_env", "register_envs"]
@@ -81,7 +83,7 @@ def make(name: str | CMDP, render_mode: str | None = None, max_episode_steps: in
 
     Returns
     -------
-    TabularCMDPEnv or TimeLimit
+    TabularCMDPEnv, EpisodicCMDPEnv or TimeLimit
         The bare environment (a :class:`TimeLimit` around it with
         ``max_episode_steps``). Its ``spec`` is set, with the id of
         :func:`env_id` (``curlopt/CMDP-v0`` for a given CMDP), so
@@ -104,11 +106,11 @@ def make(name: str | CMDP, render_mode: str | None = None, max_episode_steps: in
     if isinstance(name, CMDP):
         if params:
             raise EnvError(f"parameters {sorted(params)} apply to named models only, not to a given CMDP.")
-        env = TabularCMDPEnv(name, render_mode=render_mode)
+        env = _environment(name, render_mode)
         spec_id = CMDP_ENV_ID
     else:
         # build_model first: an unknown name is a ModelError naming the registered models
-        env = TabularCMDPEnv(models.build_model(name, **params), render_mode=render_mode)
+        env = _environment(models.build_model(name, **params), render_mode)
         spec_id = env_id(name)
     env.spec = EnvSpec(id=spec_id, entry_point="curlopt.envs.registration:make", max_episode_steps=max_episode_steps,
                        kwargs={"name": name, **params})
@@ -117,6 +119,13 @@ def make(name: str | CMDP, render_mode: str | None = None, max_episode_steps: in
     from gymnasium.wrappers import TimeLimit
 
     return TimeLimit(env, max_episode_steps=max_episode_steps)
+
+
+def _environment(model: CMDP, render_mode: str | None) -> TabularCMDPEnv:
+    """The environment of ``model``: episodic (truncated every H steps) for an EpisodicCMDP, else continuing."""
+    if isinstance(model, EpisodicCMDP):
+        return EpisodicCMDPEnv(model, render_mode=render_mode)
+    return TabularCMDPEnv(model, render_mode=render_mode)
 
 
 def register_envs() -> None:

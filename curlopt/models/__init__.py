@@ -8,6 +8,12 @@ so registering a model with :func:`register_model` also gives it an environment 
 
 from __future__ import annotations
 
+from .boxpushing import boxpushing_model
+from .criteria import budget_constraints, discounted, episodic
+from .discounted import DiscountedCMDP
+from .dope import factored_model, inventory_model, media_streaming_model
+from .episodic import EpisodicCMDP
+from .gridworld import gridworld_model, marsrover_model
 from .maxent import maxent_model
 from .nonergodic import nonergodic_model
 from .queue import queue_model
@@ -29,6 +35,17 @@ __all__ = [
     "scheduler_model",
     "scaled_model",
     "lazy_model",
+    "EpisodicCMDP",
+    "DiscountedCMDP",
+    "episodic",
+    "discounted",
+    "budget_constraints",
+    "gridworld_model",
+    "marsrover_model",
+    "boxpushing_model",
+    "factored_model",
+    "media_streaming_model",
+    "inventory_model",
 ]
 
 register_model("queue", queue_model)
@@ -38,3 +55,9 @@ register_model("random", random_model)
 register_model("maxent", maxent_model, env_name="MaxEnt")
 register_model("scaled", scaled_model)
 register_model("lazy", lazy_model)
+register_model("gridworld", gridworld_model)
+register_model("marsrover", marsrover_model, env_name="MarsRover")
+register_model("boxpushing", boxpushing_model, env_name="BoxPushing")
+register_model("factored-cmdp", factored_model, env_name="FactoredCMDP")
+register_model("media-streaming", media_streaming_model)
+register_model("inventory", inventory_model)

@@ -195,6 +195,11 @@ class EpisodicCMDP(CMDP):
         """True when rewards or costs were given per step."""
         return self._step_rewards is not None or self._step_costs is not None
 
+    def _kernel_text(self) -> str:
+        if self._step_kernels is not None:
+            return f"per step ({len(self._step_kernels)} kernels)"
+        return super()._kernel_text()
+
     def __repr__(self) -> str:
         base = super().__repr__()
         return base[:-1] + f", H={self.horizon})" if base.endswith(")") else base

@@ -23,6 +23,17 @@ sparse, with the same arrays. A dense model is written as before, in version 1, 
 curlopt reads the same and an older curlopt reads every dense model file. One JSON document keeps the atomic
 write; its size limit (below) bounds a sparse model at about three million nonzeros (with its signals).
 
+A model of another criterion than the long-run average is written in version 3, with its keys::
+
+      "horizon": H,                    # an episodic model (curlopt.EpisodicCMDP)
+      "safe_policy": [[[...]]],        # (H, S, A), or null when none is declared
+      "step_kernels": [...],           # H − 1 kernels (dense or CSR, as "kernel"), with "kernel": null, when the
+                                       # kernel changes with the step
+      "rewards": [[[[...]]]],          # (H, K, S, A) when the signals change with the step (costs likewise)
+      "discount": γ,                   # a discounted model (curlopt.models.DiscountedCMDP), 0 < γ < 1
+
+so an older curlopt refuses such a file rather than reading another problem from it.
+
 A utility is ``{"type": <class name>, <constructor arguments>}``, written by its
 ``to_spec()`` and read by its class's ``from_spec()``, for the utility types in
 :data:`curlopt.utilities.library.UTILITY_TYPES` (the built-in Linear, SumOfLogs,
@@ -53,6 +64,8 @@ from ..errors import CurloptError, ModelError, UtilityError
 from ..fileio import MAX_READ_BYTES, atomic_write_text, read_bytes_limited
 from ..utilities import library as U
 from .cmdp import CMDP
+from .discounted import DiscountedCMDP
+from .episodic import EpisodicCMDP
 
 __all__ = ["save_model", "load_model", "utility_to_spec", "utility_from_spec", "MODEL_FORMAT"]
 
@@ -61,7 +74,10 @@ MODEL_FORMAT = "curlopt-model"
 #: version that holds it.
 _VERSION = 1
 _SPARSE_VERSION = 2
-_VERSIONS = (_VERSION, _SPARSE_VERSION)
+#: version 3: a criterion other than the long-run average (the keys horizon, step kernels, per-step signals,
+#: safe_policy, or discount), so that an older curlopt refuses such a file instead of reading another problem
+_CRITERION_VERSION = 3
+_VERSIONS = (_VERSION, _SPARSE_VERSION, _CRITERION_VERSION)
 
 
 def utility_to_spec(utility: U.Utility) -> dict[str, Any]:
@@ -160,6 +176,9 @@ def save_model(model: CMDP, path: str | os.PathLike) -> Path:
         "objective": utility_to_spec(model.objective),
         "constraints": [utility_to_spec(g) for g in model.constraints],
     }
+    criterion = _criterion_to_json(model)
+    if criterion:
+        data.update(criterion, version=_CRITERION_VERSION)
     return atomic_write_text(path, json.dumps(data))
 
 
@@ -212,7 +231,7 @@ def load_model(path: str | os.PathLike) -> CMDP:
         raise ModelError(f"{path}: 'name' must be a string, got {type(name).__name__}.")
     kernel = _kernel_from_json(data.get("kernel"), path)
     _check_signals_against_kernel(data["rewards"], kernel, path)
-    return CMDP(
+    arguments = dict(
         rewards=data["rewards"],
         costs=costs,
         objective=utility_from_spec(data["objective"], "objective"),
@@ -221,6 +240,7 @@ def load_model(path: str | os.PathLike) -> CMDP:
         initial=data.get("initial"),
         name=name,
     )
+    return _model_of_criterion(data, arguments, path)
 
 
 def _kernel_sizes(kernel: Any) -> tuple[int, int] | None:
@@ -337,3 +357,47 @@ def _integers(value: Any, where: str) -> np.ndarray:
         return np.array(value, dtype=np.int64).reshape(-1)
     except OverflowError:
         raise ModelError(f"{where} holds an integer too large for an index.") from None
+
+
+def _criterion_to_json(model: CMDP) -> dict[str, Any]:
+    """The keys of an episodic model (horizon, per-step arrays, safe policy) or a discounted one (discount)."""
+    if isinstance(model, DiscountedCMDP):
+        return {"discount": model.discount}
+    if not isinstance(model, EpisodicCMDP):
+        return {}
+    keys: dict[str, Any] = {"horizon": model.horizon,
+                            "safe_policy": None if model.safe_policy is None else model.safe_policy.tolist()}
+    if model.signals_per_step:
+        keys["rewards"], keys["costs"] = model.step_rewards.tolist(), model.step_costs.tolist()
+    if not model.time_homogeneous:
+        keys["kernel"] = None
+        keys["step_kernels"] = [_one_kernel_to_json(model.step_kernel(h)) for h in range(model.horizon - 1)]
+    return keys
+
+
+def _one_kernel_to_json(kernel: Any) -> Any:
+    if sp.issparse(kernel):
+        return {"format": "csr", "shape": list(kernel.shape), "indptr": kernel.indptr.tolist(),
+                "indices": kernel.indices.tolist(), "data": kernel.data.tolist()}
+    return np.asarray(kernel).tolist()
+
+
+def _model_of_criterion(data: dict, arguments: dict[str, Any], path: Path) -> CMDP:
+    """A CMDP, an EpisodicCMDP (a "horizon" key) or a DiscountedCMDP (a "discount" key) from the file's keys."""
+    if "horizon" in data and "discount" in data:
+        raise ModelError(f"{path}: a model has a horizon or a discount, not both.")
+    if "discount" in data:
+        return DiscountedCMDP(**arguments, discount=data["discount"])
+    if "horizon" not in data:
+        for key in ("step_kernels", "safe_policy"):
+            if key in data:
+                raise ModelError(f"{path}: the key {key!r} belongs to an episodic model, which needs a 'horizon'.")
+        return CMDP(**arguments)
+    steps = data.get("step_kernels")
+    if steps is not None:
+        if not isinstance(steps, list):
+            raise ModelError(f"{path}: 'step_kernels' must be a list of H − 1 kernels.")
+        if arguments["kernel"] is not None:
+            raise ModelError(f"{path}: give 'kernel' (time-homogeneous) or 'step_kernels', not both.")
+        arguments["kernel"] = [_kernel_from_json(kernel, path) for kernel in steps]
+    return EpisodicCMDP(**arguments, horizon=data["horizon"], safe_policy=data.get("safe_policy"))

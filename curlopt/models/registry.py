@@ -7,6 +7,7 @@ registers it.
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable
 from typing import Any
@@ -103,16 +104,49 @@ def on_register(hook: Callable[[str], None]) -> None:
 def build_model(name: str, **params: Any) -> CMDP:
     """Build the built-in model ``name`` with its parameters.
 
+    ``horizon=H`` (with ``budgets=`` per-episode budgets, optionally) gives the model played in episodes of H steps,
+    ``discount=γ`` the model under the discounted criterion (:mod:`curlopt.models.criteria`); a builder that takes
+    ``horizon`` itself gets it (and ``budgets``) as its own parameters. Without them the model is the builder's,
+    unchanged.
+
     Raises
     ------
     ModelError
-        For an unknown name or parameters the builder does not take.
+        For an unknown name, parameters the builder does not take, or both a horizon and a discount.
     """
     try:
         builder = MODELS[name]
     except KeyError:
         raise _unknown(name) from None
+    criterion = {key: params.pop(key) for key in _CRITERION_KEYS if key in params and not _takes(builder, key)}
+    if "horizon" in criterion and "discount" in criterion:
+        raise ModelError(f"model {name!r}: give a horizon (episodic) or a discount (discounted), not both.")
+    if "budgets" in criterion and "horizon" not in criterion:
+        raise ModelError(f"model {name!r}: budgets are per episode and need a horizon (horizon=H).")
     try:
-        return builder(**params)
+        model = builder(**params)
     except TypeError as exc:
         raise ModelError(f"model {name!r}: {exc}") from None
+    if "horizon" in criterion:
+        from .criteria import episodic  # imported here: most models are built without a horizon
+
+        return episodic(model, criterion["horizon"], budgets=criterion.get("budgets"))
+    if "discount" in criterion:
+        from .criteria import discounted
+
+        return discounted(model, criterion["discount"])
+    return model
+
+
+#: the parameters that choose a criterion rather than a model (taken by build_model unless the builder takes them)
+_CRITERION_KEYS = ("horizon", "budgets", "discount")
+
+
+def _takes(builder: Callable[..., CMDP], key: str) -> bool:
+    """Whether ``builder`` names ``key`` among its parameters (a ``**params`` catch-all does not count)."""
+    try:
+        parameters = inspect.signature(builder).parameters
+    except (TypeError, ValueError):  # a builtin or an object without a signature: it takes what it says it takes
+        return False
+    parameter = parameters.get(key)
+    return parameter is not None and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)

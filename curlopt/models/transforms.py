@@ -27,67 +27,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ModelError
-from ..utilities.library import ConvexQuadratic, Linear, LinearBound, MaxOfLinear, MinOfLinear, Norm, Utility
 from .cmdp import CMDP
 from .registry import build_model
+from .units import positive_factor, scale_constraint, scale_objective
 
 __all__ = ["scaled_model", "lazy_model", "scale_constraint", "scale_objective"]
-
-
-def _factor(value: Any, name: str) -> float:
-    ok = not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
-    number = float(value) if ok else math.nan
-    if not (math.isfinite(number) and number > 0):
-        raise ModelError(f"{name} must be a finite number > 0 (the factor the {name} are multiplied by), got {value!r}.")
-    return number
-
-
-def scale_constraint(constraint: Utility, factor: float) -> Utility:
-    """``g'(y) = factor · g(y / factor)``: the constraint on costs multiplied by ``factor``.
-
-    Known for the built-in convex constraints: :class:`~curlopt.utilities.library.LinearBound` and
-    :class:`~curlopt.utilities.library.MaxOfLinear` (their bounds times the factor),
-    :class:`~curlopt.utilities.library.Norm` (centre and radius times the factor) and
-    :class:`~curlopt.utilities.library.ConvexQuadratic` (``Q / k``, ``q``, ``k c``).
-
-    Raises
-    ------
-    ModelError
-        For another type (the message names it) or a factor that is not a finite number > 0.
-    """
-    k = _factor(factor, "costs")
-    if type(constraint) is LinearBound:
-        return LinearBound(constraint.weights, k * constraint.bound)
-    if type(constraint) is MaxOfLinear:
-        return MaxOfLinear(constraint.matrix, -k * constraint.offset)
-    if type(constraint) is Norm:
-        return Norm(k * constraint.center, k * constraint.radius, constraint.ord)
-    if type(constraint) is ConvexQuadratic:
-        return ConvexQuadratic(constraint.matrix / k, constraint.linear, k * constraint.constant)
-    raise ModelError(
-        f"cannot scale the costs of constraint {constraint!r}: the toolkit knows how for LinearBound, MaxOfLinear,"
-        " Norm and ConvexQuadratic (g'(y) = k g(y/k)); scale such a model by hand."
-    )
-
-
-def scale_objective(objective: Utility, factor: float) -> Utility:
-    """``f'(x) = factor · f(x / factor)`` for a linear (:class:`Linear`) or piecewise-linear (:class:`MinOfLinear`) ``f``.
-
-    Raises
-    ------
-    ModelError
-        For another objective: scaling the rewards of a nonlinear ``f`` changes the problem (a log's slope,
-        an entropy's shape), so it is refused rather than approximated.
-    """
-    k = _factor(factor, "rewards")
-    if type(objective) is Linear:
-        return Linear(objective.weights, k * float(objective.offset[0]))
-    if type(objective) is MinOfLinear:
-        return MinOfLinear(objective.matrix, k * objective.offset)
-    raise ModelError(
-        f"cannot scale the rewards of objective {objective!r}: only a linear or piecewise-linear f (Linear,"
-        " MinOfLinear) keeps the same problem when its rewards change units."
-    )
 
 
 def _base_model(base: str | CMDP, base_params: dict[str, Any], own: str) -> CMDP:
@@ -131,7 +75,7 @@ def scaled_model(base: str | CMDP = "random", costs: float = 1.0, rewards: float
     --------
     In a study file: ``params = { base = "random", costs = 100.0, n_states = 10, seed = 3 }``.
     """
-    k_cost, k_reward = _factor(costs, "costs"), _factor(rewards, "rewards")
+    k_cost, k_reward = positive_factor(costs, "costs"), positive_factor(rewards, "rewards")
     model = _base_model(base, base_params, "scaled")
     objective = model.objective if k_reward == 1.0 else scale_objective(model.objective, k_reward)
     constraints = [g if k_cost == 1.0 else scale_constraint(g, k_cost) for g in model.constraints]

@@ -1,6 +1,7 @@
 """The ε-tight programs as backend-neutral data: blocks and rows, the occupancy, optimistic (L1 and box), safe and
-least-violation programs, their supports (which successors a program's kernel entries and joint variables exist
-for), the tightness schedule, the LP form of a program, and policy extraction.
+least-violation programs, the episodic (per-step occupancy and extended optimistic) and discounted programs, their
+supports (which successors a program's kernel entries and joint variables exist for), the tightness schedule, the
+LP form of a program, and policy extraction.
 
 Nothing here imports a solver, a backend, an agent or an experiment.
 """
@@ -8,6 +9,8 @@ Nothing here imports a solver, a backend, an agent or an experiment.
 from __future__ import annotations
 
 from .blocks import MAX_PROGRAM_BYTES, LinearRows, Program, VariableBlock, check_program_size
+from .discounted import DiscountedOccupancyProgram
+from .episodic import CONFIDENCE_SETS, EpisodicExtendedProgram, EpisodicOccupancyProgram, episodic_support
 from .lp import LPForm, piece_rows
 from .occupancy import OccupancyProgram
 from .optimistic import RADII, BoxOptimisticProgram, JointProgram, OptimisticProgram, box_radius, l1_radius
@@ -41,6 +44,11 @@ __all__ = [
     "EPSILON_MAX",
     "TIGHTNESS_CONSTANT_MAX",
     "OccupancyProgram",
+    "EpisodicOccupancyProgram",
+    "EpisodicExtendedProgram",
+    "CONFIDENCE_SETS",
+    "episodic_support",
+    "DiscountedOccupancyProgram",
     "JointProgram",
     "OptimisticProgram",
     "l1_radius",

@@ -224,20 +224,30 @@ class Program:
             start += block.size
         self.n_vars = start
         self.linear = LinearRows(self.n_vars)
+        self.reward_map, self.cost_map = self._signal_maps()
+        self.epsilon = 0.0
+        self.version = 0
+
+    def _signal_maps(self) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+        """``(reward_map, cost_map)``: the model's per-pair signals on the ``occupancy`` block (S, A).
+
+        A program whose occupancy has another layout (a step axis) or whose signals change between solves
+        overrides this (see :mod:`curlopt.programs.episodic`).
+        """
+        model = self.model
         S, A = model.n_states, model.n_actions
         rho = self.blocks["occupancy"].indices().ravel()
-        self.reward_map = sp.csr_matrix(
+        reward_map = sp.csr_matrix(
             (model.rewards.reshape(model.n_rewards, S * A).ravel(),
              (np.repeat(np.arange(model.n_rewards), S * A), np.tile(rho, model.n_rewards))),
             shape=(model.n_rewards, self.n_vars),
         )
-        self.cost_map = sp.csr_matrix(
+        cost_map = sp.csr_matrix(
             (model.costs.reshape(model.n_costs, S * A).ravel(),
              (np.repeat(np.arange(model.n_costs), S * A), np.tile(rho, model.n_costs))),
             shape=(model.n_costs, self.n_vars),
         )
-        self.epsilon = 0.0
-        self.version = 0
+        return reward_map, cost_map
 
     # -- facts ----------------------------------------------------------------
     @property

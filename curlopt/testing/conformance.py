@@ -55,6 +55,7 @@ import numpy as np
 
 from . import reference as ref
 from .cases import OBJECTIVE_KINDS, PROGRAM_KINDS, UPDATE_FIELDS, Case, draw_case, next_data
+from .episodic_cases import episodic_checks
 
 if TYPE_CHECKING:
     from ..backends.base import Backend, CompiledProgram
@@ -423,6 +424,7 @@ def _all_checks() -> dict[str, Callable[..., str]]:
                 checks[f"{family}/{kind}/{objective}"] = (
                     lambda backend, settings, name, f=function, k=kind, o=objective: f(backend, settings, name, k, o,
                                                                                          sparse=True))
+    checks.update(episodic_checks(_seed, _Skip))  # the episodic and discounted programs: .episodic_cases
     return checks
 
 

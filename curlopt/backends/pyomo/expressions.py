@@ -360,6 +360,9 @@ def _sparse_starting_point(program: Program, support: Support) -> np.ndarray:
 
 def starting_point(program: Program) -> np.ndarray:
     """A cold-start point for ``program`` (see the module docstring), length ``n_vars``."""
+    own = getattr(program, "starting_point", None)
+    if callable(own):  # a program of another layout (a step axis) says its own start
+        return np.asarray(own(), dtype=float)
     if program.support is not None and not program.support.is_dense:
         return _sparse_starting_point(program, program.support)
     model = program.model
