@@ -1,0 +1,43 @@
+"""Learning agents for episodic (finite-horizon) constrained MDPs.
+
+``make_episodic_agent(name, model, **options)`` builds one; ``EPISODIC_AGENTS`` lists them (a registry of its own:
+the infinite-horizon agents stay in :data:`curlopt.agents.AGENTS`). docs/math.md, "The episodic setting", states
+each algorithm, its paper, bonuses and constants.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import AgentError
+from ...models.episodic import EpisodicCMDP
+from .base import EpisodePlan, EpisodeSource, EpisodicAgent, ProgramEpisodicAgent, SafePolicy, require_safe_policy
+from .optimistic import Dope, EpisodicUcCurl, OptCmdp, episode_tightness
+from .pessimistic import OptPessLp
+from .sampling import EpisodicPsCurl
+
+__all__ = ["EPISODIC_AGENTS", "EpisodicAgent", "ProgramEpisodicAgent", "EpisodePlan", "EpisodeSource", "SafePolicy",
+           "OptCmdp", "Dope", "OptPessLp", "EpisodicUcCurl", "EpisodicPsCurl", "make_episodic_agent",
+           "require_safe_policy", "episode_tightness"]
+
+EPISODIC_AGENTS: dict[str, type[EpisodicAgent]] = {
+    "opt-cmdp": OptCmdp, "optpess-lp": OptPessLp, "dope": Dope, "uc-curl": EpisodicUcCurl, "ps-curl": EpisodicPsCurl,
+}
+
+
+def make_episodic_agent(name: str, model: EpisodicCMDP, **options: Any) -> EpisodicAgent:
+    """Build the episodic agent registered as ``name`` for ``model``.
+
+    Raises
+    ------
+    AgentError
+        For an unknown name or an option the agent does not take.
+    """
+    try:
+        cls = EPISODIC_AGENTS[name]
+    except KeyError:
+        raise AgentError(f"unknown episodic agent {name!r}; known: {', '.join(EPISODIC_AGENTS)}.") from None
+    try:
+        return cls(model, **options)
+    except TypeError as exc:
+        raise AgentError(f"episodic agent {name!r}: {exc}") from None

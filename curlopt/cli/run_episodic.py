@@ -1,0 +1,60 @@
+"""``curlopt run`` on an episodic model: the episodic agents and the episode loop (``--steps`` counts episodes)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+
+__all__ = ["run_episodic"]
+
+
+def run_episodic(model: Any, env: str, agent: str, episodes: int, seed: int, options: dict[str, Any],
+                 out: str | None, as_json: bool) -> None:
+    """For an episodic ``model``: run the episodic agent ``agent`` for ``episodes`` episodes, print the summary and
+    end the command (``typer.Exit(0)``); for any other model, return at once (the caller's run goes on).
+
+    ``options`` are the agent's (``--backend``, ``--tightness``, ``--prior`` and ``--option`` merged by the caller);
+    ``out`` is the file that receives the per-episode CSV (:meth:`EpisodeTrace.to_csv`).
+
+    Raises
+    ------
+    CurloptError
+        For options the episodic agents do not take (``--epochs``: they plan every episode), an unknown agent,
+        or anything the loop refuses.
+    """
+    if getattr(model, "criterion", None) != "episodic":
+        return
+    from ..agents.episodic import EPISODIC_AGENTS, make_episodic_agent
+    from ..errors import CurloptError
+    from ..experiments.simulation.episodes import run_episodes
+
+    if "trigger" in options:
+        raise CurloptError(f"model {env!r} is episodic (H = {model.horizon}): its agents plan every episode and take"
+                           " no --epochs trigger.")
+    if agent not in EPISODIC_AGENTS:
+        raise CurloptError(f"model {env!r} is episodic (H = {model.horizon}); its agents are"
+                           f" {', '.join(EPISODIC_AGENTS)}, not {agent!r}.")
+    learner = make_episodic_agent(agent, model, **options)
+    trace = run_episodes(model, learner, episodes=episodes, seed=seed)
+    if out is not None:
+        trace.to_csv(out)
+    _print(trace, env, agent, model.horizon, out, as_json)
+    raise typer.Exit(code=0)
+
+
+def _print(trace: Any, env: str, agent: str, horizon: int, out: str | None, as_json: bool) -> None:
+    summary, episodes, seed = trace.summary, trace.summary["episodes"], trace.meta["seed"]
+    if as_json:
+        typer.echo(json.dumps({"meta": trace.meta, "summary": summary, "trace": out}, indent=2, default=str))
+        return
+    typer.echo(f"run          {agent} on {env} (episodic, H = {horizon}), K = {episodes} episodes, seed {seed}")
+    typer.echo(f"optimum      f(λ*) = {summary['optimum']:.6g} per episode")
+    typer.echo(f"regret       {summary['regret']:.6g}   (weak: {summary['weak_regret']:.6g})")
+    typer.echo(f"violation    strong {summary['strong_violation']:.6g}, weak {summary['weak_violation']:.6g},"
+               f" {summary['violating_episodes']} violating episodes")
+    typer.echo(f"policies     {summary['sources']}")
+    typer.echo(f"wall time    {summary['wall_time']:.2f} s")
+    if out is not None:
+        typer.echo(f"trace        {out}")
