@@ -220,3 +220,59 @@ def test_fast_and_generic_paths_observe_the_same_noisy_signals():
                   progress=False) for path in ("fast", "generic")]
     assert _epochs(traces[0]) == _epochs(traces[1])
     assert np.array_equal(traces[0].checkpoints["regret"], traces[1].checkpoints["regret"])
+
+
+# -- the episodic setting ------------------------------------------------------------------------------------------
+
+def _episodic_model():
+    from curlopt.models.episodic import EpisodicCMDP
+    from curlopt.utilities.library import LinearBound
+
+    kernel = np.array([[[0.9, 0.1], [0.2, 0.8]], [[0.5, 0.5], [0.3, 0.7]]])
+    return EpisodicCMDP(np.array([[0.1, 0.35], [0.9, 0.6]]), np.array([[0.0, 0.45], [0.8, 0.15]]), Linear([1.0]),
+                        [LinearBound([1.0], 1.0)], kernel=kernel, initial=np.array([0.6, 0.4]), horizon=3,
+                        safe_policy=np.array([[1.0, 0.0], [0.0, 1.0]]), name="two-state")
+
+
+def test_every_episodic_agent_takes_learned_rewards_and_mean_signals_are_learned_exactly():
+    from curlopt.agents.episodic import EPISODIC_AGENTS, make_episodic_agent
+    from curlopt.experiments.simulation.episodes import run_episodes
+
+    model = _episodic_model()
+    table = np.concatenate([model.step_rewards, model.step_costs], axis=1).transpose(1, 0, 2, 3).reshape(2, -1)
+    for name in EPISODIC_AGENTS:
+        agent = make_episodic_agent(name, model, seed=0, rewards="learned")
+        trace = run_episodes(model, agent, 30, seed=1, progress=False)
+        seen = agent.signal_estimates.visits > 0
+        assert seen.any() and np.array_equal(agent.signal_estimates.means[:, seen], table[:, seen]), name
+        assert trace.meta["agent"]["rewards"] == "learned"
+        noisy = run_episodes(model, make_episodic_agent(name, model, seed=0, rewards="learned"), 30, seed=1,
+                             signals="bernoulli", progress=False)
+        assert noisy.meta["signals"] == "bernoulli"
+    with pytest.raises(AgentError, match="rewards must be one of 'known', 'learned'"):
+        make_episodic_agent("opt-cmdp", model, rewards="told")
+
+
+def test_episodic_noisy_signals_leave_the_known_agents_runs_unchanged():
+    from curlopt.agents.episodic import make_episodic_agent
+    from curlopt.experiments.simulation.episodes import run_episodes
+
+    model = _episodic_model()
+    plain = run_episodes(model, make_episodic_agent("opt-cmdp", model, seed=0), 20, seed=2, progress=False)
+    noisy = run_episodes(model, make_episodic_agent("opt-cmdp", model, seed=0), 20, seed=2, signals="gaussian",
+                         progress=False)
+    assert np.array_equal(plain.columns["regret"], noisy.columns["regret"])
+    assert "signals" not in plain.meta and "rewards" not in plain.meta["agent"]
+
+
+def test_opt_cmdp_learns_optimistic_costs_and_dope_pessimistic_ones():
+    from curlopt.agents.episodic import make_episodic_agent
+
+    model = _episodic_model()
+    # before any observation: OptCMDP plans on the costs' lower bound 0, DOPE on their upper bound 0.8
+    opt = make_episodic_agent("opt-cmdp", model, seed=0, rewards="learned")
+    opt.begin_episode(1)
+    assert np.all(opt.step_costs == 0.0) and np.all(opt.step_rewards == 0.9)
+    dope = make_episodic_agent("dope", model, seed=0, rewards="learned")
+    dope.begin_episode(1)
+    assert np.all(dope.step_costs == 0.8) and np.all(dope.step_rewards == 0.9)

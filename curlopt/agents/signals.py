@@ -51,7 +51,7 @@ def _slope_signs(gradient: Any, point: np.ndarray) -> np.ndarray:
     return np.sign(np.nan_to_num(slope, nan=0.0, posinf=0.0, neginf=0.0))
 
 
-def signal_directions(model: CMDP) -> np.ndarray:
+def signal_directions(model: Any) -> np.ndarray:
     """``+1`` or ``-1`` for every signal (rewards first): the direction in which it helps the objective (a reward)
     or hurts the constraints (a cost), from the utilities' slopes at the middle of the signals' box.
 
@@ -78,7 +78,10 @@ class SignalEstimates:
     Parameters
     ----------
     model : CMDP
-        Gives the shapes and each signal's range ``[lo, hi]`` (the model's own minimum and maximum).
+        Gives the shapes and each signal's range ``[lo, hi]`` (the model's own minimum and maximum): a CMDP, or any
+        object with its ``rewards`` (K, S, A), ``costs`` (d, S, A), ``n_rewards``, ``n_costs``, ``n_states``,
+        ``n_actions``, ``objective`` and ``constraints`` (the episodic agents give their per-step tables as
+        (K, H·S, A) this way).
 
     Attributes
     ----------
@@ -88,7 +91,7 @@ class SignalEstimates:
         The running means, rewards first (0 where a pair was never visited).
     """
 
-    def __init__(self, model: CMDP):
+    def __init__(self, model: Any):
         S, A = model.n_states, model.n_actions
         self.shape = (S, A)
         self.n_rewards, self.n_costs = model.n_rewards, model.n_costs
