@@ -80,8 +80,9 @@ class OptCmdp(_PerEntryAgent):
 
     maximise ``f(λ)`` over occupancies ``z_h(s,a,s')`` whose kernel lies in the per-entry empirical Bernstein set
     around ``P̂``, subject to the constraints on the model's (known) costs. With unknown signals the paper adds
-    ``r̂ + b_r`` and ``ĉ − b_c``; with known rewards and costs (the assumption kept here, as in the DOPE authors'
-    implementation of OptCMDP) both bonuses are 0. When the program is infeasible (the set holds no kernel on which
+    ``r̂ + b_r`` and ``ĉ − b_c``; with known rewards and costs (the default, as in the DOPE authors'
+    implementation of OptCMDP) both bonuses are 0, and with ``rewards="learned"`` it plans on exactly those, with
+    Hoeffding's width (:mod:`curlopt.agents.signals`). When the program is infeasible (the set holds no kernel on which
     the budget can be met) the backend's fallback program without the constraint rows is played, labelled
     ``fallback``: OptCMDP has no safe policy.
 
