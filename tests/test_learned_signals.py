@@ -235,12 +235,12 @@ def _episodic_model():
 
 
 def test_every_episodic_agent_takes_learned_rewards_and_mean_signals_are_learned_exactly():
-    from curlopt.agents.episodic import EPISODIC_AGENTS, make_episodic_agent
+    from curlopt.agents.episodic import make_episodic_agent
     from curlopt.experiments.simulation.episodes import run_episodes
 
     model = _episodic_model()
     table = np.concatenate([model.step_rewards, model.step_costs], axis=1).transpose(1, 0, 2, 3).reshape(2, -1)
-    for name in EPISODIC_AGENTS:
+    for name in ("opt-cmdp", "dope", "optpess-lp", "uc-curl", "ps-curl"):
         agent = make_episodic_agent(name, model, seed=0, rewards="learned")
         trace = run_episodes(model, agent, 30, seed=1, progress=False)
         seen = agent.signal_estimates.visits > 0
