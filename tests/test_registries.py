@@ -242,7 +242,7 @@ def test_the_program_agents_share_the_public_base_class():
     import curlopt.agents.curl as curl
 
     program_agents = {name for name, cls in AGENTS.items() if issubclass(cls, ProgramAgent)}
-    assert program_agents == {"uc-curl", "ps-curl", "safe-curl", "ucrl-cmdp"}
+    assert program_agents == {"uc-curl", "ps-curl", "safe-curl", "ucrl-cmdp", "cmdp-psrl"}
     assert not hasattr(curl, "_ProgramAgent")
 
 

@@ -15,7 +15,7 @@ from ..errors import AgentError
 from ..models.cmdp import CMDP
 from .base import Agent, EpochPlan, PlanSource, ProgramAgent
 from .baselines import PrimalDual, UcrlCmdp, UnsupportedModelError
-from .curl import PsCurl, UcCurl
+from .curl import CmdpPsrl, PsCurl, UcCurl
 from .model_free import TripleQA
 from .options import AgentOption, check_value, refuse_keywords
 from .safe import SafeCurl
@@ -32,14 +32,14 @@ from .triggers import (
 )
 
 __all__ = [
-    "AGENTS", "Agent", "EpochPlan", "PlanSource", "ProgramAgent", "UcCurl", "PsCurl", "SafeCurl", "UcrlCmdp", "PrimalDual", "TripleQA", "UnsupportedModelError",
+    "AGENTS", "Agent", "EpochPlan", "PlanSource", "ProgramAgent", "UcCurl", "PsCurl", "CmdpPsrl", "SafeCurl", "UcrlCmdp", "PrimalDual", "TripleQA", "UnsupportedModelError",
     "make_agent", "register_agent", "agent_class", "agent_options", "check_agent_options", "AgentOption",
     "EpochTrigger", "DoublingTrigger", "LinearTrigger", "GlobalLinearTrigger", "PerPairLinearTrigger",
     "FixedLengthTrigger", "TRIGGERS", "make_trigger", "trigger_rule",
 ]
 
 AGENTS: dict[str, type[Agent]] = {"uc-curl": UcCurl, "ps-curl": PsCurl, "safe-curl": SafeCurl, "ucrl-cmdp": UcrlCmdp, "primal-dual": PrimalDual,
-                              "triple-qa": TripleQA}
+                              "cmdp-psrl": CmdpPsrl, "triple-qa": TripleQA}
 
 
 def register_agent(name: str, cls: type[Agent]) -> None:

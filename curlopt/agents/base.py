@@ -41,6 +41,7 @@ from .options import (
     HORIZON_LOWER_BOUND,
     MIN_EPOCH_LENGTH,
     REQUIRED,
+    REWARDS,
     SEED,
     SUPPORT,
     TIGHTNESS_CONSTANT,
@@ -50,6 +51,7 @@ from .options import (
     check_value,
     refuse_keywords,
 )
+from .signals import PESSIMISTIC, SignalEstimates
 from .triggers import EpochTrigger, make_trigger, trigger_rule
 
 __all__ = ["Agent", "EpochPlan", "PlanSource", "ProgramAgent", "StepLearner", "PLANNING_PRIOR"]
@@ -168,6 +170,10 @@ class Agent(ABC):
         The fewest steps of an epoch unless the horizon ends it: the learning loop checks the trigger's
         thresholds only from this step of the epoch on (:mod:`curlopt.agents.triggers`). 1: the trigger
         alone decides.
+    rewards : {"known", "learned"}, default "known"
+        ``known``: the agent is told the model's reward and cost tables. ``learned``: it keeps the running means of
+        the signals it observes (:meth:`observe_signals`, :mod:`curlopt.agents.signals`) and plans on them with
+        its confidence bonuses.
 
     Attributes
     ----------
@@ -192,7 +198,7 @@ class Agent(ABC):
     #: baselines that must know the horizon T up front set this
     needs_horizon: ClassVar[bool] = False
     #: the keyword options of the constructor, in its order (defaults filled in from its signature)
-    OPTIONS: ClassVar[tuple[AgentOption, ...]] = (TRIGGER, SEED, SUPPORT, MIN_EPOCH_LENGTH)
+    OPTIONS: ClassVar[tuple[AgentOption, ...]] = (TRIGGER, SEED, SUPPORT, MIN_EPOCH_LENGTH, REWARDS)
     #: keywords of other agents this one refuses, with the reason it has no use for them
     REFUSED: ClassVar[dict[str, str]] = {}
     #: the keywords the constructor does not name go to the backend (``**backend_options``)
@@ -216,8 +222,12 @@ class Agent(ABC):
         """``{name: option}`` of every keyword the agent takes, in the constructor's order, with its default."""
         return {option.name: option for option in cls.OPTIONS}
 
+    #: the cost rule of ``rewards="learned"`` (:mod:`curlopt.agents.signals`): pessimistic ``c^ + b`` unless the
+    #: agent's paper says otherwise
+    LEARNED_COSTS: ClassVar[str] = PESSIMISTIC
+
     def __init__(self, model: CMDP, trigger: str | EpochTrigger = "doubling", seed: Any = None,
-                 support: str = "model", min_epoch_length: int = 1):
+                 support: str = "model", min_epoch_length: int = 1, rewards: str = "known"):
         if not isinstance(model, CMDP):
             raise CurloptError(f"an agent needs a curlopt CMDP model, got {type(model).__name__}.")
         if model.criterion != "average":  # the long-run agents would solve the wrong problem without a word
@@ -228,6 +238,7 @@ class Agent(ABC):
                    if model.criterion == "episodic" else "a discounted model has its known-model optimum only"
                    " (curlopt optimum MODEL --discount γ); build the model without a discount to learn it."))
         self.model = model
+        self.rewards: str = check_value(REWARDS, rewards)
         check_value(TRIGGER, trigger)
         self.min_epoch_length: int = check_value(MIN_EPOCH_LENGTH, min_epoch_length)
         self.support_choice: str = check_value(SUPPORT, support)
@@ -251,6 +262,9 @@ class Agent(ABC):
         self.previous_epoch_visits = np.zeros((S, A))
         self.policy: np.ndarray | None = None
         self.epoch = 0
+        #: the running means of the observed signals (``rewards="learned"``), else None
+        self.signal_estimates: SignalEstimates | None = (SignalEstimates(self.model) if self.rewards == "learned"
+                                                         else None)
         # The run reseeds the agent with its own seed: checked here, where every seed arrives.
         self.rng = np.random.default_rng(check_value(SEED, self._seed if seed is None else seed))
         # A stateful trigger (e.g. the linear one's per-pair thresholds) starts afresh; a user trigger
@@ -368,6 +382,20 @@ class Agent(ABC):
         np.add.at(entries, at, values)
         return entries
 
+    def observe_signals(self, visits: np.ndarray, reward_means: np.ndarray, cost_means: np.ndarray) -> None:
+        """Learn from an epoch's observed signals: each pair's visits (S·A,) and the mean of the rewards (K, S·A)
+        and costs (d, S·A) observed there (read only where the pair was visited). The learning loop calls it
+        before :meth:`end_epoch`; an agent told the rewards (``rewards="known"``) ignores it."""
+        if self.signal_estimates is not None:
+            self.signal_estimates.add(visits, reward_means, cost_means)
+
+    def planning_model(self, time: int) -> CMDP:
+        """The model an epoch starting at ``time`` plans on: the model itself when the rewards are known, else the
+        model with the learned tables (optimistic rewards, and costs by :attr:`LEARNED_COSTS`)."""
+        if self.signal_estimates is None:
+            return self.model
+        return self.signal_estimates.planning_model(self.model, time, self.LEARNED_COSTS)
+
     @abstractmethod
     def _plan(self, time: int) -> EpochPlan:
         """Compute the epoch's policy."""
@@ -379,6 +407,8 @@ class Agent(ABC):
                                "trigger_rule": trigger_rule(self.trigger)}
         if self.min_epoch_length > 1:
             out["min_epoch_length"] = self.min_epoch_length
+        if self.rewards != "known":  # recorded only when set, so that the traces of known signals are unchanged
+            out["rewards"] = self.rewards
         if self.model.sparse:
             out["support"] = self.support_choice
         return out
@@ -450,7 +480,7 @@ class ProgramAgent(Agent):
     """
 
     OPTIONS: ClassVar[tuple[AgentOption, ...]] = (BACKEND, TRIGGER, TIGHTNESS_CONSTANT, HORIZON_LOWER_BOUND, SEED,
-                                                   UNREACHED, SUPPORT, MIN_EPOCH_LENGTH)
+                                                   UNREACHED, SUPPORT, MIN_EPOCH_LENGTH, REWARDS)
     PASSES_ON: ClassVar[bool] = True
 
     def __init__(
@@ -464,6 +494,7 @@ class ProgramAgent(Agent):
         unreached: str = "uniform",
         support: str = "model",
         min_epoch_length: int = 1,
+        rewards: str = "known",
         **backend_options: Any,
     ):
         # Keywords of other agents this one has no use for are refused before they reach the backend.
@@ -473,7 +504,9 @@ class ProgramAgent(Agent):
         self.tightness_constant: float = check_value(TIGHTNESS_CONSTANT, tightness_constant)
         self.horizon_lower_bound: float | None = check_value(HORIZON_LOWER_BOUND, horizon_lower_bound)
         check_value(BACKEND, backend)
-        super().__init__(model, trigger, seed, support, min_epoch_length)
+        super().__init__(model, trigger, seed, support, min_epoch_length, rewards)
+        #: the model the program is built on: the model itself, or with learned rewards the epoch's planning model
+        self.planning: CMDP = model
         if backend_options and isinstance(backend, Backend):
             raise AgentError(
                 f"{self.name} does not take option(s) {sorted(backend_options)} (extra options are passed to the"
@@ -505,6 +538,20 @@ class ProgramAgent(Agent):
         """``ε_e`` for an epoch starting at ``time`` (docs/math.md §4)."""
         return tightness(time, self.tightness_constant, self.horizon_lower_bound)
 
+    def begin_epoch(self, time: int) -> EpochPlan:
+        if self.signal_estimates is not None:
+            # Learned signals: the program's reward and cost maps change every epoch, so it is built and compiled
+            # afresh on the epoch's planning model (the known-signal agents compile once).
+            self._use_planning_model(self.planning_model(time))
+        return super().begin_epoch(time)
+
+    def _use_planning_model(self, planning: CMDP) -> None:
+        """Build and compile the program on ``planning`` (a subclass with more programs rebuilds them too)."""
+        self.planning = planning
+        self._feasible = None
+        self.program = self._build_program()
+        self.compiled = self.backend.compile(self.program)
+
     def _plan(self, time: int) -> EpochPlan:
         eps = self.epsilon(time)
         self._update_program(time, eps)
@@ -529,10 +576,10 @@ class ProgramAgent(Agent):
             if self.unreached in ("reach", "reach-any"):
                 kernel = self.planning_kernel()
             if self.unreached == "reach":
-                if self._feasible is None:   # the model's costs and constraints do not change: once per agent
-                    self._feasible = per_step_feasible(self.model)
+                if self._feasible is None:   # the planning model's costs do not change within an epoch
+                    self._feasible = per_step_feasible(self.planning)
                 feasible = self._feasible
-            policy, mask, fill = extract_policy(result.occupancy, self.model, self.unreached, costs=result.costs,
+            policy, mask, fill = extract_policy(result.occupancy, self.planning, self.unreached, costs=result.costs,
                                                 uniform_policy=result.policy, kernel=kernel, full_output=True,
                                                 feasible=feasible)
             note = _reach_note(fill, int(mask.sum()))

@@ -27,6 +27,7 @@ from .estimates import FULL_SUPPORT_LIMIT
 from .options import (
     BACKEND,
     HORIZON,
+    REWARDS,
     SEED,
     SUPPORT,
     UNREACHED,
@@ -38,6 +39,7 @@ from .options import (
     refuse_keywords,
     with_doc,
 )
+from .signals import OPTIMISTIC
 from .triggers import FixedLengthTrigger
 
 __all__ = ["UcrlCmdp", "PrimalDual", "UnsupportedModelError", "fixed_epoch_length", "relative_values"]
@@ -164,6 +166,9 @@ class UcrlCmdp(ProgramAgent):
         The policy in states the plan's occupancy does not reach, as for
         :class:`~curlopt.agents.UcCurl` (:func:`curlopt.programs.policy.extract_policy`; ``reach`` on the
         posterior mean of the counts, as UC-CURL).
+    rewards : {"known", "learned"}, default "known"
+        ``learned``: the optimistic reward ``r^ + b`` and the optimistic cost ``c^ - b`` of the observed signals
+        (:mod:`curlopt.agents.signals`).
     support : {"model", "full"}, default "model"
         The successors the boxes allow (:mod:`curlopt.agents.estimates`): those the model declares (the
         stored transitions of a model stored sparse; every successor of a model stored dense), or every
@@ -182,11 +187,15 @@ class UcrlCmdp(ProgramAgent):
 
     name = "ucrl-cmdp"
     needs_horizon = True
+    #: learned signals: optimism in the costs as in the kernel (the program picks the most favourable member)
+    LEARNED_COSTS = OPTIMISTIC
     OPTIONS: ClassVar[tuple[AgentOption, ...]] = (
         HORIZON,
         with_doc(BACKEND, "Any backend that takes linear programs: a registry name (curlopt backends) or a Backend"
                           " instance."),
         EPOCH_EXPONENT, with_doc(SEED, "The agent's own seed (UCRL-CMDP draws nothing)."), UNREACHED, SUPPORT,
+        with_doc(REWARDS, "known: told the reward and cost tables; learned: plans on the optimistic reward and"
+                          " the optimistic cost of the observed signals, moved by Hoeffding's width (its plausible set holds them too)."),
     )
     REFUSED: ClassVar[dict[str, str]] = {
         **_NOT_TAKEN, **_NO_RADIUS,
@@ -195,7 +204,7 @@ class UcrlCmdp(ProgramAgent):
 
     def __init__(self, model: CMDP, horizon: float | None = None, backend: str | Backend = DEFAULT_BACKEND,
                  epoch_exponent: float = 1 / 3, seed: Any = None, unreached: str = "uniform",
-                 support: str = "model", **backend_options: Any):
+                 support: str = "model", rewards: str = "known", **backend_options: Any):
         # Before anything else: the refused keywords include some this constructor passes to the base class itself.
         refuse_keywords(self.name, backend_options, self.REFUSED)
         _linear_pieces(model, self.name)
@@ -204,10 +213,10 @@ class UcrlCmdp(ProgramAgent):
         self.epoch_length = fixed_epoch_length(self.horizon, self.epoch_exponent)
         super().__init__(model, auto_backend(backend, model, BoxOptimisticProgram),
                          FixedLengthTrigger(self.epoch_length), 0.0, None, seed, unreached, support=support,
-                         **backend_options)
+                         rewards=rewards, **backend_options)
 
     def _build_program(self) -> Program:
-        return BoxOptimisticProgram(self.model, self.horizon, support=self.program_support)
+        return BoxOptimisticProgram(self.planning, self.horizon, support=self.program_support)
 
     def _update_program(self, time: int, epsilon: float) -> None:
         self.program.update(counts=self.counts, time=time, epsilon=epsilon)
@@ -352,6 +361,9 @@ class PrimalDual(Agent):
         ``False`` keeps the raw signals.
     seed : optional
         The agent's own seed (it draws nothing itself).
+    rewards : {"known", "learned"}, default "known"
+        ``learned``: its Q-values use the optimistic reward ``r^ + b`` and the pessimistic cost ``c^ + b`` of the
+        observed signals (:mod:`curlopt.agents.signals`), refreshed every episode.
 
     Raises
     ------
@@ -375,6 +387,8 @@ class PrimalDual(Agent):
         integer("episode_length", "H >= 1 steps per episode.", label="episode_length (H)"),
         with_doc(SEED, "The agent's own seed (primal-dual draws nothing)."),
         boolean("scale", "Scale the reward and the costs to [0, 1] from the model's ranges (false: the raw signals)."),
+        with_doc(REWARDS, "known: told the reward and cost tables; learned: uses the optimistic reward and the"
+                          " pessimistic cost of the observed signals (moved by Hoeffding's width) in its Q-values."),
     )
     REFUSED: ClassVar[dict[str, str]] = {
         **_NOT_TAKEN, **_NO_RADIUS, "backend": "it solves no optimisation program (no --backend)",
@@ -383,7 +397,8 @@ class PrimalDual(Agent):
 
     def __init__(self, model: CMDP, horizon: float | None = None, theta: float = 0.05, eta: float = 0.05,
                  slack: float | None = None, dual_cap: float = 100.0, bonus: float = 1.0,
-                 episode_length: int = 5000, seed: Any = None, scale: bool = True, **options: Any):
+                 episode_length: int = 5000, seed: Any = None, scale: bool = True, rewards: str = "known",
+                 **options: Any):
         agent = self.name
         declared = self.declared_options()
         refuse_keywords(agent, options, self.REFUSED, declared=list(declared))
@@ -433,7 +448,16 @@ class PrimalDual(Agent):
         self.costs = np.einsum("mi,isa->msa", self.cost_weights, cost_signals).reshape(M, S, A)
         #: thresholds ``τ_m = b_m/|w_m|_1`` in the agent's units, shape (M,)
         self.thresholds = np.array(thresholds, dtype=float)
-        super().__init__(model, FixedLengthTrigger(self.episode_length), seed, support="full")
+        self._reward_weights = reward_weights
+        super().__init__(model, FixedLengthTrigger(self.episode_length), seed, support="full", rewards=rewards)
+
+    def _set_signals(self, rewards: np.ndarray, costs: np.ndarray) -> None:
+        """Set :attr:`reward` and :attr:`costs` (the agent's units) from reward (K, S, A) and cost (d, S, A) tables."""
+        S, A = self.model.n_states, self.model.n_actions
+        reward = (np.einsum("k,ksa->sa", self._reward_weights, rewards) - self.reward_offset) / self.reward_span
+        scaled = (np.asarray(costs, dtype=float) - self.cost_offset[:, None, None]) / self.cost_span[:, None, None]
+        self.reward = reward
+        self.costs = np.einsum("mi,isa->msa", self.cost_weights, scaled).reshape(len(self.cost_weights), S, A)
 
     def reset(self, seed: Any = None) -> None:
         super().reset(seed)
@@ -460,8 +484,10 @@ class PrimalDual(Agent):
         q, _ = relative_values(self.estimated_kernel(), self.policy, signals)
         return q[0] + bonus, q[1:] - bonus
 
-    def _update(self) -> np.ndarray:
+    def _update(self, time: int) -> np.ndarray:
         """π_{k+1} and λ_{k+1} from π_k, λ_k and episode k's data; returns λ_k (the multiplier used)."""
+        if self.signal_estimates is not None:
+            self._set_signals(*self.signal_estimates.planning_tables(time, self.LEARNED_COSTS))
         q_r, q_c = self.optimistic_values()
         used = self.dual.copy()
         step = self.theta * (q_r - np.einsum("m,msa->sa", used, q_c))
@@ -481,7 +507,7 @@ class PrimalDual(Agent):
         if self.epoch == 0:
             message = "first episode: uniform policy"
         else:
-            used = self._update()
+            used = self._update(time)
             message = f"exponential-weights update with λ_{self.epoch}={_fmt(used)}"
         policy = np.exp(self._log_policy)
         policy /= policy.sum(axis=1, keepdims=True)

@@ -23,6 +23,7 @@ from .options import (
     PRIOR,
     RADIUS,
     RADIUS_SCALE,
+    REWARDS,
     SEED,
     SUPPORT,
     TIGHTNESS_CONSTANT,
@@ -31,12 +32,13 @@ from .options import (
     AgentOption,
     check_value,
     choice,
+    refuse_keywords,
     with_doc,
 )
 from .safe_sizing import constraint_scales, lipschitz_bounds
 from .triggers import EpochTrigger
 
-__all__ = ["UcCurl", "PsCurl", "MAX_PRIOR", "MARGINS", "sample_posterior_kernel"]
+__all__ = ["UcCurl", "PsCurl", "CmdpPsrl", "MAX_PRIOR", "MARGINS", "sample_posterior_kernel"]
 
 #: how PS-CURL's tightness ε becomes each constraint's margin: as it is, or in the constraint's own units
 MARGINS = ("absolute", "range")
@@ -99,6 +101,9 @@ class UcCurl(ProgramAgent):
         only from that step of the epoch on (:mod:`curlopt.agents.triggers`), so a run of T steps solves
         at most ``T / min_epoch_length + 1`` programs. 1: the trigger alone decides. For models with
         thousands of pairs, where the rules end an epoch at almost every step of a run's start.
+    rewards : {"known", "learned"}, default "known"
+        ``learned``: plan on the optimistic reward ``r^ + b`` and the pessimistic cost ``c^ + b`` of the observed
+        signals (:mod:`curlopt.agents.signals`; the paper assumes them known).
     **backend_options
         Passed to the backend when ``backend`` is a name.
 
@@ -113,7 +118,7 @@ class UcCurl(ProgramAgent):
     OPTIONS: ClassVar[tuple[AgentOption, ...]] = (
         BACKEND, TRIGGER, TIGHTNESS_CONSTANT, HORIZON_LOWER_BOUND,
         with_doc(SEED, "The agent's own seed (UC-CURL draws nothing)."), RADIUS, RADIUS_SCALE, UNREACHED, SUPPORT,
-        MIN_EPOCH_LENGTH,
+        MIN_EPOCH_LENGTH, REWARDS,
     )
     REFUSED: ClassVar[dict[str, str]] = {
         "prior": "it draws no posterior samples (prior is an option of ps-curl and safe-curl)",
@@ -123,15 +128,16 @@ class UcCurl(ProgramAgent):
     def __init__(self, model: CMDP, backend: str | Backend = "auto", trigger: str | EpochTrigger = "doubling",
                  tightness_constant: float = 1.0, horizon_lower_bound: float | None = None, seed: Any = None,
                  radius: str = "analysis", radius_scale: float = 1.0, unreached: str = "uniform",
-                 support: str = "model", min_epoch_length: int = 1, **backend_options: Any):
+                 support: str = "model", min_epoch_length: int = 1, rewards: str = "known", **backend_options: Any):
         # Checked before the base class builds the program, which reads them.
         self.radius: str = check_value(RADIUS, radius)
         self.radius_scale: float = check_value(RADIUS_SCALE, radius_scale)
         super().__init__(model, auto_backend(backend, model, OptimisticProgram), trigger, tightness_constant,
-                         horizon_lower_bound, seed, unreached, support=support, min_epoch_length=min_epoch_length, **backend_options)
+                         horizon_lower_bound, seed, unreached, support=support, min_epoch_length=min_epoch_length, rewards=rewards,
+                         **backend_options)
 
     def _build_program(self) -> Program:
-        return OptimisticProgram(self.model, radius=self.radius, radius_scale=self.radius_scale,
+        return OptimisticProgram(self.planning, radius=self.radius, radius_scale=self.radius_scale,
                                  support=self.program_support)
 
     def _update_program(self, time: int, epsilon: float) -> None:
@@ -173,6 +179,8 @@ class PsCurl(ProgramAgent):
         copy; refused above :data:`~curlopt.agents.estimates.FULL_SUPPORT_LIMIT` entries S·A·S).
     min_epoch_length : int, default 1
         The fewest steps of an epoch, as for :class:`UcCurl`.
+    rewards : {"known", "learned"}, default "known"
+        As for :class:`UcCurl`.
 
     PS-CURL has no confidence radius: ``radius`` and ``radius_scale`` are refused
     with an :class:`~curlopt.errors.AgentError`.
@@ -182,7 +190,7 @@ class PsCurl(ProgramAgent):
     OPTIONS: ClassVar[tuple[AgentOption, ...]] = (
         BACKEND, TRIGGER, TIGHTNESS_CONSTANT, HORIZON_LOWER_BOUND,
         with_doc(SEED, "The agent's own seed: it drives the posterior samples."), PRIOR, UNREACHED, MARGIN, SUPPORT,
-        MIN_EPOCH_LENGTH,
+        MIN_EPOCH_LENGTH, REWARDS,
     )
     REFUSED: ClassVar[dict[str, str]] = {
         key: "PS-CURL samples a posterior kernel and has no confidence radius (radius and radius_scale are options"
@@ -193,13 +201,13 @@ class PsCurl(ProgramAgent):
                  tightness_constant: float = 1.0, horizon_lower_bound: float | None = None, seed: Any = None,
                  prior: float = 1.0, unreached: str = "uniform",
                  margin: str = "absolute", support: str = "model", min_epoch_length: int = 1,
-                 **backend_options: Any):
+                 rewards: str = "known", **backend_options: Any):
         self.prior: float = check_value(PRIOR, prior)
         self.margin: str = check_value(MARGIN, margin)
         #: ``s_m`` of each constraint with ``margin="range"`` (None with the absolute margin)
         self.margin_scales = _margin_scales(model, self.margin)
         super().__init__(model, auto_backend(backend, model, OccupancyProgram), trigger, tightness_constant, horizon_lower_bound, seed, unreached,
-                         support=support, min_epoch_length=min_epoch_length, **backend_options)
+                         support=support, min_epoch_length=min_epoch_length, rewards=rewards, **backend_options)
 
     def sample_kernel(self) -> Any:
         """One posterior draw of the whole kernel on the agent's support: an (S, A, S) array on the dense
@@ -217,8 +225,8 @@ class PsCurl(ProgramAgent):
         if self.margin_scales is not None:
             # One margin per constraint: safe mode's program with no bonus and constant penalty weights ε s_m,
             # which add exactly ε s_m to row m (Σ ρ = 1); the program's own scalar ε stays 0.
-            return SafeProgram(self.model, kernel=uniform, support=self.program_support)
-        return OccupancyProgram(self.model, kernel=uniform, support=self.program_support)
+            return SafeProgram(self.planning, kernel=uniform, support=self.program_support)
+        return OccupancyProgram(self.planning, kernel=uniform, support=self.program_support)
 
     def _update_program(self, time: int, epsilon: float) -> None:
         kernel = self.sample_kernel()
@@ -245,3 +253,57 @@ def _margin_scales(model: CMDP, margin: str) -> np.ndarray | None:
             f"{list(model.constraints)!r} (it knows affine pieces, norms and convex quadratics): use margin='absolute'."
         ) from None
     return constraint_scales(slopes, model.costs)
+
+
+class CmdpPsrl(PsCurl):
+    """CMDP-PSRL (Agarwal, Bai, Aggarwal, "Regret guarantees for model-based reinforcement learning with long-term average constraints", UAI 2022): posterior sampling with no tightening (docs/math.md §6).
+
+    Each epoch draws ``P~(·|s,a) ~ Dirichlet(prior + n(s,a,·))`` for every pair, solves the occupancy program on
+    the draw with the constraints as they are (``g_m(ζ) <= 0``: no tightening, ε = 0) and plays the extracted
+    policy until the epoch ends. Its epoch rule is the doubling one: an epoch ends when some pair's visits within
+    it reach ``max(1, N_e(s,a))``, its visits before the epoch. It is PS-CURL with K_ε = 0 and the doubling
+    trigger, fixed: ``trigger``, ``tightness_constant``, ``horizon_lower_bound``, ``margin`` and
+    ``min_epoch_length`` are refused. When the program on a draw is infeasible the program without the constraint
+    rows is played and the epoch is recorded as ``fallback`` (the paper takes the draw to be feasible under its
+    slackness assumption and says nothing of the other case).
+
+    Parameters
+    ----------
+    model : CMDP
+        Rewards, costs and utilities (the kernel is not used).
+    backend : str or Backend, default "auto"
+        As for :class:`PsCurl`.
+    seed : optional
+        The agent's own seed: it drives the posterior samples.
+    prior : float, default 1
+        The Dirichlet prior ``α0`` (1: uniform over kernels, the paper's).
+    unreached : {"uniform", "safe", "reach", "reach-any"}, default "uniform"
+        As for :class:`PsCurl`.
+    support : {"model", "full"}, default "model"
+        As for :class:`PsCurl`.
+    rewards : {"known", "learned"}, default "known"
+        As for :class:`PsCurl` (the paper takes the rewards and costs known).
+    **backend_options
+        Passed to the backend when ``backend`` is a name.
+    """
+
+    name = "cmdp-psrl"
+    OPTIONS: ClassVar[tuple[AgentOption, ...]] = (
+        BACKEND, with_doc(SEED, "The agent's own seed: it drives the posterior samples."),
+        with_doc(PRIOR, "The Dirichlet prior α0 of the posterior draws (1, the paper's, is uniform over kernels)."),
+        UNREACHED, SUPPORT, REWARDS,
+    )
+    REFUSED: ClassVar[dict[str, str]] = {
+        **PsCurl.REFUSED,
+        "trigger": "its epochs follow the paper's doubling rule (ps-curl takes other triggers)",
+        "tightness_constant": "it does not tighten its constraints, ε = 0 (ps-curl tightens them)",
+        "horizon_lower_bound": "it has no tightness schedule (an option of ps-curl)",
+        "margin": "it does not tighten its constraints (margin is an option of ps-curl)",
+        "min_epoch_length": "its epochs follow the paper's doubling rule alone (an option of ps-curl)",
+    }
+
+    def __init__(self, model: CMDP, backend: str | Backend = "auto", seed: Any = None, prior: float = 1.0,
+                 unreached: str = "uniform", support: str = "model", rewards: str = "known", **backend_options: Any):
+        refuse_keywords(self.name, backend_options, self.REFUSED)
+        super().__init__(model, backend, "doubling", 0.0, None, seed, prior, unreached, "absolute", support, 1,
+                         rewards, **backend_options)

@@ -35,7 +35,7 @@ __all__ = [
     "AgentOption", "REQUIRED", "MAX_PRIOR", "check_value", "value_problem", "refuse_keywords", "choice", "number",
     "integer", "boolean", "seed_problem", "with_doc", "BACKEND", "TRIGGER", "TIGHTNESS_CONSTANT",
     "HORIZON_LOWER_BOUND", "SEED", "UNREACHED", "SUPPORT", "MIN_EPOCH_LENGTH", "RADIUS", "RADIUS_SCALE", "PRIOR",
-    "HORIZON",
+    "HORIZON", "REWARDS", "SIGNAL_KNOWLEDGE",
 ]
 
 #: the default of an option the constructor has no default for (it must be given)
@@ -278,6 +278,14 @@ PRIOR = number(
 HORIZON = number(
     "horizon", "The horizon T, required (curlopt run passes --steps).", low=1.0, none=True, label="the horizon T",
     expects="a finite number >= 1",
+)
+#: whether an agent is told the rewards and costs or learns them from the signals it observes
+SIGNAL_KNOWLEDGE = ("known", "learned")
+#: the agents' ``rewards`` option
+REWARDS = choice(
+    "rewards", SIGNAL_KNOWLEDGE,
+    "known: the agent is told the model's reward and cost tables (the paper's assumption); learned: it plans on the"
+    " running means of the signals it observes, with an optimistic reward and a cost bonus (docs/math.md).",
 )
 
 

@@ -42,6 +42,7 @@ from .options import (
     PRIOR,
     RADIUS,
     RADIUS_SCALE,
+    REWARDS,
     SEED,
     SUPPORT,
     TIGHTNESS_CONSTANT,
@@ -182,6 +183,9 @@ class SafeCurl(ProgramAgent):
         place of S (:func:`curlopt.agents.estimates.support_radius`).
     min_epoch_length : int, default 1
         The fewest steps of an epoch, as for :class:`~curlopt.agents.UcCurl`.
+    rewards : {"known", "learned"}, default "known"
+        ``learned``: plan on the optimistic reward ``r^ + b`` and the pessimistic cost ``c^ + b`` of the observed
+        signals (:mod:`curlopt.agents.signals`); the bonus, penalty and margin keep the ranges of the model's tables.
 
     Raises
     ------
@@ -196,7 +200,7 @@ class SafeCurl(ProgramAgent):
         with_doc(RADIUS, "The L1 radius of the plug-in kernel (kernel=plug-in): analysis or experiment, as for"
                          " uc-curl."),
         RADIUS_SCALE, PRIOR, BONUS, PENALTY, SIZING, COST_LIPSCHITZ, FALLBACK, UNREACHED, MARGIN, SUPPORT,
-        MIN_EPOCH_LENGTH,
+        MIN_EPOCH_LENGTH, REWARDS,
     )
 
     def __init__(self, model: CMDP, backend: str | Backend = "auto", trigger: str | EpochTrigger = "linear",
@@ -205,7 +209,7 @@ class SafeCurl(ProgramAgent):
                  prior: float = 1.0, bonus: float = DEFAULT_BONUS, penalty: float | None = None, sizing: str = "range",
                  cost_lipschitz: Any = None, fallback: str = "least-violation", unreached: str = "safe",
                  margin: str = "range", support: str = "model", min_epoch_length: int = 1,
-                 **backend_options: Any):
+                 rewards: str = "known", **backend_options: Any):
         self.kernel_source: str = check_value(KERNEL, kernel)
         self.radius: str = check_value(RADIUS, radius)
         self.radius_scale: float = check_value(RADIUS_SCALE, radius_scale)
@@ -224,7 +228,7 @@ class SafeCurl(ProgramAgent):
         self._model_constants(model)
         super().__init__(model, auto_backend(backend, model, SafeProgram), trigger, tightness_constant,
                          horizon_lower_bound, seed, unreached, support=support, min_epoch_length=min_epoch_length,
-                         **backend_options)
+                         rewards=rewards, **backend_options)
         self.least_violation = (LeastViolationProgram(model, support=self.program_support) if model.constraints
                                 else None)
         self.compiled_least_violation = (None if self.least_violation is None
@@ -232,7 +236,13 @@ class SafeCurl(ProgramAgent):
 
     # -- the program ------------------------------------------------------------
     def _build_program(self) -> Program:
-        return SafeProgram(self.model, support=self.program_support)
+        return SafeProgram(self.planning, support=self.program_support)
+
+    def _use_planning_model(self, planning: CMDP) -> None:
+        super()._use_planning_model(planning)
+        if self.least_violation is not None:  # its cost rows are the planning model's too
+            self.least_violation = LeastViolationProgram(planning, support=self.program_support)
+            self.compiled_least_violation = self.backend.compile(self.least_violation)
 
     def estimated_kernel(self) -> Any:
         """The epoch's kernel on the agent's support: the plug-in estimate or a posterior draw (an (S, A, S)

@@ -28,9 +28,10 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from ..errors import EnvError
+from ..errors import CurloptError, EnvError
 from ..models.cmdp import CMDP
 from ..models.sampling import cumulative_transitions
+from ..models.signals import check_noise, noisy_signals, signal_bounds
 
 __all__ = ["TabularCMDPEnv"]
 
@@ -62,6 +63,12 @@ class TabularCMDPEnv(gymnasium.Env):
         A model with a known kernel.
     render_mode : {None, "ansi"}, default None
         ``"ansi"``: :meth:`render` returns a one-line text description of the state.
+    signals : {"mean", "bernoulli", "gaussian"}, default "mean"
+        The signals :meth:`step` returns: the model's means, or draws around them
+        (:mod:`curlopt.models.signals`) from a generator of their own, seeded by ``signal_seed``, so the
+        transitions are the same whatever the signals.
+    signal_seed : optional
+        The seed of the noisy signals' generator.
 
     Attributes
     ----------
@@ -85,7 +92,7 @@ class TabularCMDPEnv(gymnasium.Env):
     # render_fps only matters to human-facing render modes; declared so checkers do not warn.
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
 
-    def __init__(self, model: CMDP, render_mode: str | None = None):
+    def __init__(self, model: CMDP, render_mode: str | None = None, signals: str = "mean", signal_seed: Any = None):
         if not isinstance(model, CMDP):
             raise EnvError(f"model must be a curlopt CMDP, got {type(model).__name__}.")
         if not model.sparse and model.kernel is None:
@@ -107,6 +114,15 @@ class TabularCMDPEnv(gymnasium.Env):
         self.cumulative_initial.setflags(write=False)
         self.state: int | None = None
         self._last: tuple[int, int] | None = None
+        try:
+            self.signals = check_noise(signals)
+        except CurloptError as exc:
+            raise EnvError(str(exc)) from None
+        table = np.concatenate([model.rewards, model.costs])
+        self._signal_table = table.reshape(table.shape[0], -1)
+        self._signal_low, self._signal_high = signal_bounds(table)
+        # the noise has its own generator, so the transitions drawn from np_random are the same whatever the signals
+        self._signal_random = np.random.default_rng(signal_seed)
 
     def _draw(self, cumulative: np.ndarray) -> int:
         # One uniform per draw, inverse-CDF: the contract in the module docstring.
@@ -178,8 +194,15 @@ class TabularCMDPEnv(gymnasium.Env):
         else:
             self.state = self._draw_successor(s * self.model.n_actions + a)
         self._last = (s, a)
-        info = {"rewards": self.model.rewards[:, s, a].copy(), "costs": self.model.costs[:, s, a].copy()}
-        return np.int64(self.state), float(self.model.rewards[0, s, a]), False, False, info
+        if self.signals == "mean":
+            info = {"rewards": self.model.rewards[:, s, a].copy(), "costs": self.model.costs[:, s, a].copy()}
+            return np.int64(self.state), float(self.model.rewards[0, s, a]), False, False, info
+        pair = s * self.model.n_actions + a
+        drawn = noisy_signals(self._signal_table[:, [pair]], self._signal_low, self._signal_high, self.signals,
+                              self._signal_random)[:, 0]
+        K = self.model.n_rewards
+        info = {"rewards": drawn[:K].copy(), "costs": drawn[K:].copy()}
+        return np.int64(self.state), float(drawn[0]), False, False, info
 
     def render(self) -> str | None:
         """With ``render_mode="ansi"``, a line naming the state (and the last state and action)."""

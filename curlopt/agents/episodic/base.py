@@ -20,6 +20,7 @@ import time as clock
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from enum import StrEnum
+from types import SimpleNamespace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -27,6 +28,8 @@ import numpy as np
 from ...backends import Backend, resolve_backend
 from ...errors import AgentError, BackendOptionError, CurloptError
 from ...models.episodic import EpisodicCMDP, episode_values
+from ..options import SIGNAL_KNOWLEDGE
+from ..signals import PESSIMISTIC, SignalEstimates
 from .estimates import EpisodeCounts, empirical_kernel
 
 __all__ = ["EpisodeSource", "EpisodePlan", "EpisodicAgent", "ProgramEpisodicAgent", "REPLAN_RULES", "SafePolicy",
@@ -143,12 +146,18 @@ class EpisodicAgent(ABC):
     #: True for the algorithms that take the model's declared safe policy
     uses_safe_policy: ClassVar[bool] = False
 
-    def __init__(self, model: EpisodicCMDP, seed: Any = None, episodes: int | None = None):
+    #: the cost rule of ``rewards="learned"`` (:mod:`curlopt.agents.signals`): pessimistic unless the paper's is not
+    LEARNED_COSTS: ClassVar[str] = PESSIMISTIC
+
+    def __init__(self, model: EpisodicCMDP, seed: Any = None, episodes: int | None = None, rewards: str = "known"):
         if not isinstance(model, EpisodicCMDP):
             raise CurloptError(f"{self.name} needs an episodic model (curlopt.models.episodic.EpisodicCMDP), got"
                                f" {type(model).__name__}; the infinite-horizon agents are in curlopt.agents.AGENTS.")
         self.model = model
         self.horizon = model.horizon
+        if not isinstance(rewards, str) or rewards not in SIGNAL_KNOWLEDGE:
+            raise AgentError(f"rewards must be one of {', '.join(map(repr, SIGNAL_KNOWLEDGE))}, got {rewards!r}.")
+        self.rewards = rewards
         #: K as given to the constructor (None: the loop's K at every reset)
         self.given_episodes = _check_count(episodes, "episodes (K)")
         self.episodes = self.given_episodes
@@ -163,6 +172,9 @@ class EpisodicAgent(ABC):
         self.counts = EpisodeCounts(S, A, H, pooled=self.model.time_homogeneous)
         self.policy: np.ndarray | None = None
         self.episode = 0
+        #: the running means of the observed signals per step, state and action (``rewards="learned"``), else None
+        self.signal_estimates = _step_estimates(self.model) if self.rewards == "learned" else None
+        self._planning_tables: tuple[np.ndarray, np.ndarray] | None = None
         chosen = self._seed if seed is None else seed
         if isinstance(chosen, bool) or (isinstance(chosen, (int, np.integer)) and chosen < 0):
             raise CurloptError(f"seed must be None, an integer >= 0 or a numpy SeedSequence, got {chosen!r}.")
@@ -178,8 +190,39 @@ class EpisodicAgent(ABC):
         kernel = empirical_kernel(self.counts.transitions)
         return kernel[0] if self.counts.pooled else kernel
 
+    @property
+    def step_rewards(self) -> np.ndarray:
+        """The per-step rewards (H, K, S, A) the agent plans on: the model's, or the learned optimistic ones."""
+        return self.model.step_rewards if self._planning_tables is None else self._planning_tables[0]
+
+    @property
+    def step_costs(self) -> np.ndarray:
+        """The per-step costs (H, d, S, A) the agent plans on: the model's, or the learned ones
+        (:attr:`LEARNED_COSTS`)."""
+        return self.model.step_costs if self._planning_tables is None else self._planning_tables[1]
+
+    def observe_signals(self, states: np.ndarray, actions: np.ndarray, rewards: np.ndarray, costs: np.ndarray) -> None:
+        """Learn from an episode's observed signals: ``rewards`` (H, K) and ``costs`` (H, d) at its steps' states and
+        actions. The episode loop calls it before :meth:`end_episode`; an agent told the rewards ignores it."""
+        if self.signal_estimates is None:
+            return
+        S, A, H = self.model.n_states, self.model.n_actions, self.horizon
+        visits = np.zeros(H * S * A)
+        cells = (np.arange(H) * S + np.asarray(states, dtype=np.int64)) * A + np.asarray(actions, dtype=np.int64)
+        visits[cells] = 1.0   # one visit per step: the cells of an episode differ in their step
+        reward_means = np.zeros((self.model.n_rewards, H * S * A))
+        cost_means = np.zeros((self.model.n_costs, H * S * A))
+        reward_means[:, cells] = np.asarray(rewards, dtype=float).T
+        cost_means[:, cells] = np.asarray(costs, dtype=float).T
+        self.signal_estimates.add(visits, reward_means, cost_means)
+
     def begin_episode(self, k: int) -> EpisodePlan:
         """Plan episode ``k`` (counted from 1)."""
+        if self.signal_estimates is not None:
+            H, S, A = self.horizon, self.model.n_states, self.model.n_actions
+            rewards, costs = self.signal_estimates.planning_tables(max(1, self.episode * H), self.LEARNED_COSTS)
+            self._planning_tables = (rewards.reshape(-1, H, S, A).transpose(1, 0, 2, 3),
+                                     costs.reshape(-1, H, S, A).transpose(1, 0, 2, 3))
         plan = self._plan(k)
         self.policy = plan.policy
         return plan
@@ -195,7 +238,10 @@ class EpisodicAgent(ABC):
 
     def describe(self) -> dict[str, Any]:
         """The options that identify the agent in a trace."""
-        return {"agent": self.name, "episodes": self.episodes, "counts": "pooled" if self.counts.pooled else "per-step"}
+        out = {"agent": self.name, "episodes": self.episodes, "counts": "pooled" if self.counts.pooled else "per-step"}
+        if self.rewards != "known":  # only when set: the records of known signals are unchanged
+            out["rewards"] = self.rewards
+        return out
 
 
 class ProgramEpisodicAgent(EpisodicAgent):
@@ -210,6 +256,9 @@ class ProgramEpisodicAgent(EpisodicAgent):
         As for :class:`EpisodicAgent`.
     backend : str or Backend, default "auto"
         Any backend that takes the agent's program.
+    rewards : {"known", "learned"}, default "known"
+        ``learned``: plan on the running means of the observed signals per step, state and action, moved by
+        Hoeffding's width (optimistic rewards; costs by :attr:`LEARNED_COSTS`; :mod:`curlopt.agents.signals`).
     replan : {"every-episode", "doubling"}, default "every-episode"
         ``every-episode`` (the papers'): solve in every episode. ``doubling``: solve only when the visits of some
         pair (at some step, for per-step counts) have doubled since the last solve (and in the first episode);
@@ -219,11 +268,11 @@ class ProgramEpisodicAgent(EpisodicAgent):
     """
 
     def __init__(self, model: EpisodicCMDP, backend: Any = "auto", seed: Any = None, episodes: int | None = None,
-                 replan: str = "every-episode", **backend_options: Any):
+                 replan: str = "every-episode", rewards: str = "known", **backend_options: Any):
         if not isinstance(replan, str) or replan not in REPLAN_RULES:
             raise AgentError(f"replan must be one of {', '.join(map(repr, REPLAN_RULES))}, got {replan!r}.")
         self.replan = replan
-        super().__init__(model, seed, episodes)
+        super().__init__(model, seed, episodes, rewards)
         if backend_options and isinstance(backend, Backend):
             raise AgentError(f"{self.name} does not take option(s) {sorted(backend_options)} (extra options go to"
                              f" the backend, given as an instance, {backend!r}, which takes none).")
@@ -318,6 +367,17 @@ class ProgramEpisodicAgent(EpisodicAgent):
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "backend": self.backend.name, "replan": self.replan}
+
+
+def _step_estimates(model: EpisodicCMDP) -> SignalEstimates:
+    """Running means over the cells (step, state, action): the per-step tables seen as (K, H·S, A)."""
+    H, S, A = model.horizon, model.n_states, model.n_actions
+    view = SimpleNamespace(
+        rewards=np.asarray(model.step_rewards).transpose(1, 0, 2, 3).reshape(model.n_rewards, H * S, A),
+        costs=np.asarray(model.step_costs).transpose(1, 0, 2, 3).reshape(model.n_costs, H * S, A),
+        n_rewards=model.n_rewards, n_costs=model.n_costs, n_states=H * S, n_actions=A,
+        objective=model.objective, constraints=model.constraints)
+    return SignalEstimates(view)
 
 
 def _join(first: str, second: str) -> str:

@@ -15,6 +15,7 @@ import numpy as np
 from ...errors import AgentError
 from ...models.episodic import EpisodicCMDP
 from ...programs.tightness import TIGHTNESS_CONSTANT_MAX, tightness
+from ..signals import OPTIMISTIC
 from .base import (
     EpisodePlan,
     EpisodeSource,
@@ -79,8 +80,9 @@ class OptCmdp(_PerEntryAgent):
 
     maximise ``f(λ)`` over occupancies ``z_h(s,a,s')`` whose kernel lies in the per-entry empirical Bernstein set
     around ``P̂``, subject to the constraints on the model's (known) costs. With unknown signals the paper adds
-    ``r̂ + b_r`` and ``ĉ − b_c``; with known rewards and costs (the assumption kept here, as in the DOPE authors'
-    implementation of OptCMDP) both bonuses are 0. When the program is infeasible (the set holds no kernel on which
+    ``r̂ + b_r`` and ``ĉ − b_c``; with known rewards and costs (the default, as in the DOPE authors'
+    implementation of OptCMDP) both bonuses are 0, and with ``rewards="learned"`` it plans on exactly those, with
+    Hoeffding's width (:mod:`curlopt.agents.signals`). When the program is infeasible (the set holds no kernel on which
     the budget can be met) the backend's fallback program without the constraint rows is played, labelled
     ``fallback``: OptCMDP has no safe policy.
 
@@ -100,10 +102,12 @@ class OptCmdp(_PerEntryAgent):
     """
 
     name = "opt-cmdp"
+    #: learned signals: the paper's ``ĉ − b_c``, optimistic in the costs (with our Hoeffding width)
+    LEARNED_COSTS = OPTIMISTIC
 
     def _update_program(self, k: int) -> float:
         self.program.update(kernel=self.kernel_estimate(), radius=self.widths(),
-                            rewards=self.model.step_rewards, costs=self.model.step_costs, epsilon=0.0)
+                            rewards=self.step_rewards, costs=self.step_costs, epsilon=0.0)
         return 0.0
 
 
@@ -165,8 +169,8 @@ class Dope(_PerEntryAgent):
     def _update_program(self, k: int) -> float:
         reward_bonus, cost_penalty = self.bonuses()
         self.program.update(kernel=self.kernel_estimate(), radius=self.widths(),
-                            rewards=_add_per_step(self.model.step_rewards, reward_bonus),
-                            costs=_add_per_step(self.model.step_costs, cost_penalty), epsilon=0.0)
+                            rewards=_add_per_step(self.step_rewards, reward_bonus),
+                            costs=_add_per_step(self.step_costs, cost_penalty), epsilon=0.0)
         return 0.0
 
     def _on_infeasible(self, result: Any, epsilon: float) -> EpisodePlan | None:
@@ -230,8 +234,8 @@ class EpisodicUcCurl(ProgramEpisodicAgent):
 
     def _update_program(self, k: int) -> float:
         eps = self.epsilon(k)
-        self.program.update(kernel=self.kernel_estimate(), radius=self.radius(k), rewards=self.model.step_rewards,
-                            costs=self.model.step_costs, epsilon=eps)
+        self.program.update(kernel=self.kernel_estimate(), radius=self.radius(k), rewards=self.step_rewards,
+                            costs=self.step_costs, epsilon=eps)
         return eps
 
     def describe(self) -> dict[str, Any]:

@@ -81,7 +81,7 @@ class OptPessLp(ProgramEpisodicAgent):
         return self.bonus_scale * alpha_r * beta, self.bonus_scale * alpha_c * beta
 
     def _pessimistic_costs(self) -> np.ndarray:
-        return _add_per_step(self.model.step_costs, self.bonuses()[1])
+        return _add_per_step(self.step_costs, self.bonuses()[1])
 
     def safe_policy_test(self) -> float:
         """``max_m g_m`` of the safe policy's pessimistic per-episode costs on ``P̂``; the safe policy is played
@@ -100,8 +100,8 @@ class OptPessLp(ProgramEpisodicAgent):
 
     def _update_program(self, k: int) -> float:
         reward_bonus, cost_penalty = self.bonuses()
-        self.program.update(kernels=self.kernel_estimate(), rewards=_add_per_step(self.model.step_rewards, reward_bonus),
-                            costs=_add_per_step(self.model.step_costs, cost_penalty), epsilon=0.0)
+        self.program.update(kernels=self.kernel_estimate(), rewards=_add_per_step(self.step_rewards, reward_bonus),
+                            costs=_add_per_step(self.step_costs, cost_penalty), epsilon=0.0)
         return 0.0
 
     def _on_infeasible(self, result: Any, epsilon: float) -> EpisodePlan | None:

@@ -83,8 +83,8 @@ class EpisodicPsCurl(ProgramEpisodicAgent):
     def _update_program(self, k: int) -> float:
         eps = self.epsilon(k)
         self._drawn = self.sample_kernel()
-        self.program.update(kernels=self._drawn, rewards=self.model.step_rewards,
-                            costs=self.model.step_costs, epsilon=eps)
+        self.program.update(kernels=self._drawn, rewards=self.step_rewards,
+                            costs=self.step_costs, epsilon=eps)
         return eps
 
     def describe(self) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from ... import __version__
 from ...agents.episodic.base import EpisodicAgent
 from ...errors import CurloptError
 from ...models.episodic import EpisodicCMDP, episode_values
+from ...models.signals import check_noise, noisy_signals, signal_bounds
 
 __all__ = ["run_episodes", "EpisodeTrace", "episodic_optimum", "episode_metrics", "MAX_EPISODES", "EPISODE_BLOCK"]
 
@@ -213,7 +214,7 @@ def simulate_episode(initial_cum: np.ndarray, kernel_cum: np.ndarray, policy_cum
 
 
 def run_episodes(model: EpisodicCMDP, agent: EpisodicAgent, episodes: int, seed: int = 0,
-                 optimum: float | None = None, progress: bool = False) -> EpisodeTrace:
+                 optimum: float | None = None, progress: bool = False, signals: str = "mean") -> EpisodeTrace:
     """Run ``agent`` on ``model`` for ``episodes`` episodes and record the exact and realised metrics.
 
     Parameters
@@ -231,6 +232,11 @@ def run_episodes(model: EpisodicCMDP, agent: EpisodicAgent, episodes: int, seed:
         LP-representable utilities).
     progress : bool
         Show a tqdm bar.
+    signals : {"mean", "bernoulli", "gaussian"}, default "mean"
+        What the agent observes at each step (:meth:`EpisodicAgent.observe_signals`): the model's means, or draws
+        around them (:mod:`curlopt.models.signals`, each signal's range the model's minimum and maximum over steps,
+        states and actions) from a fourth stream of the run's seed, so the trajectories are the same whatever the
+        signals. The metrics are computed from the means either way.
 
     Returns
     -------
@@ -243,12 +249,19 @@ def run_episodes(model: EpisodicCMDP, agent: EpisodicAgent, episodes: int, seed:
         distributions, or a model whose constraints no policy satisfies (when ``optimum`` is not given).
     """
     K, seed = _validate(model, agent, episodes, seed)
+    check_noise(signals)
     f_star = episodic_optimum(model) if optimum is None else float(optimum)
-    env_seq, action_seq, agent_seq = np.random.SeedSequence(seed).spawn(3)
+    # a fourth child (the signal stream) leaves the first three, and so every trajectory, as they were
+    env_seq, action_seq, agent_seq, signal_seq = np.random.SeedSequence(seed).spawn(4)
     agent.reset(agent_seq, episodes=K)
     started = clock.perf_counter()
-    played = _play(model, agent, K, np.random.default_rng(env_seq), np.random.default_rng(action_seq), progress)
-    return _trace(model, agent, f_star, played, seed, clock.perf_counter() - started)
+    noise = _EpisodeSignals(model, signals, signal_seq)
+    played = _play(model, agent, K, np.random.default_rng(env_seq), np.random.default_rng(action_seq), progress,
+                   noise)
+    trace = _trace(model, agent, f_star, played, seed, clock.perf_counter() - started)
+    if signals != "mean":  # recorded only when drawn: the records of mean signals are unchanged
+        trace.meta["signals"] = signals
+    return trace
 
 
 class _Played:
@@ -274,8 +287,26 @@ class _Played:
             self.messages[k + 1] = plan.message
 
 
+class _EpisodeSignals:
+    """An episode's observed signals: the model's means at its steps, or noisy draws around them."""
+
+    def __init__(self, model: EpisodicCMDP, noise: str, seed: Any):
+        self.noise, self.n_rewards = noise, model.n_rewards
+        table = np.concatenate([model.step_rewards, model.step_costs], axis=1)       # (H, K + d, S, A)
+        self.low, self.high = signal_bounds(table.transpose(1, 0, 2, 3))
+        self.generator = np.random.default_rng(seed)
+
+    def observe(self, rewards: np.ndarray, costs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(rewards (H, K), costs (H, d))`` observed around the means at the episode's steps."""
+        if self.noise == "mean":
+            return rewards, costs
+        drawn = noisy_signals(np.concatenate([rewards, costs], axis=1).T, self.low, self.high, self.noise,
+                              self.generator).T
+        return drawn[:, :self.n_rewards], drawn[:, self.n_rewards:]
+
+
 def _play(model: EpisodicCMDP, agent: EpisodicAgent, K: int, env_rng: np.random.Generator,
-          act_rng: np.random.Generator, progress: bool) -> _Played:
+          act_rng: np.random.Generator, progress: bool, noise: _EpisodeSignals) -> _Played:
     """Play K episodes: plan, evaluate the policy exactly (once per distinct policy object), simulate, learn."""
     H, S, A = model.horizon, model.n_states, model.n_actions
     initial_cum = _cumulative(np.asarray(model.initial, dtype=float))
@@ -302,6 +333,8 @@ def _play(model: EpisodicCMDP, agent: EpisodicAgent, K: int, env_rng: np.random.
             last = (plan.policy, lam, zeta, _cumulative(policy))
         states, actions = simulate_episode(initial_cum, kernel_cum, last[3], env_block[k % EPISODE_BLOCK],
                                            act_block[k % EPISODE_BLOCK])
+        agent.observe_signals(states, actions, *noise.observe(step_rewards[steps, :, states, actions],
+                                                              step_costs[steps, :, states, actions]))
         agent.end_episode(states, actions)
         out.rewards[k], out.costs[k] = last[1], last[2]
         out.realised_rewards[k] = step_rewards[steps, :, states, actions].sum(axis=0)

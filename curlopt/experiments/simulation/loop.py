@@ -1,7 +1,8 @@
 """The learning loop: run an agent on an environment for T steps and record a trace.
 
-Randomness: the run's seed is split (``numpy.random.SeedSequence(seed).spawn(3)``)
-into the environment's seed, the action stream and the agent's own stream. Each
+Randomness: the run's seed is split (``numpy.random.SeedSequence(seed).spawn(4)``)
+into the environment's seed, the action stream, the agent's own stream and the noisy signals' stream
+(:mod:`.observed`; the first three children are those of ``spawn(3)``, so every trajectory is as it was). Each
 step consumes one action uniform (``a = first index with cumulative π(·|s) > u``)
 and one environment uniform (the environment's contract, see
 :class:`curlopt.envs.TabularCMDPEnv`).
@@ -39,6 +40,8 @@ from ...agents.base import Agent, StepLearner
 from ...errors import CurloptError
 from ...models.cmdp import CMDP, stationary_occupancy
 from ...models.sampling import cumulative_transitions
+from ...models.signals import check_noise
+from .observed import ObservedSignals
 from .streams import UniformStream
 from .trace import EpochRecord, Trace
 
@@ -67,7 +70,8 @@ def checkpoint_times(steps: int, count: int = 100) -> np.ndarray:
     return np.union1d(times, [steps])
 
 
-def _validate(steps: Any, seed: Any, checkpoints: Any = 100) -> tuple[int, int, int]:
+def _validate(steps: Any, seed: Any, checkpoints: Any = 100, signals: Any = "mean") -> tuple[int, int, int]:
+    check_noise(signals)
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
         raise CurloptError(f"steps must be an integer >= 1, got {steps!r}.")
     if steps > MAX_STEPS:
@@ -248,7 +252,8 @@ def _generic_epoch(env, state, policy_rows, thresholds, cap, actions: UniformStr
             raise CurloptError("the environment ended an episode; the learning loop needs an infinite-horizon (never-ending) environment.")
         sa = s * n_actions + a
         # Signals are functions of (s, a): checking each pair's first visit in an epoch is enough.
-        if sa not in visits and "rewards" in info \
+        # (an environment that draws noisy signals itself is not compared: the loop draws the agent's own)
+        if sa not in visits and "rewards" in info and getattr(env.unwrapped, "signals", "mean") == "mean" \
                 and not np.array_equal(np.asarray(info["rewards"], dtype=float), model.rewards[:, s, a]):
             raise CurloptError(
                 f"the environment's reward signals at (s={s}, a={a}) differ from the agent's model; give the agent the"
@@ -332,6 +337,7 @@ def run(
     model: CMDP | None = None,
     env_name: str | None = None,
     optimum_backend: str | None = None,
+    signals: str = "mean",
 ) -> Trace:
     """Run ``agent`` on ``env`` for ``steps`` steps and return its :class:`Trace`.
 
@@ -361,21 +367,24 @@ def run(
         The backend (a registry name) of the reference optimum ``f(λ*)``; ``"auto"``: the registry's rule for the
         model's occupancy program (:func:`curlopt.backends.registry.choose_backend`). Default: the agent's backend,
         except on a large shallow chain (that rule's ``mdp-columns``), and that rule for an agent without one.
+    signals : {"mean", "bernoulli", "gaussian"}, default "mean"
+        What the agent observes: the model's means, or draws around them from the run's own stream (:mod:`.observed`).
 
     Returns
     -------
     Trace
     """
-    steps, seed, checkpoints = _validate(steps, seed, checkpoints)
+    steps, seed, checkpoints = _validate(steps, seed, checkpoints, signals)
     _check_optimum_backend(optimum_backend)
     env, unwrapped, model, env_name, path = _resolve_inputs(agent, env, model, env_name, path)
     started = clock.perf_counter()
-    env_seq, action_seq, agent_seq = np.random.SeedSequence(seed).spawn(3)
+    env_seq, action_seq, agent_seq, signal_seq = np.random.SeedSequence(seed).spawn(4)
     state, _ = env.reset(seed=int(env_seq.generate_state(1)[0]))
     actions = UniformStream(np.random.default_rng(action_seq))
     agent.reset(agent_seq)
     optimum = _optimum(model, agent, optimum_backend) if model is not None else None
     recorder = _Recorder(agent.model, steps, checkpoints, None if optimum is None else optimum["objective"])
+    observed = ObservedSignals(recorder.rewards, recorder.costs, signals, signal_seq)
     evaluator = _ExactEvaluator(model) if _known(model) else None
     step: ChainSimulator | _GenericStepper
     if path == "fast":
@@ -385,16 +394,15 @@ def run(
         step = _GenericStepper(env, agent.model, actions)
     bar = _progress_bar(agent, steps, progress)
     try:
-        epochs = _play(agent, steps, int(state), step, recorder, evaluator, bar)
+        epochs = _play(agent, steps, int(state), step, recorder, evaluator, bar, observed)
     finally:
         if bar is not None:
             bar.close()
     meta = {
         "env": env_name or getattr(model, "name", type(unwrapped).__name__),
         **_with_backend_version(agent.describe(), agent),
-        "seed": seed,
-        "steps": steps,
-        "path": path,
+        "seed": seed, "steps": steps, "path": path,
+        **({"signals": signals} if signals != "mean" else {}),  # only when drawn: mean-signal traces unchanged
         "curlopt_version": __version__,
     }
     return Trace(meta, optimum, recorder.columns(), epochs, clock.perf_counter() - started)
@@ -584,7 +592,7 @@ def _pairs_and_nexts(visited: list[int], state: int, n_actions: int) -> tuple[np
 
 
 def _play(agent: Agent, steps: int, state: int, step, recorder: _Recorder, evaluator: _ExactEvaluator | None,
-          bar) -> list[EpochRecord]:
+          bar, observed: ObservedSignals) -> list[EpochRecord]:
     """The epochs of a run: plan, step until the trigger fires, record, learn; returns the epoch records."""
     S, A = agent.model.n_states, agent.model.n_actions
     epochs: list[EpochRecord] = []
@@ -606,7 +614,9 @@ def _play(agent: Agent, steps: int, state: int, step, recorder: _Recorder, evalu
         # a policy that changed at every step has no one exact value: the record keeps none
         epochs.append(_epoch_record(len(epochs), t, pairs.size, plan,
                                     None if agent.learns_per_step else evaluator))
-        agent.end_epoch(counts, recorder.rewards @ visits, recorder.costs @ visits, int(pairs.size))
+        reward_means, cost_means, reward_sum, cost_sum = observed.epoch(pairs, visits)
+        agent.observe_signals(pair_visits, reward_means, cost_means)
+        agent.end_epoch(counts, reward_sum, cost_sum, int(pairs.size))
         t += pairs.size
         if bar is not None:
             bar.update(pairs.size)
