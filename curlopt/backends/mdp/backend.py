@@ -256,7 +256,7 @@ class CompiledMdpColumns(CompiledProgram):
     def _solve(self, with_constraints: bool) -> RawSolution:
         self._refresh()
         backend: MdpColumnsBackend = self.backend  # type: ignore[assignment]
-        search = ColumnSearch(self.kernel, self.problem, self.pool, self.master, backend.settings,  # type: ignore[arg-type]
+        search = ColumnSearch(self.kernel, self.problem, self.pool, self.master, backend.settings,
                               float(self.program.epsilon), self.time_left, self._values)
         if not len(self.pool):
             search.seed()
