@@ -271,3 +271,59 @@ def test_the_extended_program_is_still_delegated():
     model = random_instance(0, False, False, True)[0]
     result = get_backend("mdp-columns").solve(EpisodicExtendedProgram(model, radius=0.1))
     assert "delegated to the highs backend" in result.solver
+
+
+# -- the auto rule -----------------------------------------------------------------------------------------------------
+
+
+def _dense_episodic(S: int, A: int, H: int, objective=None, per_step: bool = False) -> EpisodicCMDP:
+    rng = np.random.default_rng(0)
+    kernels = [rng.dirichlet(np.ones(S), size=(S, A)) for _ in range(H - 1 if per_step else 1)]
+    rewards = rng.uniform(size=(1 if objective is None else 2, S, A))
+    return EpisodicCMDP(rewards, rng.uniform(size=(1, S, A)), objective or Linear([1.0]),
+                        [LinearBound([1.0], 0.45 * H)], kernel=kernels if per_step else kernels[0], horizon=H)
+
+
+def test_auto_takes_mdp_columns_for_the_episodic_optimum_from_its_threshold():
+    from curlopt.backends.registry import (
+        EPISODIC_COLUMNS_FROM_ENTRIES,
+        EPISODIC_CONIC_COLUMNS_FROM_ENTRIES,
+        choose_backend,
+        episode_entries,
+    )
+    from curlopt.programs import EpisodicExtendedProgram
+
+    def auto(model, program=EpisodicOccupancyProgram):
+        return choose_backend((model.objective, *model.constraints), model, program)
+
+    # 10·10·4·9 = 3,600 entries over the episode's nine transitions, 5·5·3·4 = 300
+    large, small = _dense_episodic(10, 4, 10), _dense_episodic(5, 3, 5)
+    assert episode_entries(large) == 3600 >= EPISODIC_COLUMNS_FROM_ENTRIES > episode_entries(small) == 300
+    assert auto(large) == "mdp-columns" and auto(small) == "highs"
+    assert auto(large, EpisodicExtendedProgram) == "highs"       # the extended program stays on its route
+    per_step = _dense_episodic(10, 4, 10, per_step=True)
+    assert episode_entries(per_step) == 3600 and auto(per_step) == "mdp-columns"
+    pytest.importorskip("cvxpy")
+    logs_small, logs_large = _dense_episodic(10, 4, 10, SumOfLogs(dim=2)), _dense_episodic(20, 4, 10, SumOfLogs(dim=2))
+    assert episode_entries(logs_small) < EPISODIC_CONIC_COLUMNS_FROM_ENTRIES <= episode_entries(logs_large)
+    assert auto(logs_small) == "cvxpy" and auto(logs_large) == "mdp-columns"
+
+
+def test_auto_on_a_large_episodic_model_with_per_step_sparse_kernels():
+    """Per-step kernels have no single kernel to measure a reach depth on: the long-run rules are not asked."""
+    from curlopt.backends.registry import choose_backend, episode_entries
+    from curlopt.programs import EpisodicExtendedProgram
+
+    rng = np.random.default_rng(1)
+    S, A, H = 200, 2, 3
+    kernels = []
+    for _ in range(H - 1):
+        cols = np.argsort(rng.uniform(size=(S * A, S)), axis=1)[:, :3]
+        values = rng.dirichlet(np.ones(3), size=S * A)
+        kernels.append(sp.csr_array((values.ravel(), (np.repeat(np.arange(S * A), 3), cols.ravel())), shape=(S * A, S)))
+    model = EpisodicCMDP(rng.uniform(size=(1, S, A)), rng.uniform(size=(1, S, A)), Linear([1.0]),
+                         [LinearBound([1.0], 0.45 * H)], kernel=kernels, horizon=H, storage="sparse")
+    utilities = (model.objective, *model.constraints)
+    assert choose_backend(utilities, model, EpisodicExtendedProgram) == "highs"
+    assert episode_entries(model) == 2 * 400 * 3     # the stored nonzeros of each transition's kernel
+    assert choose_backend(utilities, model, EpisodicOccupancyProgram) == "mdp-columns"
