@@ -10,7 +10,9 @@ only multiplies the kernel by vectors (:mod:`.search` states the method and its 
   occupancies (mass and flow rows to rounding, ~1e-12); the constraint rows hold to the master solver's
   feasibility tolerance (1e-9), relaxed by at most ``feasibility_tolerance`` when phase 1 ends within it;
 * **programs**: the occupancy program (the optimum, PS-CURL's epochs), safe mode's program and its least-violation
-  program. Every other program (UC-CURL's optimistic program, UCRL-CMDP's box program, subclasses) is handed to
+  program; and the episodic occupancy program (the episodic optimum), whose columns are deterministic Markov
+  policies priced by backward induction over its per-step kernels (:mod:`.episodic`: exact pricing, so every
+  round's certificate is exact). Every other program (UC-CURL's optimistic program, UCRL-CMDP's box program, subclasses) is handed to
   the ``highs`` backend (LP-representable utilities) or the ``cvxpy`` backend (others), built with this
   backend's options (``DELEGATES``); results name this backend, and their ``solver`` says who solved them;
 * **utilities**: LP-representable ones (the master is an LP on HiGHS, whose duals price the next column), and,
@@ -129,8 +131,9 @@ class MdpColumnsBackend(Backend):
                "a dict from CVXPY solver name to a dict of its settings, or None", settings_by_solver),
     )
 
-    #: the occupancy program, safe mode's program and its least-violation program, each exactly (a subclass may add
-    #: rows the search would not know of; the class is defined below); every other program goes to the highs
+    #: the occupancy program, safe mode's program, its least-violation program and the episodic occupancy program, each
+    #: exactly (a subclass may add rows the search would not know of; the classes are defined below); every other
+    #: program (the episodic extended program among them) goes to the highs
     #: backend (LP-representable utilities) or the cvxpy backend (the others), built with this backend's settings
     COMPILES: ClassVar[Mapping[type[Program], CompiledForm | Exactly]] = {
         **{taken: exactly(lambda backend, program: CompiledMdpColumns(backend, program)) for taken in TAKEN_PROGRAMS},
