@@ -301,6 +301,9 @@ def test_auto_takes_mdp_columns_for_the_episodic_optimum_from_its_threshold():
     assert episode_entries(large) == 3600 >= EPISODIC_COLUMNS_FROM_ENTRIES > episode_entries(small) == 300
     assert auto(large) == "mdp-columns" and auto(small) == "highs"
     assert auto(large, EpisodicExtendedProgram) == "highs"       # the extended program stays on its route
+    from curlopt.programs import OccupancyProgram
+
+    assert auto(large, OccupancyProgram) == "highs"    # a long-run program on an episodic model: the long-run rules
     per_step = _dense_episodic(10, 4, 10, per_step=True)
     assert episode_entries(per_step) == 3600 and auto(per_step) == "mdp-columns"
     pytest.importorskip("cvxpy")

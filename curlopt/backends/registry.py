@@ -15,6 +15,7 @@ from ..errors import BackendError
 from ..models.cmdp import CMDP
 from ..models.episodic import EpisodicCMDP
 from ..programs.blocks import Program
+from ..programs.episodic import EpisodicExtendedProgram, EpisodicOccupancyProgram
 from ..programs.occupancy import OccupancyProgram
 from ..programs.optimistic import BoxOptimisticProgram, OptimisticProgram
 from ..utilities.library import Utility
@@ -25,7 +26,7 @@ __all__ = [
     "register_backend", "get_backend", "backend_names", "installed_backends", "backends_accepting",
     "choose_backend", "resolve_backend", "auto_candidates", "backend_class", "auto_backend", "auto_takes", "kernel_entries",
     "reach_depth", "large_shallow_chain", "COLUMNS_FROM_STATES", "SHALLOW_DEPTH", "COLUMNS_FROM_ENTRIES", "OPTIMISTIC_COLUMNS",
-    "episode_entries", "EPISODIC_COLUMNS_FROM_ENTRIES", "EPISODIC_CONIC_COLUMNS_FROM_ENTRIES",
+    "episode_entries", "EPISODIC_COLUMNS_FROM_ENTRIES", "EPISODIC_CONIC_COLUMNS_FROM_ENTRIES", "EPISODIC_PROGRAMS",
 ]
 
 # name -> "module:Class" (imported lazily so that naming a backend never imports its solver)
@@ -174,6 +175,9 @@ EPISODIC_COLUMNS_FROM_ENTRIES = 2000
 #: against 0.11), ``mdp-columns`` 10x faster from (20, 4, 10), 14,400 entries, and 1,900x at (50, 5, 20) (34 s
 #: against 0.018)
 EPISODIC_CONIC_COLUMNS_FROM_ENTRIES = 10_000
+#: the programs over per-step occupancies, which rule 0 of :func:`choose_backend` decides for (a long-run program on
+#: an episodic model goes through rules 1 to 3 as on any model)
+EPISODIC_PROGRAMS = (EpisodicOccupancyProgram, EpisodicExtendedProgram)
 
 
 def choose_backend(utilities: Sequence[Utility], model: CMDP | None = None,
@@ -183,10 +187,11 @@ def choose_backend(utilities: Sequence[Utility], model: CMDP | None = None,
     From the program type, the model's size and structure and the utilities' forms (docs/guide/solvers.md has the
     table with the measured figures):
 
-    0. on an episodic model, a program ``mdp-columns`` compiles itself (the episodic occupancy program) with at least
-       :data:`EPISODIC_COLUMNS_FROM_ENTRIES` kernel entries over an episode (:func:`episode_entries`) for
-       LP-representable utilities, :data:`EPISODIC_CONIC_COLUMNS_FROM_ENTRIES` for the others: ``mdp-columns``, when
-       it takes the utilities (rules 1 and 2 are for the long-run programs; an episodic model goes on to rule 3);
+    0. an episodic program (:data:`EPISODIC_PROGRAMS`) that ``mdp-columns`` compiles itself (the episodic occupancy
+       program) with at least :data:`EPISODIC_COLUMNS_FROM_ENTRIES` kernel entries over an episode
+       (:func:`episode_entries`) for LP-representable utilities, :data:`EPISODIC_CONIC_COLUMNS_FROM_ENTRIES` for the
+       others: ``mdp-columns``, when it takes the utilities; an episodic program goes on to rule 3 otherwise (rules 1
+       and 2 are the long-run programs', and per-step kernels have no single chain to measure a reach depth on);
     1. a program ``mdp-columns`` compiles itself (the occupancy program, safe mode's programs) on a model of at least
        :data:`COLUMNS_FROM_STATES` states whose chain is shallow (:func:`reach_depth` at most :data:`SHALLOW_DEPTH`):
        ``mdp-columns``, when it takes the utilities;
@@ -218,7 +223,7 @@ def choose_backend(utilities: Sequence[Utility], model: CMDP | None = None,
     def takes(name: str) -> bool:
         return name in installed and all(backend_class(name).accepts(u) for u in utilities)
 
-    if isinstance(model, EpisodicCMDP):
+    if isinstance(model, EpisodicCMDP) and issubclass(program, EPISODIC_PROGRAMS):
         threshold = EPISODIC_COLUMNS_FROM_ENTRIES if lp else EPISODIC_CONIC_COLUMNS_FROM_ENTRIES
         if (takes("mdp-columns") and backend_class("mdp-columns").compiled_form(program)
                 and episode_entries(model) >= threshold):
