@@ -171,9 +171,9 @@ OPTIMISTIC_COLUMNS = {OptimisticProgram: "highs-columns", BoxOptimisticProgram: 
 #: 0.69 against 0.011; at (200, 5, 50) ``highs`` does not finish in 120 s, ``mdp-columns`` takes 0.7 s
 EPISODIC_COLUMNS_FROM_ENTRIES = 2000
 #: the same for utilities that are not LP-representable (``cvxpy`` takes the whole program; ``mdp-columns`` a conic
-#: master): measured with a sum of logs, ``cvxpy`` is as fast or faster up to (10, 4, 20), 7,600 entries (0.09 s CPU
-#: against 0.11), ``mdp-columns`` 10x faster from (20, 4, 10), 14,400 entries, and 1,900x at (50, 5, 20) (34 s
-#: against 0.018)
+#: master): measured with a sum of logs (two runs), neither is faster throughout below it (at (10, 4, 10), 3,600
+#: entries, ``cvxpy`` 3x faster; at (10, 4, 20), 7,600 entries, 0.8x to 2.9x), ``mdp-columns`` 10x to 22x faster from
+#: (20, 4, 10), 14,400 entries, and 1,900x at (50, 5, 20) (32 s CPU against 0.017)
 EPISODIC_CONIC_COLUMNS_FROM_ENTRIES = 10_000
 #: the programs over per-step occupancies, which rule 0 of :func:`choose_backend` decides for (a long-run program on
 #: an episodic model goes through rules 1 to 3 as on any model)
