@@ -330,3 +330,16 @@ def test_auto_on_a_large_episodic_model_with_per_step_sparse_kernels():
     assert choose_backend(utilities, model, EpisodicExtendedProgram) == "highs"
     assert episode_entries(model) == 2 * 400 * 3     # the stored nonzeros of each transition's kernel
     assert choose_backend(utilities, model, EpisodicOccupancyProgram) == "mdp-columns"
+
+
+def test_a_model_without_costs():
+    rng = np.random.default_rng(6)
+    S, A, H = 4, 3, 5
+    kernels = [rng.dirichlet(np.ones(S), size=(S, A)) for _ in range(H - 1)]
+    mu = rng.dirichlet(np.ones(S))
+    rewards = rng.uniform(size=(H, 1, S, A))
+    model = EpisodicCMDP(rewards, None, Linear([1.0]), kernel=kernels, initial=mu, horizon=H)
+    expected = reference_optimum(kernels, mu, rewards, np.zeros((H, 0, S, A)), (np.ones((1, 1)), np.zeros(1)), [])
+    result = get_backend("mdp-columns").solve(EpisodicOccupancyProgram(model))
+    assert result.status is Status.OPTIMAL, result.message
+    assert result.objective == pytest.approx(expected, rel=1e-7)

@@ -180,8 +180,11 @@ class EpisodicPool:
         self._policies.add(key)
         self.columns.append(column)
         rewards, costs = self._signals
-        self.rewards = np.hstack([self.rewards.reshape(rewards.shape[0], -1), column.aggregate(rewards)[:, None]])
-        self.costs = np.hstack([self.costs.reshape(costs.shape[0], -1), column.aggregate(costs)[:, None]])
+        # the totals are (signals, columns) arrays, also with no signal (a model without costs): (0, n)
+        self.rewards = np.hstack([self.rewards.reshape(rewards.shape[0], len(self.columns) - 1),
+                                  column.aggregate(rewards)[:, None]])
+        self.costs = np.hstack([self.costs.reshape(costs.shape[0], len(self.columns) - 1),
+                                column.aggregate(costs)[:, None]])
         return 1
 
     def set_signals(self, rewards: np.ndarray, costs: np.ndarray) -> None:
