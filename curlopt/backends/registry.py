@@ -168,7 +168,7 @@ OPTIMISTIC_COLUMNS = {OptimisticProgram: "highs-columns", BoxOptimisticProgram: 
 #: (:func:`episode_entries`). Measured (benchmarks/bench_episodic.py --crossover, random dense kernels, one binding
 #: budget, compile + solve, CPU seconds under load): at (S, A, H) = (5, 3, 5), 300 entries, 0.003 on ``highs`` against
 #: 0.004 on ``mdp-columns``; at (10, 4, 10), 3,600 entries, 0.008 against 0.002; at (50, 5, 20), 237,500 entries,
-#: 0.69 against 0.011; at (200, 5, 50) ``highs`` does not finish in 120 s, ``mdp-columns`` takes 0.7 s
+#: 0.69 against 0.011; at (200, 5, 50) ``highs`` does not finish in 120 s, ``mdp-columns`` solves it in 0.6-0.8 s (1.9-6.3 s with the program's build)
 EPISODIC_COLUMNS_FROM_ENTRIES = 2000
 #: the same for utilities that are not LP-representable (``cvxpy`` takes the whole program; ``mdp-columns`` a conic
 #: master): measured with a sum of logs (two runs), neither is faster throughout below it (at (10, 4, 10), 3,600
