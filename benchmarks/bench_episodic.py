@@ -2,6 +2,7 @@
 
 Run alone:  python benchmarks/bench_episodic.py [--sizes 50,5,20 200,5,50] [--backends highs,scipy,...]
                                                 [--time-limit SECONDS] [--successors K]
+            python benchmarks/bench_episodic.py --crossover [--objective linear|logs] [--repeats N]
 
 Random models are built here from numpy: a time-homogeneous Dirichlet(1) kernel over every successor (dense, S²·A
 entries), or over K random successors of each pair with ``--successors K`` (stored sparse); rewards and one cost
@@ -20,9 +21,16 @@ expression per nonzero); a backend stopped by ``--time-limit`` (each attempt's l
 failing says so in its row. Above that size the reference is the optimum of the column generation below instead of
 linprog's (too slow there), with its Lagrangian upper bound as the certificate.
 
-Each size also prints a what-if that is not a curlopt backend: the same optimum by column generation over
-deterministic Markov policies, priced by backward induction on ``r − y c`` with a two-row master — the route by which
-the targets can be met (an episodic pricing for the mdp-columns backend).
+Each size also prints the same optimum by column generation over deterministic Markov policies, priced by backward
+induction on ``r − y c`` with a two-row linprog master, written here (a second reference, sharing no code with the
+``mdp-columns`` backend, which solves the episodic occupancy program by that route). The row ``auto`` is the backend
+the registry's rule (``choose_backend``) takes for the program, with the same figures; the targets are checked on
+``highs`` (as the issue states them) and on ``auto`` (what a user of ``curlopt optimum`` gets).
+
+``--crossover`` instead times compile + solve (the build is the same for every backend) on ``highs`` and
+``mdp-columns`` over a ladder of small and mid-size models (best of ``--repeats``; wall and CPU seconds), and
+with ``--objective logs`` a sum of logs of two reward signals on ``cvxpy`` against ``mdp-columns``: the
+measurements the ``auto`` rule's episodic threshold is placed from.
 """
 
 from __future__ import annotations
@@ -50,13 +58,16 @@ BUDGET_SHARE = 0.45
 #: above this many kernel entries over the steps, linprog is not the reference (too slow for a benchmark run) and
 #: only the backends of LARGE_BACKENDS run unless named
 LARGE_ENTRIES = 2_000_000
-LARGE_BACKENDS = ("highs", "scipy")
+LARGE_BACKENDS = ("highs", "scipy", "mdp-columns")
+#: the ladder of --crossover: (S, A, H), dense kernels
+LADDER = ((3, 2, 3), (5, 3, 5), (6, 3, 6), (8, 3, 8), (10, 4, 10), (10, 4, 20), (20, 4, 10), (20, 5, 20), (30, 5, 20), (50, 5, 20))
 
 
-def random_model(S: int, A: int, H: int, successors: int | None, seed: int = 0):
-    """The random episodic model of the module docstring."""
+def random_model(S: int, A: int, H: int, successors: int | None, seed: int = 0, objective: str = "linear"):
+    """The random episodic model of the module docstring (``objective="logs"``: a sum of logs of two reward
+    signals)."""
     from curlopt.models.episodic import EpisodicCMDP
-    from curlopt.utilities.library import Linear, LinearBound
+    from curlopt.utilities.library import Linear, LinearBound, SumOfLogs
 
     rng = np.random.default_rng(seed)
     if successors is None:
@@ -66,9 +77,10 @@ def random_model(S: int, A: int, H: int, successors: int | None, seed: int = 0):
         values = rng.dirichlet(np.ones(successors), size=S * A)
         kernel = sp.csr_array((values.ravel(), (np.repeat(np.arange(S * A), successors), cols.ravel())),
                               shape=(S * A, S))
-    rewards = rng.uniform(size=(1, S, A))
+    rewards = rng.uniform(size=(1 if objective == "linear" else 2, S, A))
     costs = rng.uniform(size=(1, S, A))
-    return EpisodicCMDP(rewards, costs, Linear([1.0]), [LinearBound([1.0], BUDGET_SHARE * H)], kernel=kernel,
+    f = Linear([1.0]) if objective == "linear" else SumOfLogs(dim=2)
+    return EpisodicCMDP(rewards, costs, f, [LinearBound([1.0], BUDGET_SHARE * H)], kernel=kernel,
                         horizon=H, name=f"random-episodic-{S}-{A}-{H}")
 
 
@@ -98,7 +110,7 @@ def reference_value(model) -> tuple[float, float]:
 
 
 def policy_columns_value(model, tolerance: float = 1e-10) -> tuple[float, float, float, int]:
-    """What-if, not a curlopt feature: the same optimum by column generation over deterministic Markov policies.
+    """The same optimum by column generation over deterministic Markov policies, written here (a second reference).
 
     The master ``max Σ_j w_j λ_j`` s.t. ``Σ_j w_j = 1``, ``Σ_j w_j ζ_j <= budget``, ``w >= 0`` (linprog) over the
     per-episode totals of the policies found so far; pricing by backward induction on ``r − y c`` (y the budget
@@ -154,14 +166,23 @@ def _timed(function):
 
 
 def measure(model, backend_name: str, time_limit: float | None) -> dict:
-    """Build, compile and solve on one backend; the row's figures."""
-    from curlopt.backends.registry import get_backend
+    """Build, compile and solve on one backend (``auto``: the registry's choice for the program, made inside the
+    timed build); the row's figures."""
+    from curlopt.backends.registry import choose_backend, get_backend
     from curlopt.programs import EpisodicOccupancyProgram
 
     row: dict = {"backend": backend_name}
     try:
-        program, row["build"], row["build_cpu"] = _timed(lambda: EpisodicOccupancyProgram(model))
-        backend = get_backend(backend_name, time_limit=time_limit)
+        def build():
+            program = EpisodicOccupancyProgram(model)
+            chosen = (choose_backend((model.objective, *model.constraints), model, type(program))
+                      if backend_name == "auto" else backend_name)
+            return program, chosen
+
+        (program, chosen), row["build"], row["build_cpu"] = _timed(build)
+        if backend_name == "auto":
+            row["backend"] = f"auto ({chosen})"
+        backend = get_backend(chosen, time_limit=time_limit)
         compiled, row["compile"], row["compile_cpu"] = _timed(lambda: backend.compile(program))
         result, row["solve"], row["solve_cpu"] = _timed(compiled.solve)
     except Exception as exc:  # a benchmark row, not a crash: say what failed
@@ -187,7 +208,7 @@ def run_item(say, targets: Targets, sizes, backends, time_limit: float | None, s
         model = random_model(S, A, H, successors)
         entries = (model.transitions.nnz if model.sparse else S * S * A) * (H - 1)
         value, bound, seconds, rounds = policy_columns_value(model)
-        columns_line = (f"what-if, not a backend: column generation over deterministic policies (backward-induction"
+        columns_line = (f"written here: column generation over deterministic policies (backward-induction"
                         f" pricing, linprog master) {value:.10g} in {seconds:.3f} s wall, {rounds} pricing rounds;"
                         f" Lagrangian upper bound {bound:.10g} (gap {bound - value:.1e})")
         if entries <= LARGE_ENTRIES:
@@ -205,8 +226,9 @@ def run_item(say, targets: Targets, sizes, backends, time_limit: float | None, s
         if backends is None and entries > LARGE_ENTRIES:
             say(f"backends at this size: {', '.join(chosen)} (the others build Python/CVXPY expressions per nonzero,"
                 f" {entries:,} of them, gigabytes; pass --backends to run them anyway)")
-        for name in chosen:
+        for name in [*chosen, "auto"]:
             row = measure(model, name, time_limit)
+            name = row["backend"]
             objective = row.get("objective")
             gap = abs(objective - reference) / max(1.0, abs(reference)) if objective is not None else math.nan
             rows.append([name, _s(row.get("build")), _s(row.get("compile")), _s(row.get("solve")), _s(row.get("total")),
@@ -214,13 +236,45 @@ def run_item(say, targets: Targets, sizes, backends, time_limit: float | None, s
             if objective is not None and math.isfinite(objective):
                 targets.add("episodic", f"({S},{A},{H}) {name}: objective vs reference", f"{gap:.1e}",
                             f"{reference:.10g}", "-", f"<= {AGREEMENT:g} rel.", gap <= AGREEMENT)
-            if name == "highs" and (S, A, H) in TARGETS and successors is None:
+            if (name == "highs" or name.startswith("auto")) and (S, A, H) in TARGETS and successors is None:
                 limit = TARGETS[(S, A, H)]
                 total = row.get("total", math.inf)
-                targets.add("episodic", f"({S},{A},{H}) highs: build + compile + solve", f"{total:.3f} s",
+                targets.add("episodic", f"({S},{A},{H}) {name}: build + compile + solve", f"{total:.3f} s",
                             f"CPU {row.get('total_cpu', math.nan):.3f} s", "-", f"<= {limit:g} s", total <= limit,
                             "" if total <= limit else f"{total / limit:.1f}x the target")
         say(table(["backend", "build s", "compile s", "solve s", "total s", "total CPU s", "status", "rel. diff"], rows))
+    say(f"load average after: {load_average()}")
+
+
+def crossover(say, objective: str, repeats: int) -> None:
+    """Compile + solve on the LP or conic route and on mdp-columns over :data:`LADDER` (module docstring)."""
+    from curlopt.backends.registry import choose_backend, get_backend
+    from curlopt.programs import EpisodicOccupancyProgram
+
+    whole = "highs" if objective == "linear" else "cvxpy"
+    say(f"load average before: {load_average()}")
+    say(f"compile + solve, best of {repeats} (wall and CPU seconds); objective {objective}; dense kernels")
+    rows = []
+    for S, A, H in LADDER:
+        model = random_model(S, A, H, None, objective=objective)
+        figures = {}
+        for name in (whole, "mdp-columns"):
+            best_wall = best_cpu = math.inf
+            value = math.nan
+            for _ in range(repeats):
+                program = EpisodicOccupancyProgram(model)
+                backend = get_backend(name)
+                result, wall, cpu = _timed(lambda b=backend, p=program: b.compile(p).solve())
+                best_wall, best_cpu = min(best_wall, wall), min(best_cpu, cpu)
+                value = result.objective
+            figures[name] = (best_wall, best_cpu, value)
+        entries = S * S * A * (H - 1)
+        auto = choose_backend((model.objective, *model.constraints), model, EpisodicOccupancyProgram)
+        (w0, c0, v0), (w1, c1, v1) = figures[whole], figures["mdp-columns"]
+        rows.append([f"({S},{A},{H})", f"{entries:,}", f"{w0:.4f}", f"{c0:.4f}", f"{w1:.4f}", f"{c1:.4f}",
+                     f"{c0 / c1:.1f}", f"{abs(v0 - v1) / max(1.0, abs(v0)):.1e}", auto])
+    say(table(["(S,A,H)", "kernel entries", f"{whole} wall", f"{whole} CPU", "mdp-columns wall", "mdp-columns CPU",
+               "CPU ratio", "rel. diff", "auto takes"], rows))
     say(f"load average after: {load_average()}")
 
 
@@ -231,6 +285,9 @@ def main(argv=None) -> int:
     parser.add_argument("--time-limit", type=float, default=300.0, help="each solve attempt's limit, seconds")
     parser.add_argument("--successors", type=int, default=None, help="sparse kernels with this many successors")
     parser.add_argument("--out", default=None, help="also write the report to this file")
+    parser.add_argument("--crossover", action="store_true", help="time the ladder of small models instead")
+    parser.add_argument("--objective", choices=("linear", "logs"), default="linear", help="the ladder's objective")
+    parser.add_argument("--repeats", type=int, default=3, help="the ladder's repeats (the best is kept)")
     args = parser.parse_args(argv)
     sizes = [tuple(int(v) for v in size.split(",")) for size in args.sizes]
     backends = args.backends.split(",") if args.backends else None
@@ -238,6 +295,11 @@ def main(argv=None) -> int:
     for line in header_lines():
         say(line)
     say(time.strftime("%Y-%m-%d %H:%M:%S %Z"))
+    if args.crossover:
+        crossover(say, args.objective, args.repeats)
+        if args.out:
+            Path(args.out).write_text(say.text())
+        return 0
     targets = Targets()
     run_item(say, targets, sizes, backends, args.time_limit, args.successors)
     say("")

@@ -13,7 +13,9 @@ import scipy.sparse as sp
 
 from ..errors import BackendError
 from ..models.cmdp import CMDP
+from ..models.episodic import EpisodicCMDP
 from ..programs.blocks import Program
+from ..programs.episodic import EpisodicExtendedProgram, EpisodicOccupancyProgram
 from ..programs.occupancy import OccupancyProgram
 from ..programs.optimistic import BoxOptimisticProgram, OptimisticProgram
 from ..utilities.library import Utility
@@ -24,6 +26,7 @@ __all__ = [
     "register_backend", "get_backend", "backend_names", "installed_backends", "backends_accepting",
     "choose_backend", "resolve_backend", "auto_candidates", "backend_class", "auto_backend", "auto_takes", "kernel_entries",
     "reach_depth", "large_shallow_chain", "COLUMNS_FROM_STATES", "SHALLOW_DEPTH", "COLUMNS_FROM_ENTRIES", "OPTIMISTIC_COLUMNS",
+    "episode_entries", "EPISODIC_COLUMNS_FROM_ENTRIES", "EPISODIC_CONIC_COLUMNS_FROM_ENTRIES", "EPISODIC_PROGRAMS",
 ]
 
 # name -> "module:Class" (imported lazily so that naming a backend never imports its solver)
@@ -160,6 +163,21 @@ SHALLOW_DEPTH = 16
 COLUMNS_FROM_ENTRIES = 1000
 #: the column-generation backend ``auto`` takes for each optimistic program (its ``COMPILES`` declares the program)
 OPTIMISTIC_COLUMNS = {OptimisticProgram: "highs-columns", BoxOptimisticProgram: "highs-box-columns"}
+#: ``auto`` takes ``mdp-columns`` for an episodic program it compiles itself (the episodic occupancy program: the
+#: known-model optimum) with LP-representable utilities from this many kernel entries over an episode's transitions on
+#: (:func:`episode_entries`). Measured (benchmarks/bench_episodic.py --crossover, random dense kernels, one binding
+#: budget, compile + solve, CPU seconds under load): at (S, A, H) = (5, 3, 5), 300 entries, 0.003 on ``highs`` against
+#: 0.004 on ``mdp-columns``; at (10, 4, 10), 3,600 entries, 0.008 against 0.002; at (50, 5, 20), 237,500 entries,
+#: 0.69 against 0.011; at (200, 5, 50) ``highs`` does not finish in 120 s, ``mdp-columns`` solves it in 0.6-0.8 s (1.9-6.3 s with the program's build)
+EPISODIC_COLUMNS_FROM_ENTRIES = 2000
+#: the same for utilities that are not LP-representable (``cvxpy`` takes the whole program; ``mdp-columns`` a conic
+#: master): measured with a sum of logs (two runs), neither is faster throughout below it (at (10, 4, 10), 3,600
+#: entries, ``cvxpy`` 3x faster; at (10, 4, 20), 7,600 entries, 0.8x to 2.9x), ``mdp-columns`` 10x to 22x faster from
+#: (20, 4, 10), 14,400 entries, and 1,900x at (50, 5, 20) (32 s CPU against 0.017)
+EPISODIC_CONIC_COLUMNS_FROM_ENTRIES = 10_000
+#: the programs over per-step occupancies, which rule 0 of :func:`choose_backend` decides for (a long-run program on
+#: an episodic model goes through rules 1 to 3 as on any model)
+EPISODIC_PROGRAMS = (EpisodicOccupancyProgram, EpisodicExtendedProgram)
 
 
 def choose_backend(utilities: Sequence[Utility], model: CMDP | None = None,
@@ -169,6 +187,11 @@ def choose_backend(utilities: Sequence[Utility], model: CMDP | None = None,
     From the program type, the model's size and structure and the utilities' forms (docs/guide/solvers.md has the
     table with the measured figures):
 
+    0. an episodic program (:data:`EPISODIC_PROGRAMS`) that ``mdp-columns`` compiles itself (the episodic occupancy
+       program) with at least :data:`EPISODIC_COLUMNS_FROM_ENTRIES` kernel entries over an episode
+       (:func:`episode_entries`) for LP-representable utilities, :data:`EPISODIC_CONIC_COLUMNS_FROM_ENTRIES` for the
+       others: ``mdp-columns``, when it takes the utilities; an episodic program goes on to rule 3 otherwise (rules 1
+       and 2 are the long-run programs', and per-step kernels have no single chain to measure a reach depth on);
     1. a program ``mdp-columns`` compiles itself (the occupancy program, safe mode's programs) on a model of at least
        :data:`COLUMNS_FROM_STATES` states whose chain is shallow (:func:`reach_depth` at most :data:`SHALLOW_DEPTH`):
        ``mdp-columns``, when it takes the utilities;
@@ -200,7 +223,12 @@ def choose_backend(utilities: Sequence[Utility], model: CMDP | None = None,
     def takes(name: str) -> bool:
         return name in installed and all(backend_class(name).accepts(u) for u in utilities)
 
-    if model is not None:
+    if isinstance(model, EpisodicCMDP) and issubclass(program, EPISODIC_PROGRAMS):
+        threshold = EPISODIC_COLUMNS_FROM_ENTRIES if lp else EPISODIC_CONIC_COLUMNS_FROM_ENTRIES
+        if (takes("mdp-columns") and backend_class("mdp-columns").compiled_form(program)
+                and episode_entries(model) >= threshold):
+            return "mdp-columns"
+    elif model is not None:
         large_and_shallow = large_shallow_chain(model)
         if large_and_shallow and takes("mdp-columns") and backend_class("mdp-columns").compiled_form(program):
             return "mdp-columns"
@@ -234,7 +262,9 @@ def auto_takes(name: str) -> str:
         "highs": "LP-representable utilities, where no column backend is taken",
         "highs-columns": f"UC-CURL's optimistic program with {optimistic}",
         "highs-box-columns": f"UCRL-CMDP's box program with {optimistic} (and UCRL-CMDP's default)",
-        "mdp-columns": f"the occupancy program and safe mode's programs on large shallow chains ({large})",
+        "mdp-columns": (f"the occupancy program and safe mode's programs on large shallow chains ({large}); the"
+                        f" episodic occupancy program from {EPISODIC_COLUMNS_FROM_ENTRIES:,} kernel entries over an"
+                        f" episode (LP utilities; {EPISODIC_CONIC_COLUMNS_FROM_ENTRIES:,} for the others)"),
     }
     if name in where:
         return where[name]
@@ -264,6 +294,17 @@ def kernel_entries(model: CMDP) -> int:
     """The kernel entries a program of ``model`` carries: the stored nonzeros of a sparse-stored kernel, else S²·A
     (a dense-stored model's programs have every successor)."""
     return model.nnz if model.sparse else model.n_states ** 2 * model.n_actions
+
+
+def episode_entries(model: EpisodicCMDP) -> int:
+    """The kernel entries an episodic program of ``model`` carries over an episode: each of the H − 1 transitions'
+    kernel's (its stored nonzeros when stored sparse, else S²·A), summed."""
+    if model.horizon <= 1:
+        return 0
+    if model.time_homogeneous:
+        return (model.horizon - 1) * kernel_entries(model)
+    dense = model.n_states ** 2 * model.n_actions
+    return sum(int(k.nnz) if sp.issparse(k) else dense for k in (model.step_kernel(h) for h in range(model.horizon - 1)))
 
 
 def reach_depth(model: CMDP) -> int:

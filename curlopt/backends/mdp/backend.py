@@ -10,7 +10,9 @@ only multiplies the kernel by vectors (:mod:`.search` states the method and its 
   occupancies (mass and flow rows to rounding, ~1e-12); the constraint rows hold to the master solver's
   feasibility tolerance (1e-9), relaxed by at most ``feasibility_tolerance`` when phase 1 ends within it;
 * **programs**: the occupancy program (the optimum, PS-CURL's epochs), safe mode's program and its least-violation
-  program. Every other program (UC-CURL's optimistic program, UCRL-CMDP's box program, subclasses) is handed to
+  program; and the episodic occupancy program (the episodic optimum), whose columns are deterministic Markov
+  policies priced by backward induction over its per-step kernels (:mod:`.episodic`: exact pricing, so every
+  round's certificate is exact). Every other program (UC-CURL's optimistic program, UCRL-CMDP's box program, subclasses) is handed to
   the ``highs`` backend (LP-representable utilities) or the ``cvxpy`` backend (others), built with this
   backend's options (``DELEGATES``); results name this backend, and their ``solver`` says who solved them;
 * **utilities**: LP-representable ones (the master is an LP on HiGHS, whose duals price the next column), and,
@@ -35,6 +37,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...programs.blocks import Program
+from ...programs.episodic import EpisodicOccupancyProgram
 from ...utilities.library import CustomUtility, Utility
 from ..base import Backend, CompiledForm, CompiledProgram, Exactly, RawSolution, exactly
 from ..cvxpy import CVXPY_FORMS, CvxpyBackend, settings_by_solver, solver_names
@@ -42,6 +45,7 @@ from ..highs.backend import HIGHS_OPTIONS, HighsBackend
 from ..options import INTEGER, NONE, NUMBER, Option, positive_integer, small_tolerance
 from ..results import Status
 from .chains import KernelMatrix, policy_classes
+from .episodic import EpisodicColumnSearch, EpisodicPool, EpisodicProblem, StepKernels
 from .masters import LinearMaster
 from .pool import ColumnPool
 from .problem import TAKEN_PROGRAMS, OccupancyProblem, program_kernel
@@ -127,11 +131,13 @@ class MdpColumnsBackend(Backend):
                "a dict from CVXPY solver name to a dict of its settings, or None", settings_by_solver),
     )
 
-    #: the occupancy program, safe mode's program and its least-violation program, each exactly (a subclass may add
-    #: rows the search would not know of; the class is defined below); every other program goes to the highs
+    #: the occupancy program, safe mode's program, its least-violation program and the episodic occupancy program, each
+    #: exactly (a subclass may add rows the search would not know of; the classes are defined below); every other
+    #: program (the episodic extended program among them) goes to the highs
     #: backend (LP-representable utilities) or the cvxpy backend (the others), built with this backend's settings
     COMPILES: ClassVar[Mapping[type[Program], CompiledForm | Exactly]] = {
-        taken: exactly(lambda backend, program: CompiledMdpColumns(backend, program)) for taken in TAKEN_PROGRAMS}
+        **{taken: exactly(lambda backend, program: CompiledMdpColumns(backend, program)) for taken in TAKEN_PROGRAMS},
+        EpisodicOccupancyProgram: exactly(lambda backend, program: CompiledEpisodicColumns(backend, program))}
     DELEGATES: ClassVar[tuple[type[Backend], ...]] = (HighsBackend, CvxpyBackend)
 
     tolerance: float
@@ -194,6 +200,16 @@ class MdpColumnsBackend(Backend):
         return {"options": self.given_highs_options}
 
 
+def master_for(backend: MdpColumnsBackend, problem: Any) -> Any:
+    """The master of ``problem``: an LP on HiGHS for LP-representable utilities, else the conic master on CVXPY."""
+    if all(u.is_lp_representable for _, u in problem.utilities()):
+        return LinearMaster(problem, backend.options)
+    from .conic import ConicMaster
+
+    conic = backend.conic
+    return ConicMaster(problem, conic.solver_order, conic.solver_options)
+
+
 class CompiledMdpColumns(CompiledProgram):
     """One program solved by column generation; the pool of policies and the value-iteration warm starts persist.
 
@@ -211,14 +227,8 @@ class CompiledMdpColumns(CompiledProgram):
         super().__init__(backend, program)
         problem = OccupancyProblem.read(program)
         self.n_states, self.n_actions = program.model.n_states, program.model.n_actions
-        if all(u.is_lp_representable for _, u in problem.utilities()):
-            self.master: Any = LinearMaster(problem, backend.options)
-        else:
-            from .conic import ConicMaster
-
-            conic = backend.conic
-            self.master = ConicMaster(problem, conic.solver_order, conic.solver_options)
-        self.pool = ColumnPool(self.n_states, self.n_actions)
+        self.master: Any = master_for(backend, problem)
+        self.pool: Any = ColumnPool(self.n_states, self.n_actions)
         self.kernel: KernelMatrix | None = None
         self.problem = problem
         self._kernel_source: Any = None
@@ -249,7 +259,7 @@ class CompiledMdpColumns(CompiledProgram):
     def _solve(self, with_constraints: bool) -> RawSolution:
         self._refresh()
         backend: MdpColumnsBackend = self.backend  # type: ignore[assignment]
-        search = ColumnSearch(self.kernel, self.problem, self.pool, self.master, backend.settings,  # type: ignore[arg-type]
+        search = ColumnSearch(self.kernel, self.problem, self.pool, self.master, backend.settings,
                               float(self.program.epsilon), self.time_left, self._values)
         if not len(self.pool):
             search.seed()
@@ -302,3 +312,60 @@ class CompiledMdpColumns(CompiledProgram):
         self.last_rounds, self.last_sweeps, self.last_columns = search.rounds, search.sweeps, len(self.pool)
         self.last_gap = outcome.gap
         self.last_master_time, self.last_oracle_time = search.master_time, search.oracle_time
+
+
+class CompiledEpisodicColumns(CompiledMdpColumns):
+    """The episodic occupancy program by column generation over deterministic Markov policies, priced by backward
+    induction (:mod:`.episodic`); phase 1, the fallback, the limits and the kept columns as for the long-run program.
+    The attributes are those of :class:`CompiledMdpColumns` (``last_sweeps`` stays 0: pricing has no sweeps)."""
+
+    def __init__(self, backend: MdpColumnsBackend, program: Program):
+        CompiledProgram.__init__(self, backend, program)
+        model = program.model
+        self.n_states, self.n_actions = model.n_states, model.n_actions
+        self.horizon = int(program.horizon)  # type: ignore[attr-defined]
+        problem = EpisodicProblem.read(program)
+        self.master = master_for(backend, problem)
+        self.pool = EpisodicPool(np.asarray(model.initial, dtype=float), self.horizon, self.n_actions)
+        self.problem = problem  # type: ignore[assignment]
+        self.kernels: StepKernels | None = None
+        self._kernel_source: Any = None
+        self._version: int | None = None
+        self._values: dict[str, np.ndarray] = {}
+        self.last_rounds = self.last_sweeps = self.last_columns = 0
+        self.last_gap = math.nan
+        self.last_master_time = self.last_oracle_time = self.last_evaluation_time = 0.0
+
+    def _refresh(self) -> None:
+        """Read the program's data when it changed: new kernels re-evaluate the kept policies on them."""
+        program = self.program
+        if program.version == self._version:
+            return
+        started = time.perf_counter()
+        source = program.kernels  # type: ignore[attr-defined]  # a new list after every update(kernels=...)
+        if source is not self._kernel_source:
+            self.kernels = StepKernels(source, self.n_states, self.n_actions)
+            self._kernel_source = source
+            if len(self.pool):
+                self.pool.reevaluate(self.kernels)
+        self.problem = EpisodicProblem.read(program)  # type: ignore[assignment]
+        self.master.problem = self.problem
+        self.pool.set_signals(self.problem.reward_signals, self.problem.cost_signals)
+        self._version = program.version
+        self.last_evaluation_time = time.perf_counter() - started
+
+    def _solve(self, with_constraints: bool) -> RawSolution:
+        self._refresh()
+        backend: MdpColumnsBackend = self.backend  # type: ignore[assignment]
+        search = EpisodicColumnSearch(self.kernels, self.problem, self.pool, self.master, backend.settings,
+                                      float(self.program.epsilon), self.time_left, self._values)
+        if not len(self.pool):
+            search.seed()
+        outcome, notes = self._search(search, with_constraints)
+        x = None
+        if outcome.status.has_solution and outcome.weights is not None:
+            x = self.problem.solution_vector(self.program, self.pool.occupancy(outcome.weights))
+        self._remember(search, outcome)
+        message = "; ".join(filter(None, [outcome.message, *notes]))
+        solver = f"column generation ({self.master.solver} master, backward induction)"
+        return RawSolution(outcome.status, x, search.rounds, solver, message, search.master_time + search.oracle_time)

@@ -27,16 +27,13 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
 from ...utilities.library import Utility
 from ..base import call_utility
 from ..results import Status
-from .chains import KernelMatrix
-from .pool import ColumnPool
-from .problem import OccupancyProblem
 from .values import relative_value_iteration
 
 __all__ = ["SearchSettings", "Outcome", "ColumnSearch", "ALMOST_GAP", "ORACLE_SHARE", "ENDINGS"]
@@ -92,11 +89,16 @@ class Outcome:
 
 @dataclass
 class ColumnSearch:
-    """One solve's column generation on a pool (the pool and the value-iteration warm starts outlive it)."""
+    """One solve's column generation on a pool (the pool and the value-iteration warm starts outlive it).
 
-    kernel: KernelMatrix
-    problem: OccupancyProblem
-    pool: ColumnPool
+    ``kernel``, ``problem`` and ``pool`` are a :class:`~.chains.KernelMatrix`, an :class:`~.problem.OccupancyProblem`
+    and a :class:`~.pool.ColumnPool`; the episodic search (:class:`~.episodic.EpisodicColumnSearch`) gives its own
+    kinds of them, with the same attributes, and its own pricing.
+    """
+
+    kernel: Any
+    problem: Any
+    pool: Any
     master: object
     settings: SearchSettings
     epsilon: float
