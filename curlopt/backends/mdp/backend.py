@@ -168,7 +168,7 @@ class MdpColumnsBackend(Backend):
         conic = importlib.util.find_spec("cvxpy") is not None
         return package_version("highspy") + (f", {package_version('cvxpy')}" if conic else "")
 
-    def _conic_backend(self):
+    def _conic_backend(self) -> CvxpyBackend:
         from ..cvxpy import CvxpyBackend
 
         return CvxpyBackend(solvers=self.solvers, solver_options=self.solver_options)

@@ -30,6 +30,7 @@ import numpy as np
 from ...programs.blocks import Program
 from ...utilities.library import Utility
 from .chains import KernelMatrix
+from .masters import MasterSolution
 from .search import ColumnSearch
 from .values import GainBounds
 
@@ -235,7 +236,7 @@ class EpisodicColumnSearch(ColumnSearch):
         for signal in signals or [np.zeros(shape)]:
             self.pool.add_policy(self.kernel, backward_induction(self.kernel, signal, initial)[0])
 
-    def _price(self, solution, target: float, tolerance: float, mode: str, force: bool) -> GainBounds:
+    def _price(self, solution: MasterSolution, target: float, tolerance: float, mode: str, force: bool) -> GainBounds:
         """Backward induction on the master's prices: the best policy and the exact maximum of the model's linear
         part (returned as converged gain bounds, ``lower = upper``)."""
         problem = self.problem

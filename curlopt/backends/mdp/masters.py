@@ -132,7 +132,8 @@ class LinearMaster:
         a, b, kappa = self._model(duals, groups, epsilon, mode, rewards.shape[0], costs.shape[0])
         return MasterSolution(Status.OPTIMAL, weights, a, b, kappa, solver_time=elapsed)
 
-    def _lp(self, rewards: np.ndarray, costs: np.ndarray, epsilon: float, mode: str):
+    def _lp(self, rewards: np.ndarray, costs: np.ndarray, epsilon: float, mode: str
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, dict[str, slice]]:
         """The LP's matrix (dense, small), row bounds, costs, offset and row groups."""
         n = rewards.shape[1] if rewards.size else costs.shape[1]
         epigraph = mode != "violation" and self.f_pieces is not None and self.f_pieces[0].shape[0] > 1

@@ -34,7 +34,8 @@ import numpy as np
 from ...utilities.library import Utility
 from ..base import call_utility
 from ..results import Status
-from .values import relative_value_iteration
+from .masters import MasterSolution
+from .values import GainBounds, relative_value_iteration
 
 __all__ = ["SearchSettings", "Outcome", "ColumnSearch", "ALMOST_GAP", "ORACLE_SHARE", "ENDINGS"]
 
@@ -162,7 +163,7 @@ class ColumnSearch:
             if len(self.pool) > self.settings.max_columns:
                 self.pool.keep(np.concatenate([weights > UNUSED_WEIGHT, np.ones(added, dtype=bool)]))
 
-    def _price(self, solution, target: float, tolerance: float, mode: str, force: bool):
+    def _price(self, solution: MasterSolution, target: float, tolerance: float, mode: str, force: bool) -> GainBounds:
         """Relative value iteration on the model's reward, warm-started from this mode's last values."""
         problem = self.problem
         reward = (np.tensordot(solution.objective_prices, problem.reward_signals, axes=1)
