@@ -164,10 +164,10 @@ class UcrlCmdp(ProgramAgent):
         The policy in states the plan's occupancy does not reach, as for
         :class:`~curlopt.agents.UcCurl` (:func:`curlopt.programs.policy.extract_policy`; ``reach`` on the
         posterior mean of the counts, as UC-CURL).
-    support : {"model", "full"}, default "model"
-        The successors the boxes allow (:mod:`curlopt.agents.estimates`): those the model declares (the
-        stored transitions of a model stored sparse; every successor of a model stored dense), or every
-        successor (refused above :data:`~curlopt.agents.estimates.FULL_SUPPORT_LIMIT` entries S·A·S for a
+    support : {"auto", "model", "full"}, default "auto"
+        The successors the boxes allow (:mod:`curlopt.agents.estimates`): those the model's kernel gives positive
+        probability (``model``, whatever its storage), every successor (``full``), or ``auto`` (``full`` up to
+        2^20 entries S·A·S, ``model`` above); every successor (refused above :data:`~curlopt.agents.estimates.FULL_SUPPORT_LIMIT` entries S·A·S for a
         sparse-stored model).
     **backend_options
         Passed to the backend when ``backend`` is a name.
@@ -195,7 +195,7 @@ class UcrlCmdp(ProgramAgent):
 
     def __init__(self, model: CMDP, horizon: float | None = None, backend: str | Backend = DEFAULT_BACKEND,
                  epoch_exponent: float = 1 / 3, seed: Any = None, unreached: str = "uniform",
-                 support: str = "model", **backend_options: Any):
+                 support: str = "auto", **backend_options: Any):
         # Before anything else: the refused keywords include some this constructor passes to the base class itself.
         refuse_keywords(self.name, backend_options, self.REFUSED)
         _linear_pieces(model, self.name)
