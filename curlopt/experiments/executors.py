@@ -175,7 +175,7 @@ def execute_task(task: Task, progress: bool | None = False) -> Trace:
     model = task.setting.build()
     agent = make_agent(task.algorithm.agent, model, **dict(task.options))
     trace = run(agent, make(model), task.steps, seed=task.seed, checkpoints=task.checkpoints, progress=progress,
-                model=model, env_name=task.setting.name)
+                model=model, env_name=task.setting.name, optimum_backend=task.optimum_backend)
     trace.meta["sweep"] = task.identity()
     trace.meta["algorithm"] = task.algorithm.key
     trace.meta["label"] = configuration.label
