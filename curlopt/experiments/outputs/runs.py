@@ -51,8 +51,8 @@ class TraceCache:
     of runs; a study whose traces fit in the limit reads each run file once.
     """
 
-    def __init__(self, limit: int = DEFAULT_CACHE_BYTES):
-        self.limit = int(limit)
+    def __init__(self, limit: int | None = None):
+        self.limit = int(DEFAULT_CACHE_BYTES if limit is None else limit)
         self.loads = 0
         self._held: dict[str, Trace] = {}
         self._bytes = 0
