@@ -88,13 +88,15 @@ SCALE_TARGET_OVERHEAD = 0.10
 
 
 def _scale_study(folder: Path, runs: int, steps: int) -> Path:
-    """A study of ``runs`` runs of T = ``steps``: PS-CURL (doubling epochs) and the primal-dual agent on the queue."""
+    """A study of ``runs`` runs of T = ``steps``: PS-CURL (doubling epochs) on the queue, a grid of ``runs / 10``
+    tightness constants x 10 seeds (a large study is many configurations of a few seeds each)."""
     path = folder / f"scale-{runs}.toml"
+    values = ", ".join(f"{0.5 + i / 100:.2f}" for i in range(runs // 10))
     path.write_text(f"""
 [study]
 name = "runner-scale-{runs}"
 steps = {steps}
-seeds = {runs // 2}
+seeds = 10
 max_runs = {runs}
 
 [model]
@@ -104,9 +106,8 @@ name = "queue"
 agent = "ps-curl"
 label = "PS-CURL"
 
-[[algorithms]]
-agent = "primal-dual"
-label = "primal-dual"
+[grid]
+tightness_constant = [{values}]
 """, encoding="utf-8")
     return path
 

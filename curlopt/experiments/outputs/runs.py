@@ -79,14 +79,22 @@ class TraceCache:
             self._held[key] = trace
             self._bytes += size
 
+    def large(self, files: TraceFiles) -> bool:
+        """Whether a configuration's run files are too many to be held whole (estimated from its first trace)."""
+        if not files.paths:
+            return False
+        return trace_bytes(self.get(files.paths[0])) * len(files.paths) > self.limit
+
     def group(self, files: TraceFiles) -> list[Trace]:
-        """Every trace of ``files``, kept as the configuration in use (the one before it is let go)."""
+        """Every trace of ``files``, kept as the configuration in use (the one before it is let go) when its traces
+        fit in the limit."""
         current = self._current
         if current is not None and current[0] == id(files):
             return current[1]
         self._current = None  # let the previous configuration's traces go before reading this one's
         traces = [self.get(path) for path in files.paths]
-        self._current = (id(files), traces)
+        if sum(trace_bytes(trace) for trace in traces) <= self.limit:
+            self._current = (id(files), traces)
         return traces
 
 
@@ -107,9 +115,13 @@ class TraceFiles(Sequence["Trace"]):
     def __getitem__(self, index: slice) -> list[Trace]: ...
 
     def __getitem__(self, index: int | slice) -> Trace | list[Trace]:
-        return self.cache.group(self)[index]
+        if isinstance(index, slice):
+            return [self.cache.get(path) for path in self.paths[index]]
+        return self.cache.get(self.paths[index]) if self.cache.large(self) else self.cache.group(self)[index]
 
     def __iter__(self) -> Iterator[Trace]:
+        if self.cache.large(self):  # more than the cache holds: one trace at a time
+            return (self.cache.get(path) for path in self.paths)
         return iter(self.cache.group(self))
 
 
