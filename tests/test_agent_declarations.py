@@ -50,7 +50,7 @@ BAD = [
     ("ps-curl", "margin", "units", r"^margin must be one of 'absolute', 'range', got 'units'\.$"),
     ("ps-curl", "trigger", "quadratic", r"^trigger names an unknown epoch trigger"),
     ("ps-curl", "min_epoch_length", True, r"^min_epoch_length must be an integer >= 1"),
-    ("ps-curl", "support", "some", r"^support must be one of 'model', 'full', got 'some'\.$"),
+    ("ps-curl", "support", "some", r"^support must be one of 'auto', 'model', 'full', got 'some'\.$"),
     ("ps-curl", "seed", -3, r"^seed must be None, an integer >= 0 or a numpy SeedSequence, got -3\.$"),
     ("safe-curl", "bonus", math.nan, r"^bonus must be a finite number in \[0, 1e\+06\], got nan\.$"),
     ("safe-curl", "cost_lipschitz", [1.0, -2.0], r"^cost_lipschitz must be a finite number >= 0, one per constraint"),

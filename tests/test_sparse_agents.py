@@ -87,7 +87,7 @@ def dense(matrix) -> np.ndarray:
 def test_counts_on_the_support_are_the_transitions_counted(problem):
     model, epochs = problem
     S, A = model.n_states, model.n_actions
-    sparse_agent, full_agent = PsCurl(model), PsCurl(model, support="full")
+    sparse_agent, full_agent = PsCurl(model, support="model"), PsCurl(model, support="full")
     assert not sparse_agent.support.is_dense and full_agent.support.is_dense
     learn(sparse_agent, epochs)
     learn(full_agent, epochs)
@@ -107,7 +107,7 @@ def test_counts_on_the_support_are_the_transitions_counted(problem):
 def test_estimates_on_the_support_follow_their_formulas(problem, time):
     model, epochs = problem
     S, A = model.n_states, model.n_actions
-    agent = PsCurl(model)
+    agent = PsCurl(model, support="model")
     learn(agent, epochs)
     n = hand_counts(model, epochs).reshape(S * A, S)
     N = n.sum(axis=1)
@@ -152,7 +152,7 @@ def test_uc_curl_gets_the_same_estimates_on_the_sparse_and_the_dense_path(proble
 
 def test_a_posterior_draw_on_a_sparse_support_has_the_dirichlet_mean():
     model = random_model(4, 2, seed=3, successors=3, storage="sparse")
-    agent = PsCurl(model, prior=0.7, seed=5)
+    agent = PsCurl(model, prior=0.7, seed=5, support="model")
     S, A = model.n_states, model.n_actions
     rng = np.random.default_rng(11)
     pairs = rng.integers(0, S * A, size=60)
@@ -224,7 +224,7 @@ def test_the_full_support_of_a_sparse_model_plays_as_the_dense_model(name, optio
 @pytest.mark.parametrize("name", ["ps-curl", "uc-curl", "safe-curl"])
 def test_a_sparse_support_agent_learns_on_the_declared_transitions(name):
     model = build_model("queue", storage="sparse")
-    agent = make_agent(name, model)
+    agent = make_agent(name, model, support="model")
     trace = run(agent, TabularCMDPEnv(model), 1500, seed=1, progress=False)
     assert trace.meta["support"] == "model" and not agent.support.is_dense
     assert agent.entry_counts.shape == (model.nnz,) and agent.entry_counts.sum() == 1500
@@ -245,13 +245,13 @@ def test_the_full_support_is_refused_above_its_limit():
 
 
 def test_an_unknown_support_is_refused():
-    with pytest.raises(AgentError, match=r"support must be one of 'model', 'full'"):
+    with pytest.raises(AgentError, match=r"support must be one of 'auto', 'model', 'full'"):
         UcCurl(build_model("queue"), support="sparse")
 
 
 def test_a_transition_outside_the_support_is_refused_naming_it():
     model = random_model(4, 2, seed=1, successors=2, storage="sparse")
-    agent = PsCurl(model)
+    agent = PsCurl(model, support="model")
     allowed = dense(model.transitions) > 0
     row, successor = (int(i) for i in np.argwhere(~allowed)[0])
     epoch = sp.csr_array(([1.0], ([row], [successor])), shape=allowed.shape)
@@ -267,4 +267,4 @@ def test_a_run_whose_environment_leaves_the_declared_support_says_so():
     other = CMDP(declared.rewards, declared.costs, declared.objective, declared.constraints,
                  kernel=np.full((S, A, S), 1.0 / S), initial=declared.initial)
     with pytest.raises(AgentError, match="outside the agent's support"):
-        run(PsCurl(declared), TabularCMDPEnv(other), 200, seed=0, progress=False, model=other)
+        run(PsCurl(declared, support="model"), TabularCMDPEnv(other), 200, seed=0, progress=False, model=other)

@@ -161,11 +161,12 @@ class Agent(ABC):
     seed : int or numpy.random.SeedSequence, optional
         Seed of the agent's own randomness (posterior samples); the learning loop
         reseeds it from the run's seed.
-    support : {"model", "full"}, default "model"
+    support : {"auto", "model", "full"}, default "auto"
         The successors the agent considers possible, on which it keeps its counts and estimates
-        (:mod:`curlopt.agents.estimates`): the model's declared ones (the stored transitions of a model
-        stored sparse; every successor for a model stored dense) or every successor (refused for a
-        sparse-stored model above :data:`~curlopt.agents.estimates.FULL_SUPPORT_LIMIT` entries S·A·S).
+        (:mod:`curlopt.agents.estimates`), decided by the model, never by its kernel's storage: the ones its
+        kernel gives positive probability (``model``), every successor (``full``; refused for a sparse-stored
+        model above :data:`~curlopt.agents.estimates.FULL_SUPPORT_LIMIT` entries S·A·S), or ``auto``: ``full``
+        up to :data:`~curlopt.models.cmdp.AUTO_DENSE_ENTRIES` entries S·A·S, ``model`` above.
     min_epoch_length : int, default 1
         The fewest steps of an epoch unless the horizon ends it: the learning loop checks the trigger's
         thresholds only from this step of the epoch on (:mod:`curlopt.agents.triggers`). 1: the trigger
@@ -227,7 +228,7 @@ class Agent(ABC):
     LEARNED_COSTS: ClassVar[str] = PESSIMISTIC
 
     def __init__(self, model: CMDP, trigger: str | EpochTrigger = "doubling", seed: Any = None,
-                 support: str = "model", min_epoch_length: int = 1, rewards: str = "known"):
+                 support: str = "auto", min_epoch_length: int = 1, rewards: str = "known"):
         if not isinstance(model, CMDP):
             raise CurloptError(f"an agent needs a curlopt CMDP model, got {type(model).__name__}.")
         if model.criterion != "average":  # the long-run agents would solve the wrong problem without a word
@@ -401,15 +402,15 @@ class Agent(ABC):
         """Compute the epoch's policy."""
 
     def describe(self) -> dict[str, Any]:
-        """Options that identify the agent in a trace (``support`` for a model stored sparse, where it matters,
-        and ``min_epoch_length`` when it is set)."""
+        """Options that identify the agent in a trace (``support`` for a model stored sparse or a support that is
+        not every successor, where it matters, and ``min_epoch_length`` when it is set)."""
         out: dict[str, Any] = {"agent": self.name, "trigger": self.trigger_name,
                                "trigger_rule": trigger_rule(self.trigger)}
         if self.min_epoch_length > 1:
             out["min_epoch_length"] = self.min_epoch_length
         if self.rewards != "known":  # recorded only when set, so that the traces of known signals are unchanged
             out["rewards"] = self.rewards
-        if self.model.sparse:
+        if self.model.sparse or not self.support.is_dense:
             out["support"] = self.support_choice
         return out
 
@@ -462,7 +463,7 @@ class ProgramAgent(Agent):
         The policy in states the plan's occupancy does not reach (``reach``: the fewest expected steps back to
         the plan's support on :meth:`planning_kernel`, by per-step feasible actions; ``reach-any``: by any
         actions, whatever they cost).
-    support : {"model", "full"}, default "model"
+    support : {"auto", "model", "full"}, default "auto"
         The successors the agent's counts, estimates and programs allow (see :class:`Agent`); build the
         program on :attr:`program_support`.
     min_epoch_length : int, default 1
@@ -492,7 +493,7 @@ class ProgramAgent(Agent):
         horizon_lower_bound: float | None = None,
         seed: Any = None,
         unreached: str = "uniform",
-        support: str = "model",
+        support: str = "auto",
         min_epoch_length: int = 1,
         rewards: str = "known",
         **backend_options: Any,

@@ -169,10 +169,10 @@ class UcrlCmdp(ProgramAgent):
     rewards : {"known", "learned"}, default "known"
         ``learned``: the optimistic reward ``r^ + b`` and the optimistic cost ``c^ - b`` of the observed signals
         (:mod:`curlopt.agents.signals`).
-    support : {"model", "full"}, default "model"
-        The successors the boxes allow (:mod:`curlopt.agents.estimates`): those the model declares (the
-        stored transitions of a model stored sparse; every successor of a model stored dense), or every
-        successor (refused above :data:`~curlopt.agents.estimates.FULL_SUPPORT_LIMIT` entries S·A·S for a
+    support : {"auto", "model", "full"}, default "auto"
+        The successors the boxes allow (:mod:`curlopt.agents.estimates`): those the model's kernel gives positive
+        probability (``model``, whatever its storage), every successor (``full``), or ``auto`` (``full`` up to
+        2^20 entries S·A·S, ``model`` above); every successor (refused above :data:`~curlopt.agents.estimates.FULL_SUPPORT_LIMIT` entries S·A·S for a
         sparse-stored model).
     **backend_options
         Passed to the backend when ``backend`` is a name.
@@ -204,7 +204,7 @@ class UcrlCmdp(ProgramAgent):
 
     def __init__(self, model: CMDP, horizon: float | None = None, backend: str | Backend = DEFAULT_BACKEND,
                  epoch_exponent: float = 1 / 3, seed: Any = None, unreached: str = "uniform",
-                 support: str = "model", rewards: str = "known", **backend_options: Any):
+                 support: str = "auto", rewards: str = "known", **backend_options: Any):
         # Before anything else: the refused keywords include some this constructor passes to the base class itself.
         refuse_keywords(self.name, backend_options, self.REFUSED)
         _linear_pieces(model, self.name)

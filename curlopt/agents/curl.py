@@ -90,12 +90,12 @@ class UcCurl(ProgramAgent):
         actions, whatever they cost), on the posterior mean of the counts the epoch planned with. Not on the optimistic kernel the program chose with the occupancy:
         that kernel is ``p(s,a,s') / ρ(s,a)``, 0/0 in exactly these states
         (:meth:`~curlopt.agents.base.ProgramAgent.planning_kernel`).
-    support : {"model", "full"}, default "model"
+    support : {"auto", "model", "full"}, default "auto"
         The successors the optimistic kernels may use (:mod:`curlopt.agents.estimates`). ``model``:
-        those the model declares (the stored transitions of a model stored sparse; every successor of
-        a model stored dense), so the L1 ball holds only kernels on them. ``full``: every successor, the
-        paper's ball (on a sparse-stored model the agent then plays as on its dense copy; refused above
-        :data:`~curlopt.agents.estimates.FULL_SUPPORT_LIMIT` entries S·A·S).
+        those the model's kernel gives positive probability (whatever its storage), so the L1 ball holds
+        only kernels on them. ``full``: every successor, the paper's ball (refused above
+        :data:`~curlopt.agents.estimates.FULL_SUPPORT_LIMIT` entries S·A·S for a sparse-stored model).
+        ``auto``: ``full`` up to 2^20 entries S·A·S, ``model`` above.
     min_epoch_length : int, default 1
         The fewest steps of an epoch unless the horizon ends it: the trigger's thresholds are checked
         only from that step of the epoch on (:mod:`curlopt.agents.triggers`), so a run of T steps solves
@@ -128,7 +128,7 @@ class UcCurl(ProgramAgent):
     def __init__(self, model: CMDP, backend: str | Backend = "auto", trigger: str | EpochTrigger = "doubling",
                  tightness_constant: float = 1.0, horizon_lower_bound: float | None = None, seed: Any = None,
                  radius: str = "analysis", radius_scale: float = 1.0, unreached: str = "uniform",
-                 support: str = "model", min_epoch_length: int = 1, rewards: str = "known", **backend_options: Any):
+                 support: str = "auto", min_epoch_length: int = 1, rewards: str = "known", **backend_options: Any):
         # Checked before the base class builds the program, which reads them.
         self.radius: str = check_value(RADIUS, radius)
         self.radius_scale: float = check_value(RADIUS_SCALE, radius_scale)
@@ -171,12 +171,12 @@ class PsCurl(ProgramAgent):
         unit (:func:`curlopt.agents.safe_sizing.constraint_scales`; for a linear ``g_m = w·ζ - b``,
         ``Σ_i |w_i| range(c_i)``), which makes the agent invariant to the costs' units. It needs a
         slope bound of every ``g_m`` (affine pieces, norms, convex quadratics).
-    support : {"model", "full"}, default "model"
+    support : {"auto", "model", "full"}, default "auto"
         The successors a posterior draw spreads over (:mod:`curlopt.agents.estimates`). ``model``: those
-        the model declares (the stored transitions of a model stored sparse; every successor of a model
-        stored dense), so the prior α0 goes to each declared successor and none to the others. ``full``:
-        every successor, the paper's draw (on a sparse-stored model the agent then plays as on its dense
-        copy; refused above :data:`~curlopt.agents.estimates.FULL_SUPPORT_LIMIT` entries S·A·S).
+        the model's kernel gives positive probability (whatever its storage), so the prior α0 goes to each
+        such successor and none to the others. ``full``: every successor, the paper's draw (refused above
+        :data:`~curlopt.agents.estimates.FULL_SUPPORT_LIMIT` entries S·A·S for a sparse-stored model).
+        ``auto``: ``full`` up to 2^20 entries S·A·S, ``model`` above.
     min_epoch_length : int, default 1
         The fewest steps of an epoch, as for :class:`UcCurl`.
     rewards : {"known", "learned"}, default "known"
@@ -200,7 +200,7 @@ class PsCurl(ProgramAgent):
     def __init__(self, model: CMDP, backend: str | Backend = "auto", trigger: str | EpochTrigger = "doubling",
                  tightness_constant: float = 1.0, horizon_lower_bound: float | None = None, seed: Any = None,
                  prior: float = 1.0, unreached: str = "uniform",
-                 margin: str = "absolute", support: str = "model", min_epoch_length: int = 1,
+                 margin: str = "absolute", support: str = "auto", min_epoch_length: int = 1,
                  rewards: str = "known", **backend_options: Any):
         self.prior: float = check_value(PRIOR, prior)
         self.margin: str = check_value(MARGIN, margin)
@@ -303,7 +303,7 @@ class CmdpPsrl(PsCurl):
     }
 
     def __init__(self, model: CMDP, backend: str | Backend = "auto", seed: Any = None, prior: float = 1.0,
-                 unreached: str = "uniform", support: str = "model", rewards: str = "known", **backend_options: Any):
+                 unreached: str = "uniform", support: str = "auto", rewards: str = "known", **backend_options: Any):
         refuse_keywords(self.name, backend_options, self.REFUSED)
         super().__init__(model, backend, "doubling", 0.0, None, seed, prior, unreached, "absolute", support, 1,
                          rewards, **backend_options)

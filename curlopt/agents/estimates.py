@@ -6,17 +6,20 @@ paper writes them) the counts are an (S, A, S) array; on a sparse support they a
 entry, shape (nnz,), in the support's CSR order, so memory grows with the kernel's nonzeros, not with S²A.
 
 Which support an agent uses is a modelling choice (docs/math.md §3, §6), chosen with the agents' option
-``support``:
+``support``; it is decided by a rule on the model (its size and its kernel's nonzero pattern), never by how the
+kernel is stored (``storage="dense"`` or ``"sparse"`` give the same agent):
 
-``"model"`` (the default)
-    the model's declared support: for a model that stores its kernel sparse, the successors its kernel
-    lists (the agent knows *which* transitions are possible, never their probabilities); for a model stored
-    dense, every successor. A posterior draw and the plug-in estimate then put mass only on declared
-    successors, the prior spreads over them alone, and the optimistic programs' L1 ball or box contains
-    only kernels on them.
+``"auto"`` (the default)
+    ``"full"`` for a model of at most :data:`~curlopt.models.cmdp.AUTO_DENSE_ENTRIES` entries S·A·S (the size
+    below which the built-in models are stored dense: every model of the paper's sizes, as the paper's algorithms
+    are written), ``"model"`` above it (memory then grows with the kernel's nonzeros, not with S²A).
+``"model"``
+    the successors the model's kernel gives positive probability (its nonzero pattern, whatever the storage):
+    the agent knows *which* transitions are possible, never their probabilities. A posterior draw and the
+    plug-in estimate then put mass only on those successors, the prior spreads over them alone, and the
+    optimistic programs' L1 ball or box contains only kernels on them.
 ``"full"``
-    every successor of every pair, whatever the model declares: the paper's algorithms exactly (on a
-    sparse-stored model the agent then behaves as on the same model stored dense). It needs dense
+    every successor of every pair, whatever the model's kernel: the paper's algorithms exactly. It needs dense
     (S, A, S) arrays and is refused above :data:`FULL_SUPPORT_LIMIT` entries.
 
 The functions below take the support and the counts in the agent's form and return the kernel estimates in
@@ -32,37 +35,65 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import AgentError
-from ..models.cmdp import CMDP, DENSE_VIEW_LIMIT
+from ..models.cmdp import AUTO_DENSE_ENTRIES, CMDP, DENSE_VIEW_LIMIT
 from ..programs.optimistic import l1_radius
 from ..programs.support import Support
 from .safe_sizing import UNCERTAINTY_CAP, plug_in_kernel, posterior_uncertainty, radius_uncertainty
 
-__all__ = ["SUPPORTS", "FULL_SUPPORT_LIMIT", "agent_support", "program_support", "row_sums", "sample_posterior_kernel",
+__all__ = ["SUPPORTS", "FULL_SUPPORT_LIMIT", "agent_support", "resolved_support", "kernel_pattern", "program_support", "row_sums", "sample_posterior_kernel",
            "posterior_kernel", "plug_in_estimate", "posterior_width", "radius_width", "support_radius"]
 
 #: the agents' ``support`` choices (see the module docstring)
-SUPPORTS = ("model", "full")
+SUPPORTS = ("auto", "model", "full")
 #: the most entries S·A·S the full support takes on a model stored sparse (the dense view limit of
 #: :mod:`curlopt.models.cmdp`: 2^22 entries, 32 MiB per array)
 FULL_SUPPORT_LIMIT = DENSE_VIEW_LIMIT
 
 
+def resolved_support(model: CMDP, support: str) -> str:
+    """``"model"`` or ``"full"``: the support choice ``support`` decides for ``model`` (``"auto"`` by its size)."""
+    if support != "auto":
+        return support
+    S, A = model.n_states, model.n_actions
+    return "full" if S * A * S <= AUTO_DENSE_ENTRIES else "model"
+
+
+def kernel_pattern(model: CMDP) -> sp.csr_array:
+    """The nonzero pattern of ``model``'s kernel as an (S·A, S) matrix (stored zeros dropped), whatever its storage."""
+    if model.sparse:
+        matrix = sp.csr_array(model.transitions, copy=True)
+    else:
+        kernel = model.kernel
+        if kernel is None:
+            raise AgentError(f"model {model.name!r} has no kernel: its support cannot be read from it; use"
+                             " support='full'.")
+        S, A = model.n_states, model.n_actions
+        matrix = sp.csr_array(np.asarray(kernel).reshape(S * A, S))
+    matrix.eliminate_zeros()
+    return matrix
+
+
 def agent_support(model: CMDP, support: Any, agent: str) -> Support:
-    """The support an agent named ``agent`` keeps its counts on, for the choice ``support`` ("model" or "full").
+    """The support an agent named ``agent`` keeps its counts on, for the choice ``support`` (:data:`SUPPORTS`).
+
+    The same for a model whatever its storage: ``"model"`` is the kernel's nonzero pattern, ``"full"`` every
+    successor, ``"auto"`` one of them by the model's size (:func:`resolved_support`).
 
     Raises
     ------
     AgentError
-        For another value, or ``"full"`` on a sparse-stored model of more than :data:`FULL_SUPPORT_LIMIT`
-        entries S·A·S.
+        For another value, or ``"full"`` (chosen or decided) on a sparse-stored model of more than
+        :data:`FULL_SUPPORT_LIMIT` entries S·A·S.
     """
     if not isinstance(support, str) or support not in SUPPORTS:
         raise AgentError(f"{agent}: support must be one of {', '.join(map(repr, SUPPORTS))}, got {support!r}.")
     S, A = model.n_states, model.n_actions
-    if support == "model" or not model.sparse:
-        return Support.of_model(model)
+    if resolved_support(model, support) == "model":
+        if not model.sparse and model.kernel is None:  # a model without a kernel: nothing to read a pattern from
+            return Support.dense(S, A)
+        return Support.from_pattern(kernel_pattern(model), S, A)
     entries = S * A * S
-    if entries > FULL_SUPPORT_LIMIT:
+    if model.sparse and entries > FULL_SUPPORT_LIMIT:
         raise AgentError(
             f"{agent}: support='full' keeps dense (S, A, S) counts and estimates, {entries:,} entries for model"
             f" {model.name!r} (S={S}, A={A}), more than the limit of {FULL_SUPPORT_LIMIT:,}: use support='model',"

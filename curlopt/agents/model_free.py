@@ -142,7 +142,7 @@ class TripleQA(Agent):
         self._alpha = [(chi_ + 1.0) / (chi_ + t) for t in range(longest)]
         self._bonus = [kappa_ * math.sqrt((chi_ + 1.0) * iota_ / (chi_ + t)) for t in range(longest)]
         # its counts are never read: kept on the model's declared transitions, the cheapest support
-        super().__init__(model, FixedLengthTrigger(self.frame), seed, support="model")
+        super().__init__(model, FixedLengthTrigger(self.frame), seed, support="auto")
 
     # -- state --------------------------------------------------------------------------------------------------------
     def reset(self, seed: Any = None) -> None:

@@ -251,8 +251,10 @@ UNREACHED = choice(
 #: the successors the agent's counts and estimates range over
 SUPPORT = choice(
     "support", SUPPORTS,
-    "The successors the agent's counts and estimates range over: those the model declares (model) or all S"
-    f" (full: dense arrays, refused above {FULL_SUPPORT_LIMIT:,} entries S·A·S).",
+    "The successors the agent's counts and estimates range over, whatever the kernel's storage: those the model's"
+    f" kernel gives positive probability (model), all S (full: dense arrays, refused above {FULL_SUPPORT_LIMIT:,}"
+    " entries S·A·S for a sparse-stored model), or auto: full up to 2^20 entries S·A·S (the paper's sizes), model"
+    " above.",
 )
 #: the fewest steps of an epoch
 MIN_EPOCH_LENGTH = integer(

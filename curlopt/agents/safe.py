@@ -173,10 +173,10 @@ class SafeCurl(ProgramAgent):
         agent plays the same policies whatever the units of the costs and, for a linear f, of the
         rewards), or as the number ε itself (``absolute``, as the paper's agents; what safe mode did
         before this option existed).
-    support : {"model", "full"}, default "model"
+    support : {"auto", "model", "full"}, default "auto"
         The successors the estimated kernel and ``u`` range over (:mod:`curlopt.agents.estimates`):
-        those the model declares (the stored transitions of a model stored sparse; every successor of a
-        model stored dense), or every successor (refused above
+        those the model's kernel gives positive probability (``model``, whatever its storage), every
+        successor (``full``), or ``auto`` (``full`` up to 2^20 entries S·A·S, ``model`` above); every successor (refused above
         :data:`~curlopt.agents.estimates.FULL_SUPPORT_LIMIT` entries S·A·S for a sparse-stored model). On
         a sparse support the posterior draw and its width are over each pair's declared successors, the
         plug-in kernel's unvisited rows are uniform over them, and the plug-in radius counts them in
@@ -208,7 +208,7 @@ class SafeCurl(ProgramAgent):
                  kernel: str = "posterior", radius: str = "experiment", radius_scale: float = 1.0,
                  prior: float = 1.0, bonus: float = DEFAULT_BONUS, penalty: float | None = None, sizing: str = "range",
                  cost_lipschitz: Any = None, fallback: str = "least-violation", unreached: str = "safe",
-                 margin: str = "range", support: str = "model", min_epoch_length: int = 1,
+                 margin: str = "range", support: str = "auto", min_epoch_length: int = 1,
                  rewards: str = "known", **backend_options: Any):
         self.kernel_source: str = check_value(KERNEL, kernel)
         self.radius: str = check_value(RADIUS, radius)

@@ -2,9 +2,16 @@
 
 Every executor runs the same function, :func:`execute_task`,
 on the same :class:`~curlopt.experiments.study.planning.Task` objects and hands the
-traces back to the caller as they finish (the caller writes the files), so the
-results do not depend on the executor: a run's trace is a function of its task
-(seed included), apart from the measured wall and solve times.
+traces back to the caller as they finish, so the results do not depend on the
+executor: a run's trace is a function of its task (seed included), apart from the
+measured wall and solve times.
+
+Given an output folder (``run(tasks, out=...)``, what a study does), the run's
+trace is written to its file (``out / task.relative_path``) as soon as it
+finishes — by the worker process itself in a local pool, by this process for
+Ray (whose workers may run on other machines) — and only a small
+:class:`SavedRun` record comes back: the process that runs a study never holds
+more than the runs in flight, whatever the number of runs.
 
 ``LocalExecutor(jobs)``
     ``jobs == 1`` runs the tasks one after the other in this process; otherwise a
@@ -55,7 +62,9 @@ import traceback
 import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from multiprocessing.sharedctypes import Synchronized
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -69,10 +78,41 @@ if TYPE_CHECKING:  # pragma: no cover
     from .simulation.trace import Trace
     from .study.planning import Task
 
-__all__ = ["LocalExecutor", "RayExecutor", "make_executor", "default_jobs", "execute_task"]
+__all__ = ["LocalExecutor", "RayExecutor", "make_executor", "default_jobs", "execute_task", "SavedRun", "save_run"]
 
-#: (task, trace or None, error message or None)
-Outcome = tuple["Task", "Trace | None", "str | None"]
+
+@dataclass(frozen=True)
+class SavedRun:
+    """A finished run whose trace was written to its file: what an executor hands back instead of the trace.
+
+    Attributes
+    ----------
+    path : str
+        The run file.
+    wall_time : float
+        Seconds the run took (the trace's ``wall_time``).
+    cpu_time : float
+        CPU seconds of the process that ran it, over the run and the writing of its file (what a study's
+        runs cost, against which the runner's own overhead is measured).
+    unsolved : str or None
+        The warning of a run in which most epochs failed to solve
+        (:func:`curlopt.experiments.outputs.solve_failures.failed_solves_warning`), None otherwise.
+    notes : tuple of str
+        What happened on the way (a directory in the file's place moved aside).
+    write_error : str or None
+        The one-line message when the file could not be written (a full disk): the study stops with it.
+    """
+
+    path: str
+    wall_time: float
+    cpu_time: float
+    unsolved: str | None = None
+    notes: tuple[str, ...] = ()
+    write_error: str | None = None
+
+
+#: (task, trace — or its SavedRun when the executor wrote the file — or None, error message or None)
+Outcome = tuple["Task", "Trace | SavedRun | None", "str | None"]
 
 
 def default_jobs() -> int:
@@ -135,7 +175,7 @@ def execute_task(task: Task, progress: bool | None = False) -> Trace:
     model = task.setting.build()
     agent = make_agent(task.algorithm.agent, model, **dict(task.options))
     trace = run(agent, make(model), task.steps, seed=task.seed, checkpoints=task.checkpoints, progress=progress,
-                model=model, env_name=task.setting.name)
+                model=model, env_name=task.setting.name, optimum_backend=task.optimum_backend)
     trace.meta["sweep"] = task.identity()
     trace.meta["algorithm"] = task.algorithm.key
     trace.meta["label"] = configuration.label
@@ -144,10 +184,48 @@ def execute_task(task: Task, progress: bool | None = False) -> Trace:
     return trace
 
 
-def _run_guarded(task: Task, progress: bool | None) -> tuple[Trace | None, str | None]:
-    """Run a task; turn any exception into a one-line message (the sweep goes on without that run)."""
+def save_run(trace: Trace, path: Path, cpu_started: float | None = None) -> SavedRun:
+    """Write a finished run's trace to ``path`` (a directory in its place is moved aside first) and describe it.
+
+    ``cpu_started`` is :func:`time.process_time` when the run started (the record's ``cpu_time`` counts from
+    it). A write failure is not raised: it is the record's ``write_error`` (one line), for the study to stop with.
+    """
+    from ..fileio import write_error
+    from .outputs.solve_failures import failed_solves_warning
+
+    notes: list[str] = []
+    failure = None
     try:
-        return execute_task(task, progress=progress), None
+        if path.is_dir() and not path.is_symlink():
+            aside = _free_name(path.with_name(path.name + ".moved-aside"))
+            path.rename(aside)
+            notes.append(f"note: a directory was in the place of the run file {path}; moved it to {aside}")
+        trace.save(path)
+    except OSError as exc:
+        failure = str(write_error(path, exc))
+    cpu = clock.process_time() - cpu_started if cpu_started is not None else 0.0
+    return SavedRun(str(path), trace.wall_time, cpu, failed_solves_warning(trace), tuple(notes), failure)
+
+
+def _free_name(path: Path) -> Path:
+    candidate, number = path, 1
+    while candidate.exists() or candidate.is_symlink():
+        number += 1
+        candidate = path.with_name(f"{path.name}-{number}")
+    return candidate
+
+
+def _run_guarded(task: Task, progress: bool | None, out: str | None = None) -> tuple[Trace | SavedRun | None, str | None]:
+    """Run a task; turn any exception into a one-line message (the sweep goes on without that run).
+
+    With ``out``, the trace is written to its file under ``out`` and its :class:`SavedRun` returned instead.
+    """
+    try:
+        cpu_started = clock.process_time()
+        trace = execute_task(task, progress=progress)
+        if out is None:
+            return trace, None
+        return save_run(trace, Path(out) / task.relative_path, cpu_started), None
     except CurloptError as exc:
         return None, str(exc)
     except Exception as exc:  # a bug or a solver crash: keep the last frame for the report
@@ -160,7 +238,8 @@ def _run_guarded(task: Task, progress: bool | None) -> tuple[Trace | None, str |
 CaughtWarning = tuple[str, type, str, int, str]
 
 
-def _run_catching(task: Task, progress: bool | None) -> tuple[Trace | None, str | None, list[CaughtWarning]]:
+def _run_catching(task: Task, progress: bool | None,
+                  out: str | None = None) -> tuple[Trace | SavedRun | None, str | None, list[CaughtWarning]]:
     """:func:`_run_guarded` in a worker process, with the warnings it raised caught and returned (each once).
 
     A worker's own ``warnings.showwarning`` would print Python's two-line format on the worker's stderr; the
@@ -184,7 +263,7 @@ def _run_catching(task: Task, progress: bool | None) -> tuple[Trace | None, str 
         # whose filters decide what is shown; "always" would cost a call here for every repeat in a hot loop.
         warnings.simplefilter("default")
         warnings.showwarning = collect
-        trace, error = _run_guarded(task, progress)
+        trace, error = _run_guarded(task, progress, out)
     return trace, error, list(found.values())
 
 
@@ -265,8 +344,9 @@ def _init_worker(lock: Any, counter: Synchronized[int], per_run_progress: bool, 
         auto.tqdm = _Positioned
 
 
-def _pool_task(task: Task, per_run_progress: bool) -> tuple[Trace | None, str | None, list[CaughtWarning]]:
-    return _run_catching(task, None if per_run_progress else False)
+def _pool_task(task: Task, per_run_progress: bool,
+               out: str | None = None) -> tuple[Trace | SavedRun | None, str | None, list[CaughtWarning]]:
+    return _run_catching(task, None if per_run_progress else False, out)
 
 
 class LocalExecutor:
@@ -281,19 +361,25 @@ class LocalExecutor:
         text = "local (in this process" if self.jobs == 1 else f"local ({self.jobs} worker processes"
         return text + (f"; {self.note})" if self.note else ")")
 
-    def run(self, tasks: Iterable[Task], per_run_progress: bool = False) -> Iterator[Outcome]:
-        """Yield ``(task, trace, error)`` for every task, in the order they finish."""
+    def run(self, tasks: Iterable[Task], per_run_progress: bool = False,
+            out: str | os.PathLike | None = None) -> Iterator[Outcome]:
+        """Yield ``(task, trace, error)`` for every task, in the order they finish.
+
+        With ``out``, each trace is written to its file under ``out`` where it ran (the worker process) and
+        its :class:`SavedRun` is yielded instead of the trace.
+        """
         tasks = list(tasks)
         if not tasks:
             return
+        folder = None if out is None else str(out)
         if self.jobs == 1 or len(tasks) == 1:
             for task in tasks:
-                trace, error = _run_guarded(task, None if per_run_progress else False)
+                trace, error = _run_guarded(task, None if per_run_progress else False, folder)
                 yield task, trace, error
             return
-        yield from self._pool(tasks, per_run_progress)
+        yield from self._pool(tasks, per_run_progress, folder)
 
-    def _pool(self, tasks: list[Task], per_run_progress: bool) -> Iterator[Outcome]:
+    def _pool(self, tasks: list[Task], per_run_progress: bool, out: str | None) -> Iterator[Outcome]:
         import multiprocessing
         from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
         from concurrent.futures.process import BrokenProcessPool
@@ -307,7 +393,7 @@ class LocalExecutor:
         workers = min(self.jobs, len(tasks))
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
                                    initargs=(lock, counter, per_run_progress, os.getpid()))
-        futures = {pool.submit(_pool_task, task, per_run_progress): task for task in tasks}
+        futures = {pool.submit(_pool_task, task, per_run_progress, out): task for task in tasks}
         finished = False
         registry: dict = {}
         try:
@@ -316,6 +402,7 @@ class LocalExecutor:
                 done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
                 for future in done:
                     task = futures[future]
+                    del futures[future]  # the finished future (and its result) is not kept
                     caught: list[CaughtWarning] = []
                     try:
                         trace, error, caught = future.result()
@@ -346,7 +433,7 @@ def _import_ray() -> ModuleType:
     return ray
 
 
-def _ray_task(task: Task) -> tuple[Trace | None, str | None, list[CaughtWarning]]:
+def _ray_task(task: Task) -> tuple[Trace | SavedRun | None, str | None, list[CaughtWarning]]:
     return _run_catching(task, False)
 
 
@@ -401,8 +488,12 @@ class RayExecutor:
         return (f"ray ({where}" + (f", at most {self.jobs} runs in flight" if self.jobs else "")
                 + (f"; {self.note})" if self.note else ")"))
 
-    def run(self, tasks: Iterable[Task], per_run_progress: bool = False) -> Iterator[Outcome]:
+    def run(self, tasks: Iterable[Task], per_run_progress: bool = False,
+            out: str | os.PathLike | None = None) -> Iterator[Outcome]:
         """Yield ``(task, trace, error)`` for every task, in the order they finish.
+
+        With ``out``, each trace is written to its file under ``out`` by this process (Ray's workers may run
+        on machines without that folder) as soon as it arrives, and its :class:`SavedRun` is yielded instead.
 
         Warnings raised in the Ray workers, and Ray's own log messages, are shown in this process through its
         warning filters and the toolkit's logging (see :func:`reissue_warnings`, :func:`ray_logs_to_curlopt`).
@@ -412,7 +503,10 @@ class RayExecutor:
         if not tasks:
             return
         with ray_logs_to_curlopt():
-            yield from self._run(ray, tasks)
+            for task, trace, error in self._run(ray, tasks):
+                if out is not None and trace is not None and not isinstance(trace, SavedRun):
+                    trace = save_run(trace, Path(out) / task.relative_path)
+                yield task, trace, error
 
     def _run(self, ray: ModuleType, tasks: list[Task]) -> Iterator[Outcome]:
         started_here = False

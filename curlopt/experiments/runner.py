@@ -57,10 +57,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CurloptError
-from ..fileio import atomic_write_text, write_error
-from .executors import LocalExecutor, RayExecutor, _check_jobs, make_executor
+from ..fileio import WriteError, atomic_write_text, write_error
+from .executors import LocalExecutor, RayExecutor, SavedRun, _check_jobs, make_executor
 from .outputs.figures.style import SUMMARY_HASH_KEY
 from .outputs.lock import FolderLock
+from .outputs.runs import TraceCache
 from .outputs.solve_failures import failed_solves_warning
 from .study.planning import OPTION_NAMES, Configuration, Plan, Task, option_label, plan_study, value_label
 from .study.reader import load_study
@@ -68,7 +69,6 @@ from .study.spec import EXECUTORS, Study
 
 if TYPE_CHECKING:  # pragma: no cover
     from .outputs.runs import ConfigurationRuns
-    from .simulation.trace import Trace
 
 __all__ = ["StudyResult", "run_study", "task_status", "format_duration", "write_json"]
 
@@ -81,8 +81,9 @@ def task_status(task: Task, out: str | os.PathLike) -> tuple[str, str]:
     return status, reason
 
 
-def _check_run_file(task: Task, out: str | os.PathLike) -> tuple[str, str, Any]:
-    """:func:`task_status`, and the trace it loaded when the run is done (so it need not be read again)."""
+def _check_run_file(task: Task, out: str | os.PathLike, cache: TraceCache | None = None) -> tuple[str, str, Any]:
+    """:func:`task_status`, and the trace it loaded when the run is done (held in ``cache`` when given, so the
+    summary need not read it again while the cache has room)."""
     from .simulation.trace import load_trace
 
     path = Path(out) / task.relative_path
@@ -103,6 +104,8 @@ def _check_run_file(task: Task, out: str | os.PathLike) -> tuple[str, str, Any]:
         return "mismatch", "it was written with other options, checkpoints or model", None
     if int(trace.checkpoints["t"][-1]) != task.steps:
         return "corrupt", f"its last checkpoint is t={int(trace.checkpoints['t'][-1])}, not T={task.steps}", None
+    if cache is not None:
+        cache.put(path, trace)
     return "done", "", trace
 
 
@@ -176,6 +179,9 @@ class StudyResult:
         Planned only: nothing was run or written.
     report : Path or None
         The HTML report (``report.html``, see :mod:`curlopt.experiments.outputs.report`); None when it was not written.
+    run_cpu_time : float
+        CPU seconds of the runs executed by this call (each measured in the process that ran it): what the
+        runner's own overhead is measured against.
     """
 
     experiment: str
@@ -203,6 +209,7 @@ class StudyResult:
     profile: str | None = None
     dry_run: bool = False
     report: Path | None = None
+    run_cpu_time: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -298,21 +305,15 @@ def _run_plan(plan: Plan, runner: LocalExecutor | RayExecutor, out: Path, result
 
     check_one_study(out, plan.study.name, plan.study.profile)  # a folder holds one study: never replace another's
     _write_descriptions(plan, out)
-    finished: dict[str, Any] = {}  # task key -> its trace, read once here or kept from its run
-    pending = _pending_tasks(plan, out, result, finished, say)
+    # Traces are never all held: each run's file is written where it ran, and only its record comes back; the
+    # outputs read the files again through one cache of bounded size (the memory is flat in the number of runs).
+    cache = TraceCache()
+    unsolved: dict[str, str] = {}  # task key -> the warning of a finished run in which most epochs failed to solve
+    pending = _pending_tasks(plan, out, result, unsolved, say, cache)
     say(f"{len(result.skipped)} runs already finished in {out}, {len(pending)} to run; executor {runner.describe()}")
-    _execute(pending, runner, out, result, progress, say, plan.study.name, finished)
-    _find_unsolved(plan, result, finished)
-    _summarise(result, plan, out, finished, figures, say)
-
-
-def _find_unsolved(plan: Plan, result: StudyResult, finished: dict[str, Any]) -> None:
-    """List the finished runs (run now or earlier) in which most epochs failed to solve, in study order."""
-    for task in plan.tasks:
-        trace = finished.get(task.key)
-        warning = failed_solves_warning(trace) if trace is not None else None
-        if warning is not None:
-            result.unsolved.append((task, warning))
+    _execute(pending, runner, out, result, progress, say, plan.study.name, unsolved)
+    result.unsolved = [(task, unsolved[task.key]) for task in plan.tasks if task.key in unsolved]
+    _summarise(result, plan, out, cache, figures, say)
 
 
 def _run_settings(study: Study | str | os.PathLike, jobs: int | None, executor: str | None, address: str | None,
@@ -342,18 +343,21 @@ def _new_result(plan: Plan, out: Path, executor: str, dry_run: bool) -> StudyRes
                        profile=(study.profile or {}).get("name"), dry_run=dry_run)
 
 
-def _pending_tasks(plan: Plan, out: Path, result: StudyResult, finished: dict[str, Any],
-                   say: Callable[[str], None]) -> list[Task]:
-    """The tasks to run, seed-major; a finished run goes to ``result.skipped`` and its trace to ``finished``.
+def _pending_tasks(plan: Plan, out: Path, result: StudyResult, unsolved: dict[str, str],
+                   say: Callable[[str], None], cache: TraceCache) -> list[Task]:
+    """The tasks to run, seed-major; a finished run goes to ``result.skipped`` (and its warning to ``unsolved``
+    when most of its epochs failed to solve).
 
     A corrupt or mismatched run file is noted in ``result.repaired`` and its task run again.
     """
     pending: list[Task] = []
     for task in plan.tasks:
-        status, reason, trace = _check_run_file(task, out)
+        status, reason, trace = _check_run_file(task, out, cache)
         if status == "done":
             result.skipped.append(task)
-            finished[task.key] = trace
+            warning = failed_solves_warning(trace)
+            if warning is not None:
+                unsolved[task.key] = warning
             continue
         if status in ("corrupt", "mismatch"):
             what = "corrupt" if status == "corrupt" else "from another configuration"
@@ -368,11 +372,11 @@ def _pending_tasks(plan: Plan, out: Path, result: StudyResult, finished: dict[st
     return pending
 
 
-def _summarise(result: StudyResult, plan: Plan, out: Path, finished: dict[str, Any], figures: bool,
+def _summarise(result: StudyResult, plan: Plan, out: Path, cache: TraceCache, figures: bool,
                say: Callable[[str], None]) -> None:
     """Group the finished runs by configuration and write the tables, figures and report (when any run finished)."""
     study = plan.study
-    result.groups = collect_runs(plan, out, {task.key for task, _ in result.failed}, finished)
+    result.groups = collect_runs(plan, out, {task.key for task, _ in result.failed}, cache)
     empty = [c.label for c, g in zip(plan.configurations, result.groups, strict=True) if g is None]
     result.groups = [g for g in result.groups if g is not None]
     notes = list(plan.notes) + [f"{label}: no finished run." for label in empty]
@@ -451,8 +455,14 @@ def _write_descriptions(plan: Plan, out: Path) -> None:
     })
 
 
-def _execute(pending: list[Task], runner: LocalExecutor | RayExecutor, out: Path, result: StudyResult, progress: bool | None,
-             say: Callable[[str], None], name: str, finished: dict[str, Any]) -> None:
+def _execute(pending: list[Task], runner: LocalExecutor | RayExecutor, out: Path, result: StudyResult,
+             progress: bool | None, say: Callable[[str], None], name: str, unsolved: dict[str, str]) -> None:
+    """Run the pending tasks; each run's file is written as it finishes (by the executor), and only its record kept.
+
+    A run file that could not be written (a full disk) stops the study with one line,
+    ``could not write <path>: <reason>``: the runs already saved are kept, and running the same command again
+    resumes.
+    """
     if not pending:
         return
     show = True if progress is None else bool(progress)
@@ -463,16 +473,22 @@ def _execute(pending: list[Task], runner: LocalExecutor | RayExecutor, out: Path
         bar = tqdm(total=len(result.tasks), initial=len(result.skipped), desc=f"{name} runs", unit="run",
                    dynamic_ncols=True, position=0, leave=True)
     per_run = show and _stderr_is_terminal()
+    write = bar.write if bar is not None else say
     try:
-        for task, trace, error in runner.run(pending, per_run_progress=per_run):
-            if trace is not None:  # a run gives its trace, or the error that stopped it
-                _save_run(trace, out / task.relative_path, bar.write if bar is not None else say)
+        for task, record, error in runner.run(pending, per_run_progress=per_run, out=out):
+            if isinstance(record, SavedRun):  # the run's trace is in its file; only this record comes back
+                for note in record.notes:
+                    write(note)
+                if record.write_error is not None:
+                    raise WriteError(record.write_error)
                 result.executed.append(task)
-                finished[task.key] = trace
+                result.run_cpu_time += record.cpu_time
+                if record.unsolved is not None:
+                    unsolved[task.key] = record.unsolved
             else:
                 error = error or "the run gave neither a trace nor an error"
                 result.failed.append((task, error))
-                (bar.write if bar is not None else say)(f"error: run {task.key} failed: {error}")
+                write(f"error: run {task.key} failed: {error}")
             if bar is not None:
                 bar.update(1)
     finally:
@@ -480,58 +496,26 @@ def _execute(pending: list[Task], runner: LocalExecutor | RayExecutor, out: Path
             bar.close()
 
 
-def _save_run(trace: Trace, path: Path, say: Callable[[str], None]) -> None:
-    """Write a finished run's trace; a directory in its place is moved aside first.
-
-    A write failure (full disk, permissions) stops the study with one line,
-    ``could not write <path>: <reason>``: the runs already saved are kept, and
-    running the same command again resumes.
-    """
-    try:
-        if path.is_dir() and not path.is_symlink():
-            aside = _free_name(path.with_name(path.name + ".moved-aside"))
-            path.rename(aside)
-            say(f"note: a directory was in the place of the run file {path}; moved it to {aside}")
-        trace.save(path)
-    except OSError as exc:
-        raise write_error(path, exc) from None
-
-
-def _free_name(path: Path) -> Path:
-    candidate, number = path, 1
-    while candidate.exists() or candidate.is_symlink():
-        number += 1
-        candidate = path.with_name(f"{path.name}-{number}")
-    return candidate
-
-
 def collect_runs(plan: Plan, out: Path, failed: Set[str] = frozenset(),
-                 loaded: dict[str, Any] | None = None) -> list[ConfigurationRuns | None]:
+                 cache: TraceCache | None = None) -> list[ConfigurationRuns | None]:
     """One :class:`ConfigurationRuns` per configuration (None for one without a finished run), in study order.
 
-    ``loaded`` maps task keys to traces already in memory (checked or just run); the others are read from ``out``.
+    Each configuration's runs are its run files (sorted by seed), read when used through ``cache`` (a new
+    :class:`~curlopt.experiments.outputs.runs.TraceCache` when not given): nothing is read here.
     """
-    loaded = loaded or {}
-    from .outputs.runs import ConfigurationRuns
-    from .simulation.trace import load_trace
+    from .outputs.runs import ConfigurationRuns, TraceFiles
 
-    groups = []
+    cache = cache if cache is not None else TraceCache()
+    groups: list[ConfigurationRuns | None] = []
     runs = _tasks_by_configuration(plan)
     for configuration in plan.configurations:
-        traces = []
-        for task in runs[id(configuration)]:
-            if task.key in failed:
-                continue
-            path = out / task.relative_path
-            if task.key in loaded:
-                traces.append(loaded[task.key])
-            elif path.exists():
-                traces.append(load_trace(path))
-        traces.sort(key=lambda trace: int(trace.meta.get("seed", -1)))
+        mine = sorted((task for task in runs[id(configuration)]
+                       if task.key not in failed and (out / task.relative_path).is_file()), key=lambda task: task.seed)
         groups.append(ConfigurationRuns(
             setting=configuration.setting, algorithm=configuration.algorithm.key, agent=configuration.algorithm.agent,
             label=configuration.label, key=configuration.key, options=dict(configuration.options),
-            varied=dict(configuration.varied), traces=traces) if traces else None)
+            varied=dict(configuration.varied),
+            traces=TraceFiles([out / task.relative_path for task in mine], cache)) if mine else None)
     return groups
 
 

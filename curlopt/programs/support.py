@@ -171,6 +171,9 @@ class Support:
         S = self.n_states
         if self.is_dense:
             return data.toarray().reshape(-1) if sp.issparse(data) else np.asarray(data).reshape(-1)
+        if sp.issparse(data) and data.format == "csr" and _same_pattern(data, self):
+            # stored on this support's own pattern (a posterior draw, a plug-in estimate): its values in order
+            return np.array(data.data, dtype=float)
         if sp.issparse(data):
             keys = self.pairs * S + self.successors           # sorted: CSR order
             rows = np.repeat(np.arange(self.n_pairs, dtype=np.int64), np.diff(data.indptr))
@@ -327,3 +330,10 @@ def _check_counts_entries(values: np.ndarray, rows: np.ndarray, columns: np.ndar
         at = int(np.argmax(bad))
         raise ProgramError(f"{name} must be finite and non-negative: the row of (s, a) = {_pair(rows[at], A)},"
                            f" successor {int(columns[at])}, holds {float(values[at])!r}.")
+
+
+def _same_pattern(matrix: Any, support: Support) -> bool:
+    """Whether a CSR ``matrix`` stores exactly the entries of ``support``, in its order (then its ``data`` are the
+    values at the support's entries, as :meth:`Support.gather` would place them)."""
+    return (matrix.shape == (support.n_pairs, support.n_states) and matrix.indices.size == support.nnz
+            and np.array_equal(matrix.indptr, support.indptr) and np.array_equal(matrix.indices, support.successors))

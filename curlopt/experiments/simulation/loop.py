@@ -591,21 +591,80 @@ def _pairs_and_nexts(visited: list[int], state: int, n_actions: int) -> tuple[np
     return pairs, nexts, state
 
 
+#: seconds of a run after which its epoch rate is looked at once (:class:`_EpochRate`)
+EPOCH_RATE_CHECK_SECONDS = 10.0
+#: a run expected to take longer than this (seconds, at its rate so far), mostly in its epochs, says so
+EPOCH_RATE_WARN_SECONDS = 600.0
+
+
+class _EpochRate:
+    """Says once, after :data:`EPOCH_RATE_CHECK_SECONDS` of a run, when its epochs put its expected time far past a
+    few minutes (:data:`EPOCH_RATE_WARN_SECONDS`), naming the option that bounds the number of epochs.
+
+    The clock is read once an epoch (at its end), so the steps themselves are not slowed. The expected time is
+    the time so far scaled to the run's steps; the epochs' share is the time outside the steps (planning,
+    learning, evaluating). Early epochs are the shortest (the doubling rule starts one every few steps while the
+    pairs are first visited), so the estimate is a warning, not a promise.
+    """
+
+    def __init__(self, agent: Agent, steps: int):
+        self.agent, self.steps = agent, steps
+        self.started = clock.perf_counter()
+        self.stepping = 0.0
+        self.done = False
+
+    def after_epoch(self, t: int, epochs: int) -> None:
+        """``t`` steps played so far (``epochs`` epochs); warns at most once, from the first epoch after the check
+        time."""
+        if self.done:
+            return
+        elapsed = clock.perf_counter() - self.started
+        if elapsed < EPOCH_RATE_CHECK_SECONDS or t >= self.steps:
+            return
+        self.done = True
+        expected = elapsed * self.steps / t
+        in_epochs = max(0.0, elapsed - self.stepping)
+        if expected <= EPOCH_RATE_WARN_SECONDS or in_epochs < 0.5 * elapsed:
+            return
+        per_epoch = in_epochs / max(1, epochs)
+        bound = max(1000, 10 ** math.ceil(math.log10(max(1.0, self.steps / 1000))))
+        warnings.warn(
+            f"{self.agent.name}: {epochs:,} epochs in the first {t:,} steps ({elapsed:.0f} s, {1000 * per_epoch:.0f}"
+            f" ms an epoch, {t / elapsed:,.0f} steps/s): at this rate the {self.steps:,} steps take about"
+            f" {_duration(expected)}. min_epoch_length bounds the epochs (a run of T steps has at most"
+            f" T / min_epoch_length + 1; e.g. min_epoch_length={bound:,}: at most {self.steps // bound + 1:,})"
+            + (f"; this run has min_epoch_length={self.agent.min_epoch_length:,}" if self.agent.min_epoch_length > 1
+               else "") + ".",
+            RuntimeWarning, stacklevel=4)
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 5400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 60:.0f} min"
+
+
 def _play(agent: Agent, steps: int, state: int, step, recorder: _Recorder, evaluator: _ExactEvaluator | None,
           bar, observed: ObservedSignals) -> list[EpochRecord]:
-    """The epochs of a run: plan, step until the trigger fires, record, learn; returns the epoch records."""
+    """The epochs of a run: plan, step until the trigger fires, record, learn; returns the epoch records.
+
+    A run whose epochs make it slow says so once (:class:`_EpochRate`).
+    """
     S, A = agent.model.n_states, agent.model.n_actions
     epochs: list[EpochRecord] = []
+    rate = _EpochRate(agent, steps)
     t = 1
     while t <= steps:
         plan = agent.begin_epoch(t)
         thresholds, max_length = agent.limits(t)
         cap = int(min(max_length, steps - t + 1))
+        stepping = clock.perf_counter()
         if agent.learns_per_step:
             pairs, nexts, state = step.learn(cast(StepLearner, agent), state, cap)
         else:
             pairs, nexts, state = _epoch_steps(step, state, _cumulative_rows(plan.policy), thresholds, cap, A,
                                                agent.min_epoch_length)
+        rate.stepping += clock.perf_counter() - stepping
         pair_visits = np.bincount(pairs, minlength=S * A)
         recorder.epoch(t, pairs, pair_visits)
         # counted in the agent's form: (S, A, S) on a dense support, on the support's entries for a sparse model
@@ -620,6 +679,7 @@ def _play(agent: Agent, steps: int, state: int, step, recorder: _Recorder, evalu
         t += pairs.size
         if bar is not None:
             bar.update(pairs.size)
+        rate.after_epoch(t - 1, len(epochs))
     return epochs
 
 

@@ -48,6 +48,7 @@ import io
 import json
 import math
 import os
+import re
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -183,10 +184,13 @@ class Trace:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Trace:
+    def from_dict(cls, data: dict[str, Any], checksum_checked: bool = False) -> Trace:
+        """The trace of a document; its ``sha256`` is checked unless ``checksum_checked`` (the caller checked the
+        bytes it was read from, as :func:`load_trace` does)."""
         if not isinstance(data, dict) or data.get("format") != TRACE_FORMAT:
             raise CurloptError("not a curlopt trace (the 'format' key is missing or wrong).")
-        _check_checksum(data)
+        if not checksum_checked:
+            _check_checksum(data)
         version = data.get("version")
         if isinstance(version, bool) or version not in READABLE_VERSIONS:
             raise CurloptError(
@@ -260,6 +264,21 @@ def _check_checksum(data: dict[str, Any]) -> None:
                            " written (edited by hand, or damaged).")
 
 
+#: the end of a document as :meth:`Trace.file_bytes` writes it: the checksum key, 64 hex digits, the closing brace
+_CHECKSUM_TAIL = re.compile(rb',"sha256":"([0-9a-f]{64})"\}\s*\Z')
+
+
+def _bytes_match_checksum(raw: bytes) -> bool:
+    """Whether ``raw`` is a document as :meth:`Trace.file_bytes` wrote it, unchanged: the bytes before its
+    ``sha256`` key, closed, hash to the recorded digest (the digest is taken over exactly those bytes). False
+    when the layout differs or the digest does not match: :func:`_check_checksum` then decides on the parsed
+    document (a file written otherwise, e.g. indented, is checked that way)."""
+    match = _CHECKSUM_TAIL.search(raw, max(0, len(raw) - 100))
+    if match is None:
+        return False
+    return hashlib.sha256(raw[:match.start()] + b"}").hexdigest() == match.group(1).decode()
+
+
 def _upgrade_version_1(data: dict[str, Any]) -> dict[str, Any]:
     """A version-1 trace dictionary in version-2 form (a shallow copy; the input is not changed).
 
@@ -318,8 +337,8 @@ def load_trace(path: str | os.PathLike) -> Trace:
         raise
     except (OSError, EOFError, ValueError, zlib.error, RecursionError, MemoryError) as exc:
         raise CurloptError(f"the trace file {path} is corrupt or truncated ({type(exc).__name__}: {exc}).") from None
-    try:
-        return Trace.from_dict(data)
+    try:  # the checksum checked on the bytes read when they are as written (no second serialisation)
+        return Trace.from_dict(data, checksum_checked=_bytes_match_checksum(raw))
     except CurloptError as exc:
         raise CurloptError(f"{path}: {exc}") from None
 
@@ -414,6 +433,13 @@ _EPOCH_FIELDS = {
 def _field_ok(value: Any, kind: str, nullable: bool) -> bool:
     if value is None:
         return nullable
+    # JSON gives exactly int, float, str and list (a bool is its own type): compare types first, the common case;
+    # other values (numpy numbers in a document built in memory) take the isinstance checks below.
+    kind_of = type(value)
+    if kind == "numbers" and kind_of is list and all(type(v) is float or type(v) is int for v in value):
+        return True
+    if (kind_of is float or kind_of is int) and kind == "number":
+        return True
     if kind == "int":
         return isinstance(value, int) and not isinstance(value, bool) and value >= 0
     if kind == "number":

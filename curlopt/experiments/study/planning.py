@@ -28,7 +28,6 @@ where ``<configuration>`` is :func:`configuration_key` of the options.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import itertools
 import json
 import math
@@ -42,6 +41,7 @@ from ...errors import CurloptError, UnsupportedModelError, UnsupportedUtilityErr
 from .spec import DEFAULT_MAX_RUNS, SettingSpec, Study, StudyAlgorithm, StudyError, canonical
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ...agents.options import AgentOption
     from ...models.cmdp import CMDP
 
 __all__ = ["Configuration", "Task", "Plan", "StudySize", "plan_study", "study_size", "check_size", "configuration_key",
@@ -172,6 +172,8 @@ class Task:
     seed: int
     steps: int
     checkpoints: int = 100
+    #: the backend of the run's reference optimum (``[study] optimum_backend``); None: the learning loop's default
+    optimum_backend: str | None = None
 
     @property
     def setting(self) -> SettingSpec:
@@ -204,6 +206,8 @@ class Task:
             "seed": self.seed,
             "steps": self.steps,
             "checkpoints": self.checkpoints,
+            # only when the study sets it, so the identity (and the reuse of stored runs) of other studies is unchanged
+            **({"optimum_backend": self.optimum_backend} if self.optimum_backend is not None else {}),
         }
 
 
@@ -218,16 +222,12 @@ class Plan:
 
 
 # -- planning -------------------------------------------------------------------------------------------------------
-def agent_parameters(agent: str) -> dict[str, inspect.Parameter]:
-    """The options an agent takes: its class's named parameters (not ``model``; ``**kwargs`` do not count)."""
-    from ...agents import AGENTS
+def agent_parameters(agent: str) -> dict[str, AgentOption]:
+    """The options an agent takes, as the agent declares them (:func:`curlopt.agents.agent_options`): each
+    option's declaration, its ``default`` included."""
+    from ...agents import agent_options
 
-    try:
-        parameters = inspect.signature(AGENTS[agent]).parameters
-    except (TypeError, ValueError):  # pragma: no cover - exotic classes
-        return {}
-    return {name: p for name, p in parameters.items()
-            if name != "model" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return agent_options(agent)
 
 
 def _reserved(agent: str) -> dict[str, str]:
@@ -287,7 +287,7 @@ def plan_study(study: Study, say: Callable[[str], None] | None = None, max_runs:
         configurations += _setting_configurations(study, setting, expanded, notes, fail)
     if not configurations:
         raise StudyError(f"{study.source}: no configuration can run: " + " ".join(notes))
-    tasks = [Task(configuration, seed, study.steps, study.checkpoints)
+    tasks = [Task(configuration, seed, study.steps, study.checkpoints, study.optimum_backend)
              for configuration in configurations for seed in study.seeds]
     return Plan(study, configurations, tasks, list(dict.fromkeys(notes)))
 

@@ -77,6 +77,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "jobs": Key("integer"),
         "address": Key("string"),
         "max_runs": Key("integer"),
+        "optimum_backend": Key("string"),
     },
     "model": {
         "name": Key("string"),
@@ -271,6 +272,8 @@ class StudyReader:
         head = self.section(data["study"], SCHEMA["study"], "[study]")
         if head["address"] is not None and head["executor"] != "ray":
             raise self.fail("[study] address", 'is for the Ray executor; add executor = "ray".')
+        if head["optimum_backend"] is not None:
+            self.optimum_backend(head["optimum_backend"], "[study] optimum_backend")
         settings = self.settings(data)
         options = self.options(data.get("options", {}), "[options]")
         grid = self.grid(data.get("grid", {}), "[grid]")
@@ -287,7 +290,45 @@ class StudyReader:
                 raise self.fail(f"{algorithm.where}.key", f"the key {algorithm.key!r} is already used by"
                                                           f" {keys[algorithm.key]}; give each algorithm its own key.")
             keys[algorithm.key] = algorithm.where
+        self.study_option_values(options, grid, algorithms)
         return Study(settings=settings, algorithms=algorithms, options=options, grid=grid, source=self.source, **head)
+
+    def optimum_backend(self, name: str, where: str) -> None:
+        """Refuse an ``optimum_backend`` that is neither ``"auto"`` nor a registered backend."""
+        from ...backends.registry import backend_class
+
+        if name == "auto":
+            return
+        try:
+            backend_class(name)
+        except CurloptError as exc:
+            raise self.fail(where, f"must be a backend name or 'auto': {_one_line(exc)}") from None
+
+    def agent_values(self, agent: str, options: Mapping[str, Any], where: str) -> None:
+        """Check options for ``agent`` by its declaration (:func:`curlopt.agents.check_agent_options`); the values
+        are not changed (a run's identity is the study's values as written)."""
+        from ...agents import check_agent_options
+
+        try:
+            check_agent_options(agent, options)
+        except CurloptError as exc:
+            raise self.fail(where, _one_line(exc)) from None
+
+    def study_option_values(self, options: tuple[tuple[str, Any], ...], grid: tuple[tuple[str, tuple[Any, ...]], ...],
+                            algorithms: tuple[StudyAlgorithm, ...]) -> None:
+        """Check each ``[options]`` value and ``[grid]`` value for every algorithm whose agent declares the option
+        (an option no agent takes is for the planner to refuse, naming what the agents take)."""
+        from ...agents import agent_options
+
+        for algorithm in algorithms:
+            declared = agent_options(algorithm.agent)
+            for name, value in options:
+                if name in declared and name not in dict(algorithm.options):
+                    self.agent_values(algorithm.agent, {name: value}, f"[options] {name} (for {algorithm.key})")
+            for name, values in grid:
+                if name in declared and name not in dict(algorithm.options) and name not in dict(algorithm.grid):
+                    for value in values:
+                        self.agent_values(algorithm.agent, {name: value}, f"[grid] {name} (for {algorithm.key})")
 
     def settings(self, data: Mapping[str, Any]) -> tuple[SettingSpec, ...]:
         """The ``[model]`` or the ``[[models]]`` tables, each setting named once."""
@@ -366,6 +407,14 @@ class StudyReader:
         for name, _ in grid:
             if name in dict(options):
                 raise self.fail(f"{where}.grid.{name}", f"is also set in {where}.options; give it in one place.")
+        # Each option alone (with the backend it is for, which decides the keywords passed on to it), so a refusal
+        # names its key.
+        backend = {"backend": dict(options)["backend"]} if "backend" in dict(options) else {}
+        for name, value in options:
+            self.agent_values(agent, {**backend, name: value}, f"{where}.options.{name}")
+        for name, values in grid:
+            for value in values:
+                self.agent_values(agent, {**backend, name: value}, f"{where}.grid.{name}")
         return StudyAlgorithm(key, agent, table["label"] or default_label(agent, key), options, grid, where)
 
 

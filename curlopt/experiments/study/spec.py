@@ -187,7 +187,9 @@ class Study:
     ``source`` names the study in messages (the file's path, or e.g.
     ``experiment 'queue' (profile paper)``); ``profile`` is the preset's
     profile record (None for study files). ``max_runs`` is the file's
-    ``[study] max_runs`` (None: :data:`DEFAULT_MAX_RUNS`).
+    ``[study] max_runs`` (None: :data:`DEFAULT_MAX_RUNS`). ``optimum_backend`` is the file's
+    ``[study] optimum_backend``: the backend of each run's reference optimum f(λ*) (a backend name or ``"auto"``;
+    None: the learning loop's default, see :func:`curlopt.experiments.simulation.loop.run`).
     """
 
     name: str
@@ -202,6 +204,7 @@ class Study:
     jobs: int | None = None
     address: str | None = None
     max_runs: int | None = None
+    optimum_backend: str | None = None
     options: tuple[tuple[str, Any], ...] = ()
     grid: tuple[tuple[str, tuple[Any, ...]], ...] = ()
     source: str = ""
@@ -231,6 +234,8 @@ class Study:
         }
         if self.max_runs is not None:  # only when the file sets it: study.json of other studies is unchanged
             described["max_runs"] = self.max_runs
+        if self.optimum_backend is not None:  # likewise
+            described["optimum_backend"] = self.optimum_backend
         return described
 
 

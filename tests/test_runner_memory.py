@@ -1,0 +1,82 @@
+"""The study runner's memory does not grow with the number of runs.
+
+* executors given an output folder write each run's file where it ran and hand back a small record, never the trace;
+* the runner keeps no trace: the outputs read the run files through one cache of bounded size;
+* with no room in the cache at all (every trace read from its file whenever used) the outputs are the same bytes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import curlopt.experiments.outputs.runs as runs_module
+from curlopt.experiments.executors import LocalExecutor, SavedRun
+from curlopt.experiments.outputs.runs import TraceCache, TraceFiles, trace_bytes
+from curlopt.experiments.runner import run_study
+from curlopt.experiments.simulation.trace import load_trace
+from curlopt.experiments.study import load_study, plan_study
+
+STUDY = """
+[study]
+name = "memory"
+steps = 200
+seeds = 3
+
+[model]
+name = "queue"
+
+[[algorithms]]
+agent = "ps-curl"
+
+[[algorithms]]
+agent = "primal-dual"
+"""
+
+
+def _study(tmp_path: Path) -> Path:
+    path = tmp_path / "memory.toml"
+    path.write_text(STUDY, encoding="utf-8")
+    return path
+
+
+def test_an_executor_given_a_folder_writes_the_runs_and_hands_back_records(tmp_path):
+    plan = plan_study(load_study(_study(tmp_path)))
+    outcomes = list(LocalExecutor(1).run(plan.tasks[:2], out=tmp_path / "out"))
+    for task, record, error in outcomes:
+        assert error is None and isinstance(record, SavedRun)
+        path = tmp_path / "out" / task.relative_path
+        assert record.path == str(path) and path.is_file()
+        assert record.wall_time == load_trace(path).wall_time and record.cpu_time > 0
+
+
+def test_the_runner_keeps_no_trace_and_the_outputs_read_the_files(tmp_path):
+    result = run_study(_study(tmp_path), out=tmp_path / "out", jobs=1, progress=False, figures=False, echo=None)
+    assert len(result.executed) == 6 and result.run_cpu_time > 0
+    assert all(isinstance(group.traces, TraceFiles) for group in result.groups)
+    assert [group.seeds for group in result.groups] == [[0, 1, 2], [0, 1, 2]]
+
+
+def test_outputs_are_the_same_bytes_when_every_trace_is_read_again_from_its_file(tmp_path, monkeypatch):
+    names = ("summary.csv", "summary.md", "checkpoints.csv")
+    run_study(_study(tmp_path), out=tmp_path / "a", jobs=1, progress=False, figures=False, echo=None)
+    written = {name: (tmp_path / "a" / name).read_bytes() for name in names}
+    for name in names:
+        (tmp_path / "a" / name).unlink()
+    monkeypatch.setattr(runs_module, "DEFAULT_CACHE_BYTES", 0)  # nothing kept but the configuration in use
+    again = run_study(_study(tmp_path), out=tmp_path / "a", jobs=1, progress=False, figures=False, echo=None)
+    assert len(again.skipped) == 6
+    for name in names:
+        assert (tmp_path / "a" / name).read_bytes() == written[name]
+
+
+def test_the_cache_holds_at_most_its_limit(tmp_path):
+    result = run_study(_study(tmp_path), out=tmp_path / "out", jobs=1, progress=False, figures=False, echo=None)
+    paths = [tmp_path / "out" / task.relative_path for task in result.tasks]
+    one = trace_bytes(load_trace(paths[0]))
+    cache = TraceCache(limit=2 * one)
+    for path in paths:
+        cache.get(path)
+    assert cache.loads == len(paths) and sum(trace_bytes(t) for t in cache._held.values()) <= 2 * one
+    for path in paths:  # the ones kept are not read again; the others are
+        cache.get(path)
+    assert len(paths) < cache.loads < 2 * len(paths)
