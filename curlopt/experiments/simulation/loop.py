@@ -149,8 +149,9 @@ class _Recorder:
         return out
 
 
-def _fast_epoch(state, policy_rows, kernel_rows, thresholds, cap, actions: UniformStream, transitions: UniformStream,
-                n_actions, successors=None):
+def _fast_epoch(state: int, policy_rows: list[list[float]], kernel_rows: list[list[float]], thresholds: Any,
+                cap: int, actions: UniformStream, transitions: UniformStream, n_actions: int,
+                successors: list[list[int]] | None = None) -> tuple[np.ndarray, np.ndarray, int]:
     """Step the chain until a pair reaches its threshold or ``cap`` steps; return (pairs, next states, state).
 
     The hot loop of the toolkit: locals only, one list append and two ``bisect`` calls per
@@ -190,7 +191,9 @@ def _fast_epoch(state, policy_rows, kernel_rows, thresholds, cap, actions: Unifo
     return visited, nexts, s
 
 
-def _step_block(steps, s, policy_rows, kernel_rows, successors, n_actions, pairs, visits, thresholds):
+def _step_block(steps: Any, s: int, policy_rows: list[list[float]], kernel_rows: list[list[float]],
+                successors: list[list[int]] | None, n_actions: int, pairs: list[int], visits: Any,
+                thresholds: Any) -> tuple[int, bool]:
     """Play the block's uniform pairs from state ``s``, appending to ``pairs``; return (state, threshold reached).
 
     Four copies of one loop (dense or sparse kernel rows; with or without the threshold check), so that none
@@ -228,7 +231,7 @@ def _step_block(steps, s, policy_rows, kernel_rows, successors, n_actions, pairs
     return s, False
 
 
-def _sparse_rows(transitions) -> tuple[list[list[float]], list[list[int]]]:
+def _sparse_rows(transitions: Any) -> tuple[list[list[float]], list[list[int]]]:
     """A sparse kernel's rows for the fast path: cumulative sums over the stored successors (the last lifted to
     2.0, as in :func:`_cumulative_rows`), and the successors themselves."""
     table = cumulative_transitions(transitions)
@@ -239,7 +242,8 @@ def _sparse_rows(transitions) -> tuple[list[list[float]], list[list[int]]]:
             [row.tolist() for row in np.split(np.asarray(table.indices, dtype=np.int64), cuts)])
 
 
-def _generic_epoch(env, state, policy_rows, thresholds, cap, actions: UniformStream, n_actions, model: CMDP):
+def _generic_epoch(env: Any, state: int, policy_rows: list[list[float]], thresholds: Any, cap: int,
+                   actions: UniformStream, n_actions: int, model: CMDP) -> tuple[np.ndarray, np.ndarray, int]:
     """Step ``env`` one action at a time; same trigger arithmetic as the fast path."""
     pairs: list[int] = []
     nexts: list[int] = []
@@ -385,9 +389,10 @@ def run(
     optimum = _optimum(model, agent, optimum_backend) if model is not None else None
     recorder = _Recorder(agent.model, steps, checkpoints, None if optimum is None else optimum["objective"])
     observed = ObservedSignals(recorder.rewards, recorder.costs, signals, signal_seq)
-    evaluator = _ExactEvaluator(model) if _known(model) else None
+    evaluator = _ExactEvaluator(model) if model is not None and _known(model) else None
     step: ChainSimulator | _GenericStepper
     if path == "fast":
+        assert model is not None  # _resolve_inputs refuses the fast path without a known model
         # Transitions come from the environment's own generator, in the order env.step would draw them.
         step = ChainSimulator(model.transitions if model.sparse else model.kernel, actions, unwrapped.np_random)
     else:
@@ -423,7 +428,7 @@ def _with_backend_version(described: dict[str, Any], agent: Agent) -> dict[str, 
     return out
 
 
-def _progress_bar(agent: Agent, steps: int, progress: bool | None):
+def _progress_bar(agent: Agent, steps: int, progress: bool | None) -> Any:
     """A tqdm bar over the run's steps on stderr, or None: ``progress``, by default for runs of 50,000 steps or more."""
     if not (progress if progress is not None else steps >= 50_000):
         return None
@@ -433,7 +438,8 @@ def _progress_bar(agent: Agent, steps: int, progress: bool | None):
                 mininterval=0.5)
 
 
-def _resolve_inputs(agent: Agent, env: Any, model: CMDP | None, env_name: str | None, path: str):
+def _resolve_inputs(agent: Agent, env: Any, model: CMDP | None, env_name: str | None,
+                    path: str) -> tuple[Any, Any, CMDP | None, str | None, str]:
     """Check :func:`run`'s arguments; return ``(env, env.unwrapped, model, env_name, path)`` with ``auto`` resolved.
 
     Warns (``RuntimeWarning``, at :func:`run`'s caller) when the model is not ergodic.
@@ -549,7 +555,8 @@ class ChainSimulator:
         self.transitions.advance(cap)
         return _pairs_and_nexts(visited, state, self.n_actions)
 
-    def __call__(self, state, policy_rows, limit, cap, n_actions):
+    def __call__(self, state: int, policy_rows: list[list[float]], limit: Any, cap: int,
+                 n_actions: int) -> tuple[np.ndarray, np.ndarray, int]:
         """One epoch from ``state`` with cumulative policy rows (the loop's stepping interface)."""
         return _fast_epoch(state, policy_rows, self.kernel_rows, limit, cap, self.actions, self.transitions,
                            n_actions, self.successors)
@@ -576,7 +583,8 @@ class _GenericStepper:
             s = int(obs)
         return _pairs_and_nexts(visited, s, agent.model.n_actions)
 
-    def __call__(self, state, policy_rows, limit, cap, n_actions):
+    def __call__(self, state: int, policy_rows: list[list[float]], limit: Any, cap: int,
+                 n_actions: int) -> tuple[np.ndarray, np.ndarray, int]:
         return _generic_epoch(self.env, state, policy_rows, limit, cap, self.actions, n_actions, self.known)
 
 
@@ -644,8 +652,8 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 60:.0f} min"
 
 
-def _play(agent: Agent, steps: int, state: int, step, recorder: _Recorder, evaluator: _ExactEvaluator | None,
-          bar, observed: ObservedSignals) -> list[EpochRecord]:
+def _play(agent: Agent, steps: int, state: int, step: Any, recorder: _Recorder, evaluator: _ExactEvaluator | None,
+          bar: Any, observed: ObservedSignals) -> list[EpochRecord]:
     """The epochs of a run: plan, step until the trigger fires, record, learn; returns the epoch records.
 
     A run whose epochs make it slow says so once (:class:`_EpochRate`).
@@ -683,7 +691,8 @@ def _play(agent: Agent, steps: int, state: int, step, recorder: _Recorder, evalu
     return epochs
 
 
-def _epoch_steps(step, state: int, policy_rows, thresholds, cap: int, n_actions: int, minimum: int):
+def _epoch_steps(step: Any, state: int, policy_rows: list[list[float]], thresholds: Any, cap: int, n_actions: int,
+                 minimum: int) -> tuple[np.ndarray, np.ndarray, int]:
     """One epoch's steps: until some pair's visits within the epoch reach its threshold, or ``cap`` steps.
 
     With ``minimum > 1`` (the agent's ``min_epoch_length``) the thresholds are first checked after ``minimum``
@@ -722,7 +731,7 @@ class _ExactEvaluator:
         self.model = model
         self._known: dict[tuple, tuple] = {}
 
-    def evaluate(self, policy) -> tuple[list[float], list[float], float, list[float]]:
+    def evaluate(self, policy: Any) -> tuple[list[float], list[float], float, list[float]]:
         """``(λ, ζ, f(λ), g(ζ))`` of ``policy``'s stationary occupancy, as fresh lists."""
         array = np.asarray(policy)
         key = (array.dtype.str, array.shape, array.tobytes())
@@ -741,7 +750,7 @@ class _ExactEvaluator:
         return list(rewards), list(costs), objective, list(constraints)
 
 
-def _epoch_record(index: int, start: int, length: int, plan, evaluator: _ExactEvaluator | None) -> EpochRecord:
+def _epoch_record(index: int, start: int, length: int, plan: Any, evaluator: _ExactEvaluator | None) -> EpochRecord:
     record = EpochRecord(
         index=index, start=start, length=length, epsilon=plan.epsilon, source=plan.source, status=plan.status,
         solve_time=plan.solve_time, iterations=plan.iterations, message=plan.message,
