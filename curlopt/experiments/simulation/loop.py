@@ -391,8 +391,7 @@ def run(
     observed = ObservedSignals(recorder.rewards, recorder.costs, signals, signal_seq)
     evaluator = _ExactEvaluator(model) if model is not None and _known(model) else None
     step: ChainSimulator | _GenericStepper
-    if path == "fast":
-        assert model is not None  # _resolve_inputs refuses the fast path without a known model
+    if path == "fast" and model is not None:  # _resolve_inputs refuses the fast path without a known model
         # Transitions come from the environment's own generator, in the order env.step would draw them.
         step = ChainSimulator(model.transitions if model.sparse else model.kernel, actions, unwrapped.np_random)
     else:
