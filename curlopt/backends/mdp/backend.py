@@ -32,7 +32,7 @@ import importlib.util
 import math
 import time
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -223,14 +223,17 @@ class CompiledMdpColumns(CompiledProgram):
         Seconds in the master, in value iteration, and re-evaluating kept policies on a new kernel.
     """
 
+    #: how the columns are priced, for the result's ``solver``
+    PRICING = "relative value iteration"
+
     def __init__(self, backend: MdpColumnsBackend, program: Program):
         super().__init__(backend, program)
-        problem = OccupancyProblem.read(program)
+        problem = self._read_problem(program)
         self.n_states, self.n_actions = program.model.n_states, program.model.n_actions
         self.master: Any = master_for(backend, problem)
-        self.pool: Any = ColumnPool(self.n_states, self.n_actions)
-        self.kernel: KernelMatrix | None = None
-        self.problem = problem
+        self.pool: Any = self._new_pool(program)
+        self.kernel: Any = None
+        self.problem: Any = problem
         self._kernel_source: Any = None
         self._version: int | None = None
         self._values: dict[str, np.ndarray] = {}
@@ -238,19 +241,45 @@ class CompiledMdpColumns(CompiledProgram):
         self.last_gap = math.nan
         self.last_master_time = self.last_oracle_time = self.last_evaluation_time = 0.0
 
+    # -- what a criterion changes (the long-run program's here; CompiledEpisodicColumns gives the episodic ones) --
+
+    def _read_problem(self, program: Program) -> Any:
+        return OccupancyProblem.read(program)
+
+    def _new_pool(self, program: Program) -> Any:
+        return ColumnPool(program.model.n_states, program.model.n_actions)
+
+    def _kernel_of(self, program: Program) -> Any:
+        """The program's kernel data, the same object until an update replaces it."""
+        return program_kernel(program)
+
+    def _read_kernel(self, source: Any) -> Any:
+        return KernelMatrix(source, self.n_states, self.n_actions)
+
+    def _new_search(self, settings: Any) -> ColumnSearch:
+        return ColumnSearch(self.kernel, self.problem, self.pool, self.master, settings, float(self.program.epsilon),
+                            self.time_left, self._values)
+
+    def _solution_notes(self, occupancy: np.ndarray) -> list[str]:
+        """Notes on a solution's occupancy: a policy with several recurrent classes is said."""
+        count = policy_classes(self.kernel, occupancy)
+        return [MULTICHAIN_NOTE.format(count=count)] if count > 1 else []
+
+    # -- the shared steps --
+
     def _refresh(self) -> None:
         """Read the program's data when it changed: a new kernel re-evaluates the kept policies on it."""
         program = self.program
         if program.version == self._version:
             return
         started = time.perf_counter()
-        source = program_kernel(program)
+        source = self._kernel_of(program)
         if source is not self._kernel_source:
-            self.kernel = KernelMatrix(source, self.n_states, self.n_actions)
+            self.kernel = self._read_kernel(source)
             self._kernel_source = source
             if len(self.pool):
                 self.pool.reevaluate(self.kernel)
-        self.problem = OccupancyProblem.read(program)
+        self.problem = self._read_problem(program)
         self.master.problem = self.problem
         self.pool.set_signals(self.problem.reward_signals, self.problem.cost_signals)
         self._version = program.version
@@ -259,8 +288,7 @@ class CompiledMdpColumns(CompiledProgram):
     def _solve(self, with_constraints: bool) -> RawSolution:
         self._refresh()
         backend: MdpColumnsBackend = self.backend  # type: ignore[assignment]
-        search = ColumnSearch(self.kernel, self.problem, self.pool, self.master, backend.settings,
-                              float(self.program.epsilon), self.time_left, self._values)
+        search = self._new_search(backend.settings)
         if not len(self.pool):
             search.seed()
         outcome, notes = self._search(search, with_constraints)
@@ -268,12 +296,10 @@ class CompiledMdpColumns(CompiledProgram):
         if outcome.status.has_solution and outcome.weights is not None:
             rho = self.pool.occupancy(outcome.weights)
             x = self.problem.solution_vector(self.program, rho)
-            count = policy_classes(self.kernel, rho)  # type: ignore[arg-type]
-            if count > 1:
-                notes.append(MULTICHAIN_NOTE.format(count=count))
+            notes.extend(self._solution_notes(rho))
         self._remember(search, outcome)
         message = "; ".join(filter(None, [outcome.message, *notes]))
-        solver = f"column generation ({self.master.solver} master, relative value iteration)"
+        solver = f"column generation ({self.master.solver} master, {self.PRICING})"
         return RawSolution(outcome.status, x, search.rounds, solver, message, search.master_time + search.oracle_time)
 
     def _search(self, search: ColumnSearch, with_constraints: bool) -> tuple[Outcome, list[str]]:
@@ -319,53 +345,32 @@ class CompiledEpisodicColumns(CompiledMdpColumns):
     induction (:mod:`.episodic`); phase 1, the fallback, the limits and the kept columns as for the long-run program.
     The attributes are those of :class:`CompiledMdpColumns` (``last_sweeps`` stays 0: pricing has no sweeps)."""
 
+    PRICING = "backward induction"
+
     def __init__(self, backend: MdpColumnsBackend, program: Program):
-        CompiledProgram.__init__(self, backend, program)
-        model = program.model
-        self.n_states, self.n_actions = model.n_states, model.n_actions
         self.horizon = int(program.horizon)  # type: ignore[attr-defined]
-        problem = EpisodicProblem.read(program)
-        self.master = master_for(backend, problem)
-        self.pool = EpisodicPool(np.asarray(model.initial, dtype=float), self.horizon, self.n_actions)
-        self.problem = problem  # type: ignore[assignment]
-        self.kernels: StepKernels | None = None
-        self._kernel_source: Any = None
-        self._version: int | None = None
-        self._values: dict[str, np.ndarray] = {}
-        self.last_rounds = self.last_sweeps = self.last_columns = 0
-        self.last_gap = math.nan
-        self.last_master_time = self.last_oracle_time = self.last_evaluation_time = 0.0
+        super().__init__(backend, program)
 
-    def _refresh(self) -> None:
-        """Read the program's data when it changed: new kernels re-evaluate the kept policies on them."""
-        program = self.program
-        if program.version == self._version:
-            return
-        started = time.perf_counter()
-        source = program.kernels  # type: ignore[attr-defined]  # a new list after every update(kernels=...)
-        if source is not self._kernel_source:
-            self.kernels = StepKernels(source, self.n_states, self.n_actions)
-            self._kernel_source = source
-            if len(self.pool):
-                self.pool.reevaluate(self.kernels)
-        self.problem = EpisodicProblem.read(program)  # type: ignore[assignment]
-        self.master.problem = self.problem
-        self.pool.set_signals(self.problem.reward_signals, self.problem.cost_signals)
-        self._version = program.version
-        self.last_evaluation_time = time.perf_counter() - started
+    @property
+    def kernels(self) -> StepKernels | None:
+        """The per-step kernels the kept policies are evaluated on (the base class's ``kernel``)."""
+        return cast("StepKernels | None", self.kernel)
 
-    def _solve(self, with_constraints: bool) -> RawSolution:
-        self._refresh()
-        backend: MdpColumnsBackend = self.backend  # type: ignore[assignment]
-        search = EpisodicColumnSearch(self.kernels, self.problem, self.pool, self.master, backend.settings,
-                                      float(self.program.epsilon), self.time_left, self._values)
-        if not len(self.pool):
-            search.seed()
-        outcome, notes = self._search(search, with_constraints)
-        x = None
-        if outcome.status.has_solution and outcome.weights is not None:
-            x = self.problem.solution_vector(self.program, self.pool.occupancy(outcome.weights))
-        self._remember(search, outcome)
-        message = "; ".join(filter(None, [outcome.message, *notes]))
-        solver = f"column generation ({self.master.solver} master, backward induction)"
-        return RawSolution(outcome.status, x, search.rounds, solver, message, search.master_time + search.oracle_time)
+    def _read_problem(self, program: Program) -> Any:
+        return EpisodicProblem.read(program)
+
+    def _new_pool(self, program: Program) -> Any:
+        return EpisodicPool(np.asarray(program.model.initial, dtype=float), self.horizon, program.model.n_actions)
+
+    def _kernel_of(self, program: Program) -> Any:
+        return program.kernels  # type: ignore[attr-defined]  # a new list after every update(kernels=...)
+
+    def _read_kernel(self, source: Any) -> Any:
+        return StepKernels(source, self.n_states, self.n_actions)
+
+    def _new_search(self, settings: Any) -> ColumnSearch:
+        return EpisodicColumnSearch(self.kernel, self.problem, self.pool, self.master, settings,
+                                    float(self.program.epsilon), self.time_left, self._values)
+
+    def _solution_notes(self, occupancy: np.ndarray) -> list[str]:
+        return []  # a Markov policy over H steps has no recurrent classes to report
