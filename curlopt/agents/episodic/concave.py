@@ -41,15 +41,36 @@ def _occupancy_program(model: EpisodicCMDP) -> Any:
     return EpisodicOccupancyProgram(model, kernels=np.full((S, A, S), 1.0 / S))
 
 
-def _shifted(model: EpisodicCMDP, bonus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(r + b, c − b)`` per step, every signal: optimistic for an f non-decreasing in every λ_k and g_m
-    non-decreasing in every ζ_i (the budget form). When the model's costs are all >= 0 (consumptions) the shifted
-    costs stop at 0: no cost total can be negative, so ``max(c − b, 0)`` is still optimistic, and a g that is
-    non-decreasing only on the non-negative orthant (a norm or a quadratic centred at 0) stays optimistic."""
-    costs = _add_per_step(model.step_costs, -bonus)
-    if np.all(model.step_costs >= 0):
-        costs = np.maximum(costs, 0.0)
-    return _add_per_step(model.step_rewards, bonus), costs
+def _shifted(rewards: np.ndarray, costs: np.ndarray, bonus: np.ndarray,
+             costs_nonnegative: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(r + b, c − b)`` per step, every signal (``rewards`` (H, K, S, A), ``costs`` (H, d, S, A)): optimistic for
+    an f non-decreasing in every λ_k and g_m non-decreasing in every ζ_i (the budget form). When the model's costs
+    are all >= 0 (consumptions; ``costs_nonnegative``) the shifted costs stop at 0: no cost total can be negative,
+    so ``max(c − b, 0)`` is still optimistic, and a g that is non-decreasing only on the non-negative orthant (a
+    norm or a quadratic centred at 0) stays optimistic."""
+    shifted_costs = _add_per_step(costs, -bonus)
+    if costs_nonnegative:
+        shifted_costs = np.maximum(shifted_costs, 0.0)
+    return _add_per_step(rewards, bonus), shifted_costs
+
+
+def estimated_signals(agent: EpisodicAgent) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The signals a ``rewards="learned"`` agent plans on before its bonus: the running means of the observed
+    rewards (H, K, S, A) and costs (H, d, S, A) per step, state and action (0 where never observed: the bonus,
+    at its cap there, carries the whole uncertainty, as in the papers' empirical estimates), and the visits of
+    each cell (H, S, A).
+
+    Every visit of a cell (h, s, a) with h < H is also a transition from (s, a) (pooled counts) or from (s, a) at
+    step h (per-step counts), so a cell's visits never exceed the transition count the known-signal bonus uses:
+    the bonus on the cell's visits is at least the known one, and it covers the signal's own estimation error too.
+    """
+    estimates = agent.signal_estimates
+    if estimates is None:
+        raise AgentError(f"{agent.name}: the estimated signals exist only with rewards=\"learned\".")
+    m = agent.model
+    H, S, A = agent.horizon, m.n_states, m.n_actions
+    tables = estimates.means.reshape(-1, H, S, A).transpose(1, 0, 2, 3)
+    return tables[:, : m.n_rewards], tables[:, m.n_rewards:], estimates.visits.reshape(H, S, A)
 
 
 class ConRl(ProgramEpisodicAgent):
@@ -73,16 +94,20 @@ class ConRl(ProgramEpisodicAgent):
     delta : float, default 0.01
     bonus_scale : float, default 1
         A factor on ``b`` (1: the paper's form).
+    rewards : {"known", "learned"}, default "known"
+        ``learned``: the paper's estimates — the running means ``r^``, ``c^`` of the observed signals per step, state
+        and action (0 before any observation) — with the same bonus ``b`` added to ``r^`` and subtracted from
+        ``c^``, ``N`` the visits of the cell (h, s, a), at every step (the last one's signal is estimated too).
     """
 
     name = "conrl"
 
     def __init__(self, model: EpisodicCMDP, backend: Any = "auto", seed: Any = None, episodes: int | None = None,
                  delta: float = DELTA, bonus_scale: float = 1.0, replan: str = "every-episode",
-                 **backend_options: Any):
+                 rewards: str = "known", **backend_options: Any):
         self.delta = _check_probability(delta, "delta")
         self.bonus_scale = _check_scale(bonus_scale, "bonus_scale")
-        super().__init__(model, backend, seed, episodes, replan, **backend_options)
+        super().__init__(model, backend, seed, episodes, replan, rewards, **backend_options)
 
     def _build_program(self) -> Any:
         return _occupancy_program(self.model)
@@ -93,19 +118,39 @@ class ConRl(ProgramEpisodicAgent):
         return math.log(16 * m.n_states * m.n_actions * self.horizon * k ** 2 / self.delta)
 
     def bonus(self, k: int) -> np.ndarray:
-        """``b_k(s,a)``: (S, A) pooled, (H − 1, S, A) per step."""
+        """``b_k(s,a)``: (S, A) pooled, (H − 1, S, A) per step; with learned signals (H, S, A), on the visits of
+        each cell (h, s, a)."""
         H = self.horizon
-        visits = self.counts.visits
+        if self.signal_estimates is not None:
+            visits = estimated_signals(self)[2]
+        else:
+            visits = self.counts.visits
         b = self.bonus_scale * np.minimum(2 * H, 2 * H * np.sqrt(2 * self.log_term(k) / np.maximum(visits, 1.0)))
-        return b[0] if self.counts.pooled else b
+        return b[0] if self.signal_estimates is None and self.counts.pooled else b
+
+    def planning_signals(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The rewards (H, K, S, A) and costs (H, d, S, A) of episode k's program: ``r + b_k``, ``c − b_k``, on
+        the model's signals or (learned) on the running means."""
+        return _planning_signals(self, self.bonus(k))
 
     def _update_program(self, k: int) -> float:
-        rewards, costs = _shifted(self.model, self.bonus(k))
+        rewards, costs = self.planning_signals(k)
         self.program.update(kernels=self.kernel_estimate(), rewards=rewards, costs=costs, epsilon=0.0)
         return 0.0
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "delta": self.delta, "bonus_scale": self.bonus_scale}
+
+
+def _planning_signals(agent: EpisodicAgent, bonus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(r + b, c − b)`` on the model's signals, or on the running means for ``rewards="learned"``; the costs stop
+    at 0 when the model's are all >= 0 (the signal's range, which a learning agent is told as the others are)."""
+    m = agent.model
+    nonnegative = bool(np.all(m.step_costs >= 0))
+    if agent.signal_estimates is None:
+        return _shifted(m.step_rewards, m.step_costs, bonus, nonnegative)
+    rewards, costs, _ = estimated_signals(agent)
+    return _shifted(rewards, costs, bonus, nonnegative)
 
 
 def moma_bonus(visits: np.ndarray, horizon: int, log_term: float) -> np.ndarray:
@@ -169,16 +214,22 @@ class Moma(EpisodicAgent):
         A factor on the bonus.
     step_scale : float, default 1
         A factor on the multipliers' step η.
+    rewards : {"known", "learned"}, default "known"
+        ``learned``: ``x_h`` is built from the running means ``r^``, ``c^`` of the observed signals per step, state
+        and action (0 before any observation), the bonus counts the visits of each cell (h, s, a) and is added at
+        every step (the last one's signal is estimated too), the values are clipped at ``(H − h)`` times the
+        largest ``x`` the signals' ranges allow, and the averages ``λ̄``, ``ζ̄`` and the multipliers' steps use the
+        observed (possibly noisy) per-episode totals.
     """
 
     name = "moma"
 
     def __init__(self, model: EpisodicCMDP, seed: Any = None, episodes: int | None = None, delta: float = DELTA,
-                 bonus_scale: float = 1.0, step_scale: float = 1.0):
+                 bonus_scale: float = 1.0, step_scale: float = 1.0, rewards: str = "known"):
         self.delta = _check_probability(delta, "delta")
         self.bonus_scale = _check_scale(bonus_scale, "bonus_scale")
         self.step_scale = _check_scale(step_scale, "step_scale")
-        super().__init__(model, seed, episodes)
+        super().__init__(model, seed, episodes, rewards)
 
     def reset(self, seed: Any = None, episodes: int | None = None) -> None:
         super().reset(seed, episodes)
@@ -188,6 +239,8 @@ class Moma(EpisodicAgent):
         self.cost_sum = np.zeros(m.n_costs)
         #: the constraint multipliers μ (M,)
         self.multipliers = np.zeros(m.n_constraints)
+        #: the observed totals (λ, ζ) of the episode under way (learned signals), read by :meth:`end_episode`
+        self._observed_totals: tuple[np.ndarray, np.ndarray] | None = None
 
     def log_term(self) -> float:
         """``L = ln(2 S A H K / δ)``."""
@@ -221,31 +274,64 @@ class Moma(EpisodicAgent):
         return self.multipliers @ grads
 
     def scalarised(self) -> tuple[np.ndarray, float]:
-        """The per-step signal ``x_h(s,a)`` (H, S, A) and its scale ``‖θ‖_1 + ‖Σ μ ∇g‖_1``."""
+        """The per-step signal ``x_h(s,a)`` (H, S, A) and its scale ``‖θ‖_1 + ‖Σ μ ∇g‖_1`` (on the running means of
+        the observed signals with ``rewards="learned"``)."""
         theta, weights = self.direction(), self.cost_weights()
         m = self.model
-        signal = np.einsum("k,hksa->hsa", theta, m.step_rewards) - np.einsum("i,hisa->hsa", weights, m.step_costs)
+        if self.signal_estimates is None:
+            rewards, costs = m.step_rewards, m.step_costs
+        else:
+            rewards, costs, _ = estimated_signals(self)
+        signal = np.einsum("k,hksa->hsa", theta, rewards) - np.einsum("i,hisa->hsa", weights, costs)
         return signal, float(np.abs(theta).sum() + np.abs(weights).sum())
+
+    def signal_cap(self, signal: np.ndarray) -> float:
+        """The largest true per-step ``x``: its largest value on the model's signals, or (learned) the largest the
+        signals' ranges ``[lo, hi]`` allow, ``Σ_k max(θ_k lo_k, θ_k hi_k) + Σ_i max(−w_i lo_i, −w_i hi_i)``."""
+        if self.signal_estimates is None:
+            return float(np.max(signal))
+        estimates = self.signal_estimates
+        weights = np.concatenate([self.direction(), -self.cost_weights()])
+        return float(np.maximum(weights * estimates.low, weights * estimates.high).sum())
 
     def _plan(self, k: int) -> EpisodePlan:
         signal, scale = self.scalarised()
-        bonus = self.bonus_scale * scale * moma_bonus(self.counts.visits, self.horizon, self.log_term())
-        bonus = bonus[0] if self.counts.pooled else bonus
+        if self.signal_estimates is None:
+            bonus = self.bonus_scale * scale * moma_bonus(self.counts.visits, self.horizon, self.log_term())
+            bonus = bonus[0] if self.counts.pooled else bonus
+        else:
+            bonus = self.bonus_scale * scale * moma_bonus(estimated_signals(self)[2], self.horizon, self.log_term())
         optimistic = _add_per_step(signal[:, None], bonus)[:, 0]
         policy, value = optimistic_backward_induction(self.model.initial, self.kernel_estimate(), optimistic,
-                                                      float(np.max(signal)))
+                                                      self.signal_cap(signal))
         return EpisodePlan(policy, EpisodeSource.PROGRAM, "optimal",
                            f"best response to θ = {np.round(self.direction(), 4).tolist()},"
                            f" μ = {np.round(self.multipliers, 4).tolist()}", planned_value=value)
 
+    def observe_signals(self, states: np.ndarray, actions: np.ndarray, rewards: np.ndarray, costs: np.ndarray) -> None:
+        """Learn the episode's observed signals (learned signals only) and keep their totals for the averages."""
+        super().observe_signals(states, actions, rewards, costs)
+        if self.signal_estimates is not None:
+            self._observed_totals = (np.asarray(rewards, dtype=float).sum(axis=0),
+                                     np.asarray(costs, dtype=float).sum(axis=0))
+
     def end_episode(self, states: np.ndarray, actions: np.ndarray) -> None:
-        """Count the transitions and add the episode's observed totals; step the multipliers."""
+        """Count the transitions and add the episode's totals (the model's means at the visited pairs; the
+        observed signals with ``rewards="learned"``); step the multipliers."""
         m = self.model
         states, actions = np.asarray(states, dtype=np.int64), np.asarray(actions, dtype=np.int64)
         super().end_episode(states, actions)
-        steps = np.arange(self.horizon)
-        rewards = m.step_rewards[steps, :, states, actions].sum(axis=0)
-        costs = m.step_costs[steps, :, states, actions].sum(axis=0)
+        if self.signal_estimates is not None:
+            if self._observed_totals is None:
+                raise AgentError("moma with rewards=\"learned\" reads each episode's totals from its observed signals:"
+                                 " call observe_signals(states, actions, rewards, costs) before end_episode (the"
+                                 " episode loop does).")
+            rewards, costs = self._observed_totals
+            self._observed_totals = None
+        else:
+            steps = np.arange(self.horizon)
+            rewards = m.step_rewards[steps, :, states, actions].sum(axis=0)
+            costs = m.step_costs[steps, :, states, actions].sum(axis=0)
         self.reward_sum += rewards
         self.cost_sum += costs
         if m.constraints:
@@ -265,16 +351,19 @@ class MomaProgram(ProgramEpisodicAgent):
     ----------
     model, backend, seed, episodes, delta, bonus_scale, replan
         As for :class:`ConRl`.
+    rewards : {"known", "learned"}, default "known"
+        ``learned``: the running means ``r^``, ``c^`` of the observed signals (0 before any observation) with ``b``
+        added and subtracted, ``N`` the visits of the cell (h, s, a), at every step (as for :class:`ConRl`).
     """
 
     name = "moma-program"
 
     def __init__(self, model: EpisodicCMDP, backend: Any = "auto", seed: Any = None, episodes: int | None = None,
                  delta: float = DELTA, bonus_scale: float = 1.0, replan: str = "every-episode",
-                 **backend_options: Any):
+                 rewards: str = "known", **backend_options: Any):
         self.delta = _check_probability(delta, "delta")
         self.bonus_scale = _check_scale(bonus_scale, "bonus_scale")
-        super().__init__(model, backend, seed, episodes, replan, **backend_options)
+        super().__init__(model, backend, seed, episodes, replan, rewards, **backend_options)
 
     def _build_program(self) -> Any:
         return _occupancy_program(self.model)
@@ -285,12 +374,20 @@ class MomaProgram(ProgramEpisodicAgent):
         return math.log(2 * m.n_states * m.n_actions * self.horizon * self.planned_episodes / self.delta)
 
     def bonus(self) -> np.ndarray:
-        """``b(s,a)``: (S, A) pooled, (H − 1, S, A) per step."""
+        """``b(s,a)``: (S, A) pooled, (H − 1, S, A) per step; with learned signals (H, S, A), on the visits of
+        each cell (h, s, a)."""
+        if self.signal_estimates is not None:
+            return self.bonus_scale * moma_bonus(estimated_signals(self)[2], self.horizon, self.log_term())
         b = self.bonus_scale * moma_bonus(self.counts.visits, self.horizon, self.log_term())
         return b[0] if self.counts.pooled else b
 
+    def planning_signals(self) -> tuple[np.ndarray, np.ndarray]:
+        """The rewards (H, K, S, A) and costs (H, d, S, A) of the episode's program: ``r + b``, ``c − b``, on the
+        model's signals or (learned) on the running means."""
+        return _planning_signals(self, self.bonus())
+
     def _update_program(self, k: int) -> float:
-        rewards, costs = _shifted(self.model, self.bonus())
+        rewards, costs = self.planning_signals()
         self.program.update(kernels=self.kernel_estimate(), rewards=rewards, costs=costs, epsilon=0.0)
         return 0.0
 
