@@ -12,14 +12,14 @@ Two items:
 * ``time``: each agent for K episodes on the (10, 4, 10) model of seed 0 (``--episodes``, one value per agent).
 * ``claims``: each agent on the models of ``--models`` (size ``--size``) with run seeds ``--seeds``: regret
   ``Σ_k f* − f(λ_k)``, the weaker ``K f* − K f(mean λ)``, strong and weak violation, and the log–log slope of both
-  cumulative regrets over the last decade [K/10, K].
+  cumulative regrets and of the weak violation over the last decade [K/10, K].
 
 Usage::
 
     PYTHONPATH=. python benchmarks/bench_concave_episodic.py time --agents conrl moma-program moma \
         --episodes 1000 1000 10000
     PYTHONPATH=. python benchmarks/bench_concave_episodic.py claims --episodes 2000 --size 6 3 6 --models 1 2 \
-        --seeds 0 1 2 [--option bonus_scale=0.05]
+        --seeds 0 1 2 [--option bonus_scale=0.05] [--option rewards=learned --signals bernoulli]
 """
 
 from __future__ import annotations
@@ -70,13 +70,20 @@ def weak_regret_curve(rewards: np.ndarray, optimum: float) -> np.ndarray:
     return k * optimum - k * np.log(means).sum(axis=1)
 
 
-def one_run(agent_name: str, model, optimum: float, K: int, seed: int, options: dict | None = None) -> dict:
+def weak_violation_curve(costs: np.ndarray, model) -> np.ndarray:
+    """``max_m (Σ_{j<=k} g_m(ζ_j))_+`` for every k: the weak violation after each episode."""
+    values = np.array([model.constraint_values(c) for c in costs]).reshape(costs.shape[0], -1)
+    return np.maximum(np.cumsum(values, axis=0).max(axis=1), 0.0)
+
+
+def one_run(agent_name: str, model, optimum: float, K: int, seed: int, options: dict | None = None,
+            signals: str = "mean") -> dict:
     from curlopt.agents.episodic import make_episodic_agent
     from curlopt.experiments.simulation.episodes import run_episodes
 
     agent = make_episodic_agent(agent_name, model, **(options or {}))
     started = time.perf_counter()
-    trace = run_episodes(model, agent, K, seed=seed, optimum=optimum)
+    trace = run_episodes(model, agent, K, seed=seed, optimum=optimum, signals=signals)
     wall = time.perf_counter() - started
     s = trace.summary
     return {"agent": agent_name, "model": model.name, "seed": seed, "K": K, "wall_s": wall,
@@ -84,6 +91,7 @@ def one_run(agent_name: str, model, optimum: float, K: int, seed: int, options: 
             "strong_violation": s["strong_violation"], "weak_violation": s["weak_violation"],
             "violating_episodes": s["violating_episodes"],
             "slope_regret": slope(np.cumsum(trace.columns["regret"])),
+            "slope_weak_violation": slope(weak_violation_curve(trace.columns["costs"], model)),
             "slope_weak_regret": slope(weak_regret_curve(trace.columns["rewards"], optimum)),
             "sources": s["sources"]}
 
@@ -94,7 +102,15 @@ def show(row: dict) -> None:
           f"  regret {row['regret']:9.2f} (slope {row['slope_regret']:.2f})"
           f"  weak {row['weak_regret']:9.2f} (slope {row['slope_weak_regret']:.2f})"
           f"  strong viol {row['strong_violation']:8.3f} ({row['violating_episodes']} ep)"
-          f"  weak viol {row['weak_violation']:8.3f}  {row['sources']}", flush=True)
+          f"  weak viol {row['weak_violation']:8.3f} (slope {row['slope_weak_violation']:.2f})  {row['sources']}",
+          flush=True)
+
+
+def _number_or_text(value: str) -> float | str:
+    try:
+        return float(value)
+    except ValueError:
+        return value
 
 
 def main() -> None:
@@ -105,19 +121,23 @@ def main() -> None:
     parser.add_argument("--size", nargs=3, type=int, default=None, help="S A H")
     parser.add_argument("--models", nargs="+", type=int, default=[1, 2])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--option", action="append", default=[], metavar="KEY=NUMBER",
-                        help="an agent option (e.g. bonus_scale=0.1), for a sensitivity run; default none")
+    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                        help="an agent option (e.g. bonus_scale=0.1, rewards=learned); default none")
+    parser.add_argument("--signals", default="mean", choices=("mean", "bernoulli", "gaussian"),
+                        help="what the agent observes (reaches only agents with rewards=learned)")
     args = parser.parse_args()
-    options = {key: float(value) for key, value in (item.split("=", 1) for item in args.option)}
+    options = {key: _number_or_text(value) for key, value in (item.split("=", 1) for item in args.option)}
     if options:
         print(f"agent options (not the defaults): {options}")
+    if args.signals != "mean":
+        print(f"signals: {args.signals}")
     if args.item == "time":
         S, A, H = args.size or (10, 4, 10)
         model, optimum = concave_benchmark_model(S, A, H, 0)
         print(f"model {model.name}: f* = {optimum:.6f}, budget {model.constraints[0]!r}")
         episodes = args.episodes if len(args.episodes) == len(args.agents) else args.episodes[:1] * len(args.agents)
         for name, K in zip(args.agents, episodes, strict=True):
-            show(one_run(name, model, optimum, K, 0, options))
+            show(one_run(name, model, optimum, K, 0, options, args.signals))
         return
     S, A, H = args.size or (6, 3, 6)
     for seed_model in args.models:
@@ -125,7 +145,7 @@ def main() -> None:
         print(f"model {model.name}: f* = {optimum:.6f}, budget {model.constraints[0]!r}", flush=True)
         for name in args.agents:
             for seed in args.seeds:
-                show(one_run(name, model, optimum, args.episodes[0], seed, options))
+                show(one_run(name, model, optimum, args.episodes[0], seed, options, args.signals))
 
 
 if __name__ == "__main__":

@@ -170,12 +170,14 @@ def execute_task(task: Task, progress: bool | None = False) -> Trace:
     from ..agents import make_agent
     from ..envs import make
     from .simulation.loop import run
+    from .study.spec import loop_signals
 
     configuration = task.configuration
     model = task.setting.build()
     agent = make_agent(task.algorithm.agent, model, **dict(task.options))
     trace = run(agent, make(model), task.steps, seed=task.seed, checkpoints=task.checkpoints, progress=progress,
-                model=model, env_name=task.setting.name, optimum_backend=task.optimum_backend)
+                model=model, env_name=task.setting.name, optimum_backend=task.optimum_backend,
+                signals=loop_signals(task.signals))
     trace.meta["sweep"] = task.identity()
     trace.meta["algorithm"] = task.algorithm.key
     trace.meta["label"] = configuration.label

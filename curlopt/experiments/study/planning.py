@@ -174,6 +174,9 @@ class Task:
     checkpoints: int = 100
     #: the backend of the run's reference optimum (``[study] optimum_backend``); None: the learning loop's default
     optimum_backend: str | None = None
+    #: what the run's agent observes (``[study] signals``: known, bernoulli or gaussian); the executors pass
+    #: :func:`~curlopt.experiments.study.spec.loop_signals` of it to the learning loop
+    signals: str = "known"
 
     @property
     def setting(self) -> SettingSpec:
@@ -208,6 +211,7 @@ class Task:
             "checkpoints": self.checkpoints,
             # only when the study sets it, so the identity (and the reuse of stored runs) of other studies is unchanged
             **({"optimum_backend": self.optimum_backend} if self.optimum_backend is not None else {}),
+            **({"signals": self.signals} if self.signals != "known" else {}),  # likewise
         }
 
 
@@ -287,7 +291,7 @@ def plan_study(study: Study, say: Callable[[str], None] | None = None, max_runs:
         configurations += _setting_configurations(study, setting, expanded, notes, fail)
     if not configurations:
         raise StudyError(f"{study.source}: no configuration can run: " + " ".join(notes))
-    tasks = [Task(configuration, seed, study.steps, study.checkpoints, study.optimum_backend)
+    tasks = [Task(configuration, seed, study.steps, study.checkpoints, study.optimum_backend, study.signals)
              for configuration in configurations for seed in study.seeds]
     return Plan(study, configurations, tasks, list(dict.fromkeys(notes)))
 

@@ -26,6 +26,7 @@ from .spec import (
     EXECUTORS,
     MAX_SEEDS,
     NAME_PATTERN,
+    SIGNAL_CHOICES,
     SettingSpec,
     Study,
     StudyAlgorithm,
@@ -78,6 +79,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "address": Key("string"),
         "max_runs": Key("integer"),
         "optimum_backend": Key("string"),
+        "signals": Key("choice", choices=SIGNAL_CHOICES, default="known"),
     },
     "model": {
         "name": Key("string"),

@@ -13,6 +13,8 @@ Format (read with the standard library's :mod:`tomllib`)::
     jobs = 2                          # optional: parallel runs (default: the number of cores)
     address = "..."                   # optional, ray only: the cluster address
     max_runs = 20000                  # optional: allow more runs than DEFAULT_MAX_RUNS (5,000); see below
+    signals = "bernoulli"             # optional: known (default) | bernoulli | gaussian: what every run's agent
+                                      #   observes (the model's means, or noisy draws around them; see below)
 
     [model]                           # exactly one of [model] or [[models]] (one table per setting)
     name = "queue"                    # a built-in model (curlopt.models.build_model) ...
@@ -45,6 +47,12 @@ the counts, so a 1,000-value axis typed for a 3-value one stops at once instead
 of building a million configurations. A seed count above :data:`MAX_SEEDS` is
 refused when the file is read.
 
+``signals`` applies to every run of the study (every setting, every algorithm): ``known`` (the default, and what a
+file without the key runs) emits the model's mean signals; ``bernoulli`` and ``gaussian`` draw each observed signal
+around its mean (:mod:`curlopt.models.signals`). Only an agent that learns its signals (``rewards = "learned"``, an
+agent option, e.g. in ``[options]``) reads them; an agent told the rewards plays the same run either way. A run's
+identity records ``signals`` only when it is not ``known``, so the runs of studies without it are unchanged.
+
 Every problem is a :class:`~curlopt.errors.CurloptError` of one line naming the
 file and the key (``[grid] radius``, ``algorithms[2].options.radius``; the
 ``[[algorithms]]`` and ``[[models]]`` tables are counted from 1) and saying what
@@ -69,7 +77,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...models.cmdp import CMDP
 
 __all__ = ["SettingSpec", "StudyAlgorithm", "Study", "StudyError",
-           "DEFAULT_CHECKPOINTS", "DEFAULT_MAX_RUNS", "MAX_SEEDS", "NAME_PATTERN"]
+           "DEFAULT_CHECKPOINTS", "DEFAULT_MAX_RUNS", "MAX_SEEDS", "NAME_PATTERN", "SIGNAL_CHOICES", "loop_signals"]
 
 DEFAULT_CHECKPOINTS = 100
 #: the most runs a study may have unless it allows more (``max_runs``, ``--max-runs``): about fourteen times the
@@ -80,6 +88,14 @@ MAX_SEEDS = 1_000_000
 #: a name that is also a folder name: "." and ".." (only dots) would name the folder itself or its parent
 NAME_PATTERN = re.compile(r"(?!\.+\Z)[a-z0-9._-]+\Z")
 EXECUTORS = ("local", "ray")
+#: the ``[study] signals`` values: the model's means (``known``) or noisy draws around them
+SIGNAL_CHOICES = ("known", "bernoulli", "gaussian")
+
+
+def loop_signals(signals: str) -> str:
+    """The learning loops' name of a study's ``signals`` value (``run(..., signals=...)``, ``run_episodes``):
+    ``known`` is their ``mean``; the noisy kinds keep their names."""
+    return "mean" if signals == "known" else signals
 
 
 class StudyError(CurloptError):
@@ -205,6 +221,8 @@ class Study:
     address: str | None = None
     max_runs: int | None = None
     optimum_backend: str | None = None
+    #: what every run's agent observes (:data:`SIGNAL_CHOICES`; ``known``: the model's means)
+    signals: str = "known"
     options: tuple[tuple[str, Any], ...] = ()
     grid: tuple[tuple[str, tuple[Any, ...]], ...] = ()
     source: str = ""
@@ -236,6 +254,8 @@ class Study:
             described["max_runs"] = self.max_runs
         if self.optimum_backend is not None:  # likewise
             described["optimum_backend"] = self.optimum_backend
+        if self.signals != "known":  # likewise
+            described["signals"] = self.signals
         return described
 
 
