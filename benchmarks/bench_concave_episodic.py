@@ -7,12 +7,18 @@ per-episode cost of any policy and the cost of the known-model unconstrained opt
 f(λ*) is the known-model optimum (cvxpy). Nothing here was tuned on these models: every agent runs at its
 defaults (the papers' constants, docs/math.md).
 
-Two items:
+Four items:
 
 * ``time``: each agent for K episodes on the (10, 4, 10) model of seed 0 (``--episodes``, one value per agent).
 * ``claims``: each agent on the models of ``--models`` (size ``--size``) with run seeds ``--seeds``: regret
   ``Σ_k f* − f(λ_k)``, the weaker ``K f* − K f(mean λ)``, strong and weak violation, and the log–log slope of both
   cumulative regrets and of the weak violation over the last decade [K/10, K].
+* ``budget-row``: conrl and moma-program for K episodes (``--episodes``) on the (6, 3, H=6) model of seed 1, then
+  the visits per pair, the bonus per step and how many of the next program's shifted costs ``max(c − b, 0)`` are
+  still above 0 (none: the budget row is vacuous and the program is the unconstrained one).
+* ``hash``: the sha256 of each run's per-episode arrays (the wall-clock ``solve_time`` left out) for the three agents
+  with known signals, 2 seeds × ``--episodes`` on the (4, 2, H=4) model of seed 1: equal before and after a change
+  means the known path is unchanged bit for bit.
 
 Usage::
 
@@ -106,6 +112,44 @@ def show(row: dict) -> None:
           flush=True)
 
 
+def budget_row(K: int) -> None:
+    """The ``budget-row`` item (module docstring)."""
+    from curlopt.agents.episodic import make_episodic_agent
+    from curlopt.experiments.simulation.episodes import run_episodes
+
+    model, optimum = concave_benchmark_model(6, 3, 6, 1)
+    for name in ("conrl", "moma-program"):
+        agent = make_episodic_agent(name, model)
+        run_episodes(model, agent, K, seed=0, optimum=optimum)
+        bonus = agent.bonus(K + 1) if name == "conrl" else agent.bonus()
+        _, costs = agent.planning_signals(K + 1) if name == "conrl" else agent.planning_signals()
+        N = agent.counts.visits[0]
+        print(f"{name:13s} K={K}: visits per pair min {N.min():.0f} median {np.median(N):.0f} max {N.max():.0f};"
+              f" bonus per step min {bonus.min():.3f} max {bonus.max():.3f}; largest per-step cost"
+              f" {model.step_costs.max():.3f}; shifted costs > 0: {np.count_nonzero(costs)} of {costs.size}",
+              flush=True)
+
+
+def known_path_hashes(K: int) -> None:
+    """The ``hash`` item (module docstring)."""
+    import hashlib
+
+    from curlopt.agents.episodic import make_episodic_agent
+    from curlopt.experiments.simulation.episodes import run_episodes
+
+    model, optimum = concave_benchmark_model(4, 2, 4, 1)
+    for name in AGENTS:
+        for seed in (0, 1):
+            trace = run_episodes(model, make_episodic_agent(name, model), K, seed=seed, optimum=optimum)
+            digest = hashlib.sha256()
+            for column in sorted(trace.columns):
+                values = np.asarray(trace.columns[column])
+                if values.dtype.kind in "fiub" and column != "solve_time":
+                    digest.update(column.encode())
+                    digest.update(np.ascontiguousarray(values).tobytes())
+            print(f"{name:13s} seed {seed} K={K}: {digest.hexdigest()}", flush=True)
+
+
 def _number_or_text(value: str) -> float | str:
     try:
         return float(value)
@@ -115,7 +159,7 @@ def _number_or_text(value: str) -> float | str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("item", choices=("time", "claims"))
+    parser.add_argument("item", choices=("time", "claims", "budget-row", "hash"))
     parser.add_argument("--agents", nargs="+", default=list(AGENTS))
     parser.add_argument("--episodes", nargs="+", type=int, default=[1000])
     parser.add_argument("--size", nargs=3, type=int, default=None, help="S A H")
@@ -131,6 +175,12 @@ def main() -> None:
         print(f"agent options (not the defaults): {options}")
     if args.signals != "mean":
         print(f"signals: {args.signals}")
+    if args.item == "budget-row":
+        budget_row(args.episodes[0])
+        return
+    if args.item == "hash":
+        known_path_hashes(args.episodes[0])
+        return
     if args.item == "time":
         S, A, H = args.size or (10, 4, 10)
         model, optimum = concave_benchmark_model(S, A, H, 0)
