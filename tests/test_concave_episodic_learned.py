@@ -20,6 +20,7 @@ from test_concave_episodic_agents import (
     COSTS,
     EPISODES,
     INITIAL,
+    KERNEL,
     P_HAT,
     REWARDS,
     A,
@@ -34,6 +35,8 @@ from test_concave_episodic_agents import (
 from curlopt.agents.episodic import EpisodeSource, make_episodic_agent
 from curlopt.errors import AgentError
 from curlopt.experiments.simulation.episodes import run_episodes
+from curlopt.models.episodic import EpisodicCMDP
+from curlopt.utilities.library import SumOfLogs
 
 #: the observed signals of the three episodes: rewards (H, 2) and costs (H, 1), each in its signal's range
 #: (rewards [0.1, 0.9] and [0.05, 0.8], costs [0, 0.8]: the model's smallest and largest means), not the means
@@ -198,3 +201,21 @@ def test_costs_are_the_model_range_bound_before_any_observation():
     r, c = agent.planning_signals(1)
     assert np.all(r == 2 * H) and np.all(c == 0.0)
     assert COSTS.min() >= 0 and REWARDS.min() >= 0
+
+
+@pytest.mark.parametrize("name", ["conrl", "moma", "moma-program"])
+def test_learned_signals_with_per_step_kernels_and_no_constraint(name):
+    """Per-step counts: the learned bonus is still one per cell (h, s, a), H steps of it (the last step's signal is
+    estimated too), where the known one has H − 1; a run without constraints plans and learns."""
+    kernels = np.stack([KERNEL, KERNEL[:, :, ::-1]])
+    m = EpisodicCMDP(REWARDS, COSTS, SumOfLogs(2), [], kernel=kernels, initial=INITIAL, horizon=H, name="per-step")
+    agent = make_episodic_agent(name, m, seed=0, rewards="learned")
+    trace = run_episodes(m, agent, 12, seed=3, optimum=0.0, signals="bernoulli", progress=False)
+    assert agent.counts.transitions.shape == (H - 1, S, A, S)
+    assert agent.signal_estimates.visits.sum() == 12 * H
+    assert set(trace.sources) == {"program"}
+    if name != "moma":
+        bonus = agent.bonus(13) if name == "conrl" else agent.bonus()
+        assert bonus.shape == (H, S, A)
+        known = make_episodic_agent(name, m, seed=0)
+        assert (known.bonus(13) if name == "conrl" else known.bonus()).shape == (H - 1, S, A)
