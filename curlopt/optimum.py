@@ -85,9 +85,9 @@ def _every_policy_irreducible(model: CMDP) -> bool:
     """The cheap sufficient check: the transitions every action shares already connect every state (dense only)."""
     if model.sparse:
         return False
-    from .models.chains import _strongly_connected
+    from .models.chains import strongly_connected
 
-    return _strongly_connected((np.asarray(model.kernel) > 0).all(axis=1))
+    return strongly_connected((np.asarray(model.kernel) > 0).all(axis=1))
 
 
 def _smallest_transition(model: CMDP) -> float:

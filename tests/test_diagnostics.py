@@ -133,15 +133,15 @@ def test_strong_connectivity_matches_scipy_csgraph():
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
-    from curlopt.models.chains import _strongly_connected
+    from curlopt.models.chains import strongly_connected
 
     rng = np.random.default_rng(11)
     for _ in range(300):
         n = int(rng.integers(1, 9))
         adjacency = rng.random((n, n)) < rng.uniform(0.05, 0.6)
         count, _ = connected_components(csr_matrix(adjacency), directed=True, connection="strong")
-        assert _strongly_connected(adjacency) == (count == 1)
-        assert _strongly_connected(adjacency) == irreducible(adjacency)
+        assert strongly_connected(adjacency) == (count == 1)
+        assert strongly_connected(adjacency) == irreducible(adjacency)
 
 
 def test_ergodicity_warning_without_kernel_is_none():

@@ -14,7 +14,7 @@ from ..errors import ModelError
 from .cmdp import CMDP, DENSE_VIEW_LIMIT, policy_kernel
 from .ergodicity import EXACT_CHECK, MAX_EXACT_ROUNDS, SUFFICIENT_CHECK, UNDECIDED_CHECK, ErgodicityCheck
 
-__all__ = ['ErgodicityCheck', 'check_ergodicity', 'ergodicity_warning', 'diameter', 'max_hitting_time', 'relaxation_time', 'MAX_HITTING_TIME_STATES', 'MAX_EXACT_ROUNDS', 'SUFFICIENT_CHECK', 'EXACT_CHECK', 'UNDECIDED_CHECK', 'EIGENVALUE_DENSE_STATES', 'model_kernel']
+__all__ = ['ErgodicityCheck', 'strongly_connected', 'check_ergodicity', 'ergodicity_warning', 'diameter', 'max_hitting_time', 'relaxation_time', 'MAX_HITTING_TIME_STATES', 'MAX_EXACT_ROUNDS', 'SUFFICIENT_CHECK', 'EXACT_CHECK', 'UNDECIDED_CHECK', 'EIGENVALUE_DENSE_STATES', 'model_kernel']
 
 
 #: The exact hitting time (policy iteration per target, O(S^3) per step) is computed up to this many states.
@@ -46,7 +46,7 @@ def _reached(adjacency: np.ndarray, start: int) -> np.ndarray:
     return seen
 
 
-def _strongly_connected(adjacency: npt.ArrayLike) -> bool:
+def strongly_connected(adjacency: npt.ArrayLike) -> bool:
     """Every state reaches state 0 and is reached from it.
 
     Plain numpy rather than scipy's ``connected_components``: every run checks its model's
@@ -103,8 +103,8 @@ def check_ergodicity(kernel: Any) -> ErgodicityCheck:
         return sparse_ergodicity(kernel, n_states, n_actions, MAX_EXACT_ROUNDS)
     support = np.asarray(_kernel(kernel) > 0)
     n_states, n_actions = support.shape[:2]
-    communicating = _strongly_connected(support.any(axis=1))
-    if _strongly_connected(support.all(axis=1)):
+    communicating = strongly_connected(support.any(axis=1))
+    if strongly_connected(support.all(axis=1)):
         return ErgodicityCheck(True, communicating, SUFFICIENT_CHECK)
     for target in range(n_states):
         inside = np.ones(n_states, dtype=bool)
