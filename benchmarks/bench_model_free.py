@@ -158,6 +158,35 @@ def triple_qa_paper_warmup(S: int, A: int, kappa: float, delta: float) -> float:
     return max(log_t, 6 * math.log10(6.0 * kappa / delta))
 
 
+def _record_frame_estimates(agent) -> list[float]:
+    """Wrap ``agent.end_episode`` to record, at each frame's end, the queue update's estimate ``C̄_1 / K^α``."""
+    estimates: list[float] = []
+    end_episode = agent.end_episode
+
+    def recording(states, actions) -> None:
+        # C̄ at the frame's end is the sum so far plus this episode's start value C_1(s_1, a_1) (read before the
+        # episode's updates, as the agent reads it)
+        estimate = (agent.utility_sum[0] + agent.c[0, 0, int(states[0]), int(actions[0])]) / agent.frame
+        end_episode(states, actions)
+        if agent.episode % agent.frame == 0:
+            estimates.append(float(estimate))
+
+    agent.end_episode = recording  # type: ignore[method-assign]
+    return estimates
+
+
+def _queue_estimate_bias(agent, model, costs: np.ndarray, estimates: list[float]) -> np.ndarray:
+    """Per frame: the queue's estimate C̄/K^α minus the mean exact utility (papers' units) of the frame's policies."""
+    weights = np.asarray(model.constraints[0].weights, dtype=float)
+    per_step = -np.einsum("k,hksa->hsa", weights, np.asarray(model.step_costs))
+    low, high = float(per_step.min()), float(per_step.max())
+    span = high - low if high > low else 1.0
+    utility = (-(costs @ weights) - model.horizon * low) / span       # Σ_h g_1,h of each episode's policy, exact
+    frames = len(estimates)
+    played = utility[:frames * agent.frame].reshape(frames, agent.frame).mean(axis=1)
+    return np.asarray(estimates) - played
+
+
 def warmup_episodic(models, episodes: int, options: dict, seeds: list[int], role: str) -> None:
     from bench_episodic_agents import last_decade_slope
 
@@ -170,7 +199,9 @@ def warmup_episodic(models, episodes: int, options: dict, seeds: list[int], role
         paper = triple_q_paper_warmup(model.n_states, model.n_actions, model.horizon, delta)
         for seed in seeds:
             agent = make_episodic_agent("triple-q", model, **options)
+            estimates = _record_frame_estimates(agent)
             trace = run_episodes(model, agent, episodes, seed=seed)
+            bias = _queue_estimate_bias(agent, model, trace.columns["costs"], estimates)
             violation = trace.columns["violation"]
             bad = np.nonzero(violation > 1e-9)[0]
             print(f"triple-q {role:10s} {name:30s} δ={delta:.3f} ρ={probe.thresholds.round(3).tolist()} paper warm-up"
@@ -179,39 +210,55 @@ def warmup_episodic(models, episodes: int, options: dict, seeds: list[int], role
                   f" {trace.summary['weak_violation']:.4g}, {bad.size} episodes violate"
                   f" ({np.count_nonzero(violation[episodes // 2:] > 1e-9)} in the second half), last"
                   f" {int(bad[-1]) + 1 if bad.size else 0}; regret {trace.summary['regret']:.4g}, slope"
-                  f" {last_decade_slope(trace.columns['cumulative_regret']):.2f}; last Z"
+                  f" {last_decade_slope(trace.columns['cumulative_regret']):.2f}; the queue's estimate C̄/K^α minus"
+                  f" the exact utility of the frame's policies: first frame {bias[0]:.2f}, mean {bias.mean():.2f},"
+                  f" last frame {bias[-1]:.2f}; last Z"
                   f" {np.round(agent.queues, 2).tolist()}; wall {trace.summary['wall_time']:.1f}s", flush=True)
+
+
+def _count_moved_cells(agent) -> list[int]:
+    """Wrap ``agent._end_frame`` to record, at each frame's end, how many cells of Q̂ are below H (moved)."""
+    counts: list[int] = []
+    end_frame = agent._end_frame
+
+    def counting() -> None:
+        counts.append(sum(value < agent.discount_horizon for value in agent.q_hat))
+        end_frame()
+
+    agent._end_frame = counting
+    return counts
 
 
 def warmup_average(models, steps: int, options: dict, seeds: list[int], role: str) -> None:
     from curlopt.agents import make_agent
     from curlopt.envs import TabularCMDPEnv
     from curlopt.experiments.simulation.loop import run
+    from curlopt.models.cmdp import stationary_occupancy
 
     for name, model in models:
         probe = make_agent("triple-qa", model, horizon=steps, **options)
         delta = average_slater_gap(probe, model)
         paper = triple_qa_paper_warmup(model.n_states, model.n_actions, probe.kappa, delta)
+        # the policy uniform over every action, evaluated exactly: what the agent plays while its tables stay at H
+        uniform = np.full((model.n_states, model.n_actions), 1.0 / model.n_actions)
+        occupancy = stationary_occupancy(model.kernel, uniform, np.asarray(model.initial, dtype=float))
+        uniform_reward = float(model.objective.value(np.einsum("sa,ksa->k", occupancy, np.asarray(model.rewards))))
+        uniform_constraint = float(model.constraint_values(np.einsum("sa,ksa->k", occupancy,
+                                                                      np.asarray(model.costs))).max())
         for seed in seeds:
             agent = make_agent("triple-qa", model, horizon=steps, **options)
-            accepted = 0
-            end_frame = agent._end_frame
-
-            def counting_end_frame() -> None:
-                nonlocal accepted
-                accepted += sum(value < agent.discount_horizon for value in agent.q_hat)
-                end_frame()
-
-            agent._end_frame = counting_end_frame  # type: ignore[method-assign]
+            accepted = _count_moved_cells(agent)
             trace = run(agent, TabularCMDPEnv(model), steps, seed=seed, progress=False)
             per_frame = np.array([model.constraint_values(z).max() for z in agent.frame_costs])
             bad = np.nonzero(per_frame > 1e-9)[0]
             print(f"triple-qa {role:10s} {name:24s} δ={delta:.3f} ρ={np.round(probe.thresholds, 3).tolist()} paper"
                   f" warm-up T >= 10^{paper:.1f}; options {json.dumps(options)} seed {seed}: T={steps}"
                   f" frame={agent.frame} ε={agent.epsilon:.4g}: C(T)={trace.checkpoints['violation'][-1]:.4g}"
-                  f" R(T)={trace.checkpoints['regret'][-1]:.4g} (optimum {trace.optimum['objective']:.4g});"
+                  f" R(T)={trace.checkpoints['regret'][-1]:.4g} (optimum {trace.optimum['objective']:.4g}; the uniform"
+                  f" policy, exact: regret {trace.optimum['objective'] - uniform_reward:.4g}, constraint"
+                  f" {uniform_constraint:+.4g});"
                   f" {bad.size} of {per_frame.size} frames violate (realised frame average), last"
-                  f" {int(bad[-1]) + 1 if bad.size else 0}; Q̂ cells below H at the frames' ends: {accepted} of"
+                  f" {int(bad[-1]) + 1 if bad.size else 0}; Q̂ cells below H at the frames' ends: {sum(accepted)} of"
                   f" {len(agent.q_hat) * per_frame.size}; last Z {[round(z, 2) for z in agent.queues]};"
                   f" wall {trace.wall_time:.1f}s", flush=True)
 
