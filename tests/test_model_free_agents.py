@@ -270,6 +270,21 @@ def test_triple_qa_never_moves_its_monotone_tables_while_every_bonus_exceeds_one
     assert agent.steps_played == 199 and agent.q_hat == [4.0] * 4 and np.array_equal(agent.current_policy(), np.full((2, 2), 0.5))
 
 
+def test_triple_qa_keeps_a_pair_of_utility_one_at_h_when_every_state_has_one():
+    # utilities 1 − c: (s=0, a=1) and (s=1, a=0) have utility 1. Their pseudo-Q value at the tables' start, H(1 + Z/η),
+    # is the largest any pair can have, so every state's Ŵ is H while they stay there; and a utility target
+    # 1 + γ H + b = H + b exceeds Ĉ = H for every bonus b > 0: the joint monotone rule never moves them (one frame of
+    # 2,000 steps, the bonus as small as 0.01 sqrt(2/(1 + τ))), and from the first time the other pair of a state has
+    # moved below H the agent plays them only
+    model = average_model()
+    agent = TripleQA(model, horizon=2000, discount_horizon=4.0, chi=1.0, iota=1e-4, epsilon=0.0, frame_exponent=1.0)
+    assert agent.frame == 2000
+    run(agent, TabularCMDPEnv(model), 1999, seed=5, progress=False)
+    assert agent.q_hat[1] == agent.q_hat[2] == 4.0 and agent.c_hat[0][1] == agent.c_hat[0][2] == 4.0
+    assert agent.q_hat[0] < 4.0 and agent.q_hat[3] < 4.0
+    assert np.array_equal(agent.current_policy(), [[0.0, 1.0], [1.0, 0.0]])
+
+
 def test_triple_qa_steps_a_sparse_kernel_through_its_successor_lists():
     model = build_model("queue", buffer=20, storage="sparse")
     assert model.sparse
