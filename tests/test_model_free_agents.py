@@ -121,6 +121,37 @@ def test_triple_q_bonus_frame_change_keeps_the_cells_at_most_h():
     assert np.all(agent.frame_visits == 0) and agent.utility_sum.tolist() == [0.0]
 
 
+def test_triple_q_remaining_initial_value_starts_each_step_at_the_steps_left():
+    # H = 2: the step-1 tables start at 2, the step-2 tables at 1 (H − h + 1); χ = 1, ι = 1: b_1 = 0.5
+    agent = TripleQ(episodic_model(), episodes=4, frame_exponent=0.5, chi=1.0, eta=2.0, iota=1.0, epsilon=2.5,
+                    initial_value="remaining")
+    agent.reset(0)
+    assert np.all(agent.q[0] == 2.0) and np.all(agent.q[1] == 1.0) and np.all(agent.c[0, 1] == 1.0)
+    assert agent.v[:, 0].tolist() == [2.0, 1.0, 0.0]
+    agent.begin_episode(1)
+    agent.end_episode(np.array([0, 1]), np.array([1, 0]))
+    # h = 1, (0, 1) -> 1: Q = r + V_2(1) + b_1 = 1 + 1 + 0.5 and C = g + W_2(1) + b_1 = 1 + 1 + 0.5 (V_2 = W_2 = 1
+    # before this episode's step-2 update, which step 1 does not see)
+    assert agent.q[0, 0, 1] == pytest.approx(2.5) and agent.c[0, 0, 0, 1] == pytest.approx(2.5)
+    # h = 2, (1, 0): Q = 0.5 + b_1 = 1.0 ties the untried Q_2(1, 1) = 1: the first maximiser a = 0 sets V and W
+    assert agent.q[1, 1, 0] == pytest.approx(1.0) and agent.c[0, 1, 1, 0] == pytest.approx(1.5)
+    assert agent.v[1, 1] == pytest.approx(1.0) and agent.w[0, 1, 1] == pytest.approx(1.5)
+
+
+def test_triple_q_bonus_frame_change_caps_at_the_steps_left():
+    # as in the bonus test above with initial_value="remaining": the caps are 2 at step 1 and 1 at step 2
+    agent = TripleQ(episodic_model(), episodes=4, frame_exponent=0.5, chi=1.0, eta=100.0, iota=1.0, epsilon=2.5,
+                    frame_reset="bonus", initial_value="remaining")
+    agent.reset(0)
+    for states, actions in (([0, 1], [1, 0]), ([0, 0], [1, 1])):
+        agent.begin_episode(agent.episode + 1)
+        agent.end_episode(np.array(states), np.array(actions))
+    # (h=2, s=1, a=0): C = 1.5 > 1 -> both tables back to 1; (h=2, s=0, a=0), never visited: Q = 1.08 > 1 -> 1
+    assert agent.q[1, 1, 0] == 1.0 and agent.c[0, 1, 1, 0] == 1.0 and agent.q[1, 0, 0] == 1.0
+    # (h=1, s=1, a=0), never visited: 2.08 > 2 -> 2
+    assert agent.q[0, 1, 0] == 2.0 and np.all(agent.q[1] <= 1.0) and np.all(agent.q[0] <= 2.0)
+
+
 def test_triple_q_runs_through_the_episode_loop():
     model = episodic_model()
     agent = make_episodic_agent("triple-q", model)
@@ -139,6 +170,8 @@ def test_triple_q_is_registered_and_refuses_bad_inputs():
         TripleQ(episodic_model(), frame_exponent=1.5)
     with pytest.raises(AgentError, match="frame_reset"):
         TripleQ(episodic_model(), frame_reset="never")
+    with pytest.raises(AgentError, match="initial_value"):
+        TripleQ(episodic_model(), initial_value="zero")
     with pytest.raises(AgentError, match="eta"):
         TripleQ(episodic_model(), eta=0.0)
     with pytest.raises(AgentError, match="epsilon"):
@@ -221,6 +254,35 @@ def test_triple_qa_runs_through_the_loop_identically_on_both_paths():
     # frames of floor(3000^(2/3)) = 208 steps are the loop's epochs; no single policy to evaluate exactly
     assert [e.length for e in fast.epochs[:-1]] == [208] * (len(fast.epochs) - 1)
     assert all(e.source == "update-rule" and e.exact_objective is None for e in fast.epochs)
+
+
+def test_triple_qa_never_moves_its_monotone_tables_while_every_bonus_exceeds_one():
+    # Q̂ starts at H and a target r + γ V̂(s') + b_τ with V̂ = H is at least H exactly when b_τ >= H(1 − γ) − r =
+    # 1 − r; with every bonus of the frame above 1 (κ = 5, χ = 1, ι = 1: b_τ = 5 sqrt(2/(1 + τ)) > 1 for τ < 49,
+    # and a frame of 20 steps) no Q(s, a) ever falls below Q̂(s, a) = H: the tables keep H and the policy stays
+    # uniform over every action, whatever the queue
+    model = average_model()
+    agent = TripleQA(model, horizon=200, kappa=5.0, discount_horizon=4.0, chi=1.0, iota=1.0, epsilon=0.0,
+                     frame_exponent=math.log(20) / math.log(200))
+    assert agent.frame == 20 and agent._bonus[-1] > 1.0
+    # 199 steps: the last frame (19 steps) has not ended, so its tables were not reset
+    run(agent, TabularCMDPEnv(model), 199, seed=1, progress=False)
+    assert agent.steps_played == 199 and agent.q_hat == [4.0] * 4 and np.array_equal(agent.current_policy(), np.full((2, 2), 0.5))
+
+
+def test_triple_qa_keeps_a_pair_of_utility_one_at_h_when_every_state_has_one():
+    # utilities 1 − c: (s=0, a=1) and (s=1, a=0) have utility 1. Their pseudo-Q value at the tables' start, H(1 + Z/η),
+    # is the largest any pair can have, so every state's Ŵ is H while they stay there; and a utility target
+    # 1 + γ H + b = H + b exceeds Ĉ = H for every bonus b > 0: the joint monotone rule never moves them (one frame of
+    # 2,000 steps, the bonus as small as 0.01 sqrt(2/(1 + τ))), and from the first time the other pair of a state has
+    # moved below H the agent plays them only
+    model = average_model()
+    agent = TripleQA(model, horizon=2000, discount_horizon=4.0, chi=1.0, iota=1e-4, epsilon=0.0, frame_exponent=1.0)
+    assert agent.frame == 2000
+    run(agent, TabularCMDPEnv(model), 1999, seed=5, progress=False)
+    assert agent.q_hat[1] == agent.q_hat[2] == 4.0 and agent.c_hat[0][1] == agent.c_hat[0][2] == 4.0
+    assert agent.q_hat[0] < 4.0 and agent.q_hat[3] < 4.0
+    assert np.array_equal(agent.current_policy(), [[0.0, 1.0], [1.0, 0.0]])
 
 
 def test_triple_qa_steps_a_sparse_kernel_through_its_successor_lists():

@@ -23,10 +23,12 @@ from ...models.episodic import EpisodicCMDP
 from ..utility_form import utility_form
 from .base import EpisodePlan, EpisodeSource, EpisodicAgent
 
-__all__ = ["TripleQ", "triple_q_constants", "greedy_policy", "FRAME_RESETS"]
+__all__ = ["TripleQ", "triple_q_constants", "greedy_policy", "FRAME_RESETS", "INITIAL_VALUES"]
 
 #: what a new frame does to the tables: the algorithm's reset to H, or the authors' practical variant
 FRAME_RESETS = ("reset", "bonus")
+#: the tables' initial (and reset) value at step h: the paper's H at every step, or the steps left, H − h + 1
+INITIAL_VALUES = ("horizon", "remaining")
 
 
 def triple_q_constants(S: int, A: int, H: int, K: int) -> dict[str, float]:
@@ -91,6 +93,11 @@ class TripleQ(EpisodicAgent):
         authors describe (their AAAI 2022 follow-up, Algorithm 2, for this algorithm and its extension): keep the
         tables, add ``4H/η`` to the reward table, and reset to H only the cells where the reward or a utility table
         exceeds H; V and W are then recomputed from the tables under the new queue.
+    initial_value : {"horizon", "remaining"}, default "horizon"
+        The tables' value at the start and at every reset (and the cap of ``frame_reset="bonus"``): ``horizon``, the
+        paper's H at every step; ``remaining``, ``H − h + 1`` at step h, the most any policy can still collect
+        (ours). With H at every step an estimate ``C_1`` is about H until the later steps are learnt, so the
+        queue update sees a utility near H whatever the policy does (docs/math.md, "Triple-Q").
 
     Raises
     ------
@@ -103,10 +110,14 @@ class TripleQ(EpisodicAgent):
     def __init__(self, model: EpisodicCMDP, seed: Any = None, episodes: int | None = None,
                  frame_exponent: float = 0.6, chi: float | None = None, eta: float | None = None,
                  iota: float | None = None, epsilon: float | None = None, bonus: float = 0.25,
-                 frame_reset: str = "reset"):
+                 frame_reset: str = "reset", initial_value: str = "horizon"):
         if not isinstance(frame_reset, str) or frame_reset not in FRAME_RESETS:
             raise AgentError(f"frame_reset must be one of {', '.join(map(repr, FRAME_RESETS))}, got {frame_reset!r}.")
         self.frame_reset = frame_reset
+        if not isinstance(initial_value, str) or initial_value not in INITIAL_VALUES:
+            raise AgentError(f"initial_value must be one of {', '.join(map(repr, INITIAL_VALUES))},"
+                             f" got {initial_value!r}.")
+        self.initial_value = initial_value
         if isinstance(frame_exponent, bool) or not isinstance(frame_exponent, (int, float)) \
                 or not 0 <= frame_exponent <= 1:
             raise AgentError(f"frame_exponent (α) must be a number in [0, 1], got {frame_exponent!r}.")
@@ -122,6 +133,9 @@ class TripleQ(EpisodicAgent):
                             self.name)
         #: the scaled reward (H, S, A) and utilities (M, H, S, A), and the thresholds ρ (M,)
         self.reward, self.utilities, self.thresholds = form.reward, form.utilities, form.thresholds
+        H = model.horizon
+        #: the value of the step-h tables at a reset, shape (H,): H, or the steps left H − h + 1
+        self.top = np.full(H, float(H)) if initial_value == "horizon" else np.arange(H, 0, -1, dtype=float)
         super().__init__(model, seed, episodes)
 
     # -- constants ---------------------------------------------------------------------------------------------------
@@ -147,23 +161,25 @@ class TripleQ(EpisodicAgent):
     def _new_frame(self) -> None:
         H, S, A = self.horizon, self.model.n_states, self.model.n_actions
         M = self.utilities.shape[0]
-        self.q = np.full((H, S, A), float(H))
-        self.c = np.full((M, H, S, A), float(H))
+        top = self.top[:, None, None]
+        self.q = np.broadcast_to(top, (H, S, A)).copy()
+        self.c = np.broadcast_to(top, (M, H, S, A)).copy()
         self.v = np.zeros((H + 1, S))
         self.w = np.zeros((M, H + 1, S))
-        self.v[:H] = H
-        self.w[:, :H] = H
+        self.v[:H] = self.top[:, None]
+        self.w[:, :H] = self.top[:, None]
         self.frame_visits = np.zeros((H, S, A), dtype=np.int64)
         self.utility_sum = np.zeros(M)   # C̄
 
     def _carry_over(self) -> None:
-        """The ``bonus`` frame change: ``Q += 4H/η``, cells above H back to H, V and W from the tables, visits and
-        ``C̄`` to 0."""
+        """The ``bonus`` frame change: ``Q += 4H/η``, cells above their reset value back to it (H, or H − h + 1 with
+        ``initial_value="remaining"``), V and W from the tables, visits and ``C̄`` to 0."""
         H = float(self.horizon)
         self.q += 4.0 * H / self.eta
-        above = (self.q > H) | np.any(self.c > H, axis=0)
-        self.q[above] = H
-        self.c[:, above] = H
+        top = np.broadcast_to(self.top[:, None, None], self.q.shape)
+        above = (self.q > top) | np.any(self.c > top, axis=0)
+        self.q[above] = top[above]
+        self.c[:, above] = top[above]
         best = np.argmax(self.pseudo_q(), axis=2)[..., None]          # (H, S, 1): the first maximisers
         self.v[:-1] = np.take_along_axis(self.q, best, axis=2)[..., 0]
         self.w[:, :-1] = np.take_along_axis(self.c, best[None], axis=3)[..., 0]
@@ -213,4 +229,4 @@ class TripleQ(EpisodicAgent):
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "frame_exponent": self.frame_exponent, "frame": self.frame, "chi": self.chi,
                 "eta": self.eta, "iota": self.iota, "epsilon": self.epsilon, "bonus": self.bonus,
-                "frame_reset": self.frame_reset}
+                "frame_reset": self.frame_reset, "initial_value": self.initial_value}
