@@ -285,12 +285,10 @@ def build(ih_summary: Path, fh_summary: Path, registries: tuple[set[str], set[st
                   " weak violation | strong violation = 0 |",
                   "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         fh_names = {system.agent: system.name for system in SYSTEMS if system.setting == "FH"}
-        for row in fh_rows:
-            if row["agent"] not in fh_names:
-                continue
+        for row in fh_rows:  # every row: the episodic UC-CURL and PS-CURL too, named by their agent
             zero, seeds = _zero_runs(row, fh_summary)
             lines.append(
-                f"| {row['setting']} | {fh_names[row['agent']]} ({row['label']}) |"
+                f"| {row['setting']} | {fh_names.get(row['agent'], '`' + row['agent'] + '`')} ({row['label']}) |"
                 f" {int(_value(row, 'episodes', fh_summary)):,} | {int(_value(row, 'horizon', fh_summary))} | {seeds} |"
                 f" {_interval(row, 'regret', fh_summary)} | {_number(_value(row, 'weak_regret_mean', fh_summary))} |"
                 f" {_number(_value(row, 'strong_violation_mean', fh_summary))} |"

@@ -133,11 +133,12 @@ def test_finite_horizon_rows_read_their_summary_or_say_it_is_missing(tmp_path):
     assert all(pooled[name][4] == "not measured yet (study not committed)" for name in fh)
     assert "`episodic-validation`: not measured yet (study not committed)." in absent
 
-    path = _fh_summary(tmp_path / "episodic-validation", [("dope", 812.5, 1.0), ("opt-cmdp", 40.25, 0.25)])
+    path = _fh_summary(tmp_path / "episodic-validation", [("dope", 812.5, 1.0), ("opt-cmdp", 40.25, 0.25),
+                                                          ("uc-curl", 17.5, 0.5)])
     text = table1.build(IH_SUMMARY, path)
     rows = {row["agent"]: row for row in _csv(path)}
     shown = {cells[1].split(" (")[0]: cells for cells in _table(text, "## Finite horizon, per model")}
-    for name, agent in (("DOPE", "dope"), ("OptCMDP", "opt-cmdp")):
+    for name, agent in (("DOPE", "dope"), ("OptCMDP", "opt-cmdp"), ("`uc-curl`", "uc-curl")):
         cells, row = shown[name], rows[agent]
         assert cells[2].replace(",", "") == row["episodes"] and cells[3] == row["horizon"] and cells[4] == row["seeds"]
         assert all(_close(a, row[b]) for a, b in zip(_interval(cells[5]), ("regret_mean", "regret_ci_low",
@@ -183,3 +184,10 @@ def test_a_missing_system_is_an_error_not_a_blank_row(tmp_path):
     (folder / "summary.csv").write_text("\n".join(kept) + "\n", encoding="utf-8")
     with pytest.raises(_module().SummaryError, match="no row of algorithm 'triple-qa'"):
         _module().build(folder / "summary.csv", tmp_path / "none" / "summary.csv")
+
+
+def test_a_malformed_finite_horizon_summary_stops_the_script(tmp_path):
+    path = _fh_summary(tmp_path / "episodic-validation", [("dope", 812.5, 1.0)])
+    path.write_text(path.read_text(encoding="utf-8").replace("strong_violation_mean", "strong_mean"), encoding="utf-8")
+    with pytest.raises(_module().SummaryError, match="no column strong_violation_mean"):
+        _module().build(IH_SUMMARY, path)
