@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ALL=(queue-radius-tightness scheduler-unreached primal-dual-scale primal-dual-scale-short linear-trigger-rules safe-mode-queue safe-mode-ablation safe-mode-random safe-mode-scheduler safe-compare-design safe-compare-units safe-compare-thin safe-compare-constraints safe-compare-slow safe-compare-short safe-compare-queue safe-compare-scheduler safe-compare-log scale-support scale-min-epoch-length scale-queue-learning scale-scheduler-learning reproduce-queue reproduce-queue-reduced reproduce-scheduler)
+ALL=(queue-radius-tightness scheduler-unreached primal-dual-scale primal-dual-scale-short linear-trigger-rules safe-mode-queue safe-mode-ablation safe-mode-random safe-mode-scheduler safe-compare-design safe-compare-units safe-compare-thin safe-compare-constraints safe-compare-slow safe-compare-short safe-compare-queue safe-compare-scheduler safe-compare-log scale-support scale-min-epoch-length scale-queue-learning scale-scheduler-learning table1-design table1-validation reproduce-queue reproduce-queue-reduced reproduce-scheduler)
 NAMES=("${@:-${ALL[@]}}")
 
 publish() {  # publish NAME RESULTS_DIR
