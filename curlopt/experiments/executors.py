@@ -170,7 +170,10 @@ def execute_task(task: Task, progress: bool | None = False) -> Trace:
     from ..agents import make_agent
     from ..envs import make
     from .simulation.loop import run
+    from .study.episodic import EpisodicTask
 
+    if isinstance(task, EpisodicTask):  # an episodic study's run: the episode loop, its own run file
+        return task.execute(progress)  # type: ignore[return-value]
     configuration = task.configuration
     model = task.setting.build()
     agent = make_agent(task.algorithm.agent, model, **dict(task.options))

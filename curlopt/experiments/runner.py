@@ -278,6 +278,12 @@ def run_study(
     started = clock.perf_counter()
     say = echo or (lambda _message: None)
     study, executor, jobs, address, out = _run_settings(study, jobs, executor, address, out)
+    if study.episodic:  # episodic models: the episode loop's runs, summary and figures (their own modules)
+        from .episodic_runner import run_episodic_study
+
+        return run_episodic_study(study, executor=executor, jobs=jobs, address=address, out=out, progress=progress,
+                                  figures=figures, dry_run=dry_run, say=say, max_runs=max_runs, wait=wait,
+                                  started=started)
     plan = plan_study(study, say, max_runs=max_runs)
     runner = None if dry_run else make_executor(executor, jobs=jobs, address=address)
     result = _new_result(plan, out, executor, dry_run)
