@@ -22,23 +22,24 @@ it finishes; one sweep at a time holds the folder (``study.lock``).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-import time as clock
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import CurloptError
-from ..fileio import WriteError
+from ..fileio import WriteError, atomic_write_text, write_error
 from .executors import LocalExecutor, RayExecutor, SavedRun, make_executor
 from .outputs.episodic_runs import EpisodicRun, load_episodic_run
 from .outputs.episodic_summary import EpisodicRuns, write_episodic_summary
 from .outputs.figures.style import SUMMARY_HASH_KEY
 from .outputs.lock import FolderLock
-from .runner import StudyResult, format_duration, write_json
 from .study.episodic import EpisodicTask, plan_episodic_study
 from .study.planning import Plan
-from .study.spec import Study
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .runner import StudyResult
 
 __all__ = ["run_episodic_study", "episodic_task_status"]
 
@@ -61,8 +62,6 @@ def _check(task: EpisodicTask, out: Path) -> tuple[str, str, EpisodicRun | None]
 
 
 def _plain(value: Any) -> Any:
-    import json
-
     return json.loads(json.dumps(value))
 
 
@@ -72,34 +71,45 @@ def episodic_task_status(task: EpisodicTask, out: str | os.PathLike) -> tuple[st
     return status, reason
 
 
-def run_episodic_study(study: Study, *, executor: str, jobs: int | None, address: str | None, out: Path,
-                       progress: bool | None, figures: bool, dry_run: bool, say: Callable[[str], None],
-                       max_runs: int | None, wait: bool, started: float) -> StudyResult:
-    """Plan, run (or resume) and summarise an episodic study (what :func:`~curlopt.experiments.runner.run_study`
-    does for a study whose ``[study]`` gives ``episodes``; its arguments are that function's, resolved)."""
+def run_episodic_study(result: StudyResult, *, jobs: int | None, address: str | None, progress: bool | None,
+                       figures: bool, say: Callable[[str], None], max_runs: int | None, wait: bool) -> None:
+    """Plan, run (or resume) and summarise an episodic study, filling ``result`` (what
+    :func:`~curlopt.experiments.runner.run_study` does for a study whose ``[study]`` gives ``episodes``; ``result``
+    holds the study, its output folder, executor and whether this is a dry run; the other arguments are
+    ``run_study``'s, resolved)."""
+    study, out = result.study, result.out
+    assert study is not None and study.episodes is not None  # run_study's hook sets both
     plan = plan_episodic_study(study, say, max_runs=max_runs)
     tasks = cast(list[EpisodicTask], plan.tasks)
-    runner = None if dry_run else make_executor(executor, jobs=jobs, address=address)
-    episodes = int(study.episodes or 0)
-    result = StudyResult(study.name, out, episodes, list(study.seeds), "", executor, plan.tasks,
-                         notes=list(plan.notes), study=study, configurations=plan.configurations, dry_run=dry_run)
+    result.tasks, result.notes, result.configurations = plan.tasks, list(plan.notes), plan.configurations
     _announce(plan, say)
-    if runner is None:
+    if result.dry_run:
         say(f"plan ({len(plan.configurations)} configurations, {len(plan.tasks)} runs), under {out}:")
         for configuration in plan.configurations:
             mine = [t for t in tasks if t.configuration is configuration]
             done = sum(1 for t in mine if _check(t, out)[0] == "done")
             say(f"  {configuration.relative_dir}/  {configuration.label}: {len(mine)} runs"
-                f" K{episodes}-seed<seed>.json.gz" + (f", {done} already finished" if done else ""))
+                f" K{study.episodes}-seed<seed>.json.gz" + (f", {done} already finished" if done else ""))
         say("dry run: nothing was run or written.")
-        result.wall_time = clock.perf_counter() - started
-        return result
+        return
+    runner = make_executor(result.executor, jobs=jobs, address=address)
     with FolderLock(out, wait=wait, say=say):
         _run_plan(plan, runner, out, result, progress, figures, say)
-    result.wall_time = clock.perf_counter() - started
-    say(f"ran {len(result.executed)} runs ({len(result.skipped)} were already finished"
-        + (f", {len(result.failed)} failed" if result.failed else "") + f") in {format_duration(result.wall_time)}")
-    return result
+
+
+def _write_json(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON atomically, leaving a file that already holds the same untouched."""
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return
+    except (OSError, UnicodeDecodeError):
+        pass
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, text)
+    except OSError as exc:  # before any run: an unwritable output folder stops here, in one line
+        raise write_error(path, exc) from None
 
 
 def _announce(plan: Plan, say: Callable[[str], None]) -> None:
@@ -121,9 +131,9 @@ def _run_plan(plan: Plan, runner: LocalExecutor | RayExecutor, out: Path, result
     described = []
     for configuration in plan.configurations:
         record = {**configuration.record(), "automatic": {}}
-        write_json(out / configuration.relative_dir / "config.json", record)
+        _write_json(out / configuration.relative_dir / "config.json", record)
         described.append({"path": str(configuration.relative_dir), **record})
-    write_json(out / "study.json", {"format": "curlopt-study", "version": 1, "curlopt_version": __version__,
+    _write_json(out / "study.json", {"format": "curlopt-study", "version": 1, "curlopt_version": __version__,
                                     "study": {**study.describe(), "out": str(out)}, "profile": None,
                                     "notes": plan.notes, "configurations": described})
     pending: list[EpisodicTask] = []

@@ -173,7 +173,9 @@ def execute_task(task: Task, progress: bool | None = False) -> Trace:
     from .study.episodic import EpisodicTask
 
     if isinstance(task, EpisodicTask):  # an episodic study's run: the episode loop, its own run file
-        return task.execute(progress)  # type: ignore[return-value]
+        from .outputs.episodic_runs import run_episodic_task
+
+        return run_episodic_task(task, progress)  # type: ignore[return-value]
     configuration = task.configuration
     model = task.setting.build()
     agent = make_agent(task.algorithm.agent, model, **dict(task.options))

@@ -34,7 +34,7 @@ import os
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,7 +42,10 @@ from ...errors import CurloptError
 from ...fileio import atomic_write_bytes, read_bytes_limited
 from ..simulation.trace import MAX_TRACE_BYTES, _bytes_match_checksum, _check_checksum, _compact
 
-__all__ = ["EpisodicRun", "load_episodic_run", "EPISODIC_RUN_FORMAT", "EPISODIC_RUN_VERSION", "COLUMNS"]
+if TYPE_CHECKING:  # pragma: no cover
+    from ..study.episodic import EpisodicTask
+
+__all__ = ["EpisodicRun", "run_episodic_task", "load_episodic_run", "EPISODIC_RUN_FORMAT", "EPISODIC_RUN_VERSION", "COLUMNS"]
 
 EPISODIC_RUN_FORMAT = "curlopt-episodes"
 EPISODIC_RUN_VERSION = 1
@@ -105,6 +108,25 @@ class EpisodicRun:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(path, self.file_bytes())
         return path
+
+
+def run_episodic_task(task: EpisodicTask, progress: bool | None = False) -> EpisodicRun:
+    """Run one episodic task: its agent on its model for its K episodes (what every executor calls for it,
+    through :func:`curlopt.experiments.executors.execute_task`)."""
+    from ...agents.episodic import make_episodic_agent
+    from ..simulation.episodes import episodic_optimum, run_episodes
+    from ..study.episodic import episodic_model
+
+    model = episodic_model(task.setting)
+    agent = make_episodic_agent(task.algorithm.agent, model, **dict(task.options))
+    optimum = episodic_optimum(model, task.optimum_backend or "auto")
+    trace = run_episodes(model, agent, task.episodes, seed=task.seed, optimum=optimum, progress=bool(progress))
+    configuration = task.configuration
+    return EpisodicRun.from_trace(trace, model, {
+        "sweep": task.identity(), "env": task.setting.name, "agent": task.algorithm.agent,
+        "algorithm": task.algorithm.key, "label": configuration.label, "configuration": configuration.key,
+        "varied": dict(configuration.varied),
+    })
 
 
 def _plain(value: Any) -> Any:

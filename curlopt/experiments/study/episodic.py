@@ -32,7 +32,6 @@ from .spec import SettingSpec, Study, StudyAlgorithm, StudyError
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...models.episodic import EpisodicCMDP
-    from ..outputs.episodic_runs import EpisodicRun
     from .reader import StudyReader
 
 __all__ = ["EpisodicTask", "read_episodic_study", "plan_episodic_study", "episodic_agent_options", "episodic_model",
@@ -70,11 +69,11 @@ def _model_tables(data: Mapping[str, Any], count: int) -> list[str]:
 
 
 def read_episodic_study(reader: StudyReader, data: Mapping[str, Any], head: dict[str, Any],
-                        settings: tuple[SettingSpec, ...]) -> Study:
+                        settings: tuple[SettingSpec, ...], algorithm_keys: Mapping[str, Any]) -> Study:
     """The :class:`Study` of a file whose ``[study]`` gives ``episodes`` or whose models are episodic.
 
-    ``head`` is the checked ``[study]`` table and ``settings`` the checked models (their built models in
-    ``reader.models``).
+    ``head`` is the checked ``[study]`` table, ``settings`` the checked models (their built models in
+    ``reader.models``) and ``algorithm_keys`` the schema of an ``[[algorithms]]`` table.
 
     Raises
     ------
@@ -82,9 +81,6 @@ def read_episodic_study(reader: StudyReader, data: Mapping[str, Any], head: dict
         One line naming the key: a mix of model kinds, ``steps`` or ``checkpoints`` in an episodic study,
         ``episodes`` with infinite-horizon models, an agent that is not episodic, an option it does not take.
     """
-    from ...agents import AGENTS
-    from ...agents.episodic import EPISODIC_AGENTS
-
     tables = _model_tables(data, len(settings))
     kinds = [_is_episodic(reader.models[s.name]) for s in settings]
     if any(kinds) and not all(kinds):
@@ -110,14 +106,41 @@ def read_episodic_study(reader: StudyReader, data: Mapping[str, Any], head: dict
     for axis, _ in grid:
         if axis in dict(options):
             raise reader.fail(f"[grid] {axis}", "is also set in [options]; give it in one place.")
-    entries = reader.tables(data["algorithms"], "[[algorithms]]")
+    algorithms = _read_algorithms(reader, reader.tables(data["algorithms"], "[[algorithms]]"), algorithm_keys)
+    for section, items in (("[options]", options), ("[grid]", grid)):
+        for name, _ in items:
+            if name in _RESERVED:
+                raise reader.fail(f"{section} {name}", f"{_RESERVED[name]}.")
+            if not any(name in episodic_agent_options(a.agent) for a in algorithms):
+                offered = sorted({o for a in algorithms for o in episodic_agent_options(a.agent)})
+                raise reader.fail(f"{section} {name}", "no algorithm of the study takes this option; they take:"
+                                                       f" {', '.join(offered)}.")
+    head = {**head, "steps": 0}
+    return Study(settings=settings, algorithms=tuple(algorithms), options=options, grid=grid, source=reader.source,
+                 **head)
+
+
+def episodic_model(setting: SettingSpec) -> EpisodicCMDP:
+    """The setting's model, which must be episodic (the reader checked it; a model file may change after)."""
+    from ...models.episodic import EpisodicCMDP
+
+    model = setting.build()
+    if not isinstance(model, EpisodicCMDP):
+        raise StudyError(f"setting {setting.name!r}: its model is not episodic (no horizon).")
+    return model
+
+
+def _read_algorithms(reader: StudyReader, entries: list[Any],
+                     algorithm_keys: Mapping[str, Any]) -> list[StudyAlgorithm]:
+    """The ``[[algorithms]]`` tables of an episodic study: episodic agents, options they take, distinct keys."""
+    from ...agents import AGENTS
+    from ...agents.episodic import EPISODIC_AGENTS
+
     algorithms = []
     keys: dict[str, str] = {}
     for i, entry in enumerate(entries, 1):
         where = f"algorithms[{i}]"
-        from .reader import SCHEMA
-
-        table = reader.section(entry, SCHEMA["algorithm"], where)
+        table = reader.section(entry, algorithm_keys, where)
         agent = table["agent"]
         if agent not in EPISODIC_AGENTS:
             known = ", ".join(EPISODIC_AGENTS)
@@ -143,27 +166,7 @@ def read_episodic_study(reader: StudyReader, data: Mapping[str, Any], head: dict
         keys[key] = where
         label = table["label"] or (EPISODIC_LABELS.get(agent, agent) if key == agent else key)
         algorithms.append(StudyAlgorithm(key, agent, label, table["options"], table["grid"], where))
-    for section, items in (("[options]", options), ("[grid]", grid)):
-        for name, _ in items:
-            if name in _RESERVED:
-                raise reader.fail(f"{section} {name}", f"{_RESERVED[name]}.")
-            if not any(name in episodic_agent_options(a.agent) for a in algorithms):
-                offered = sorted({o for a in algorithms for o in episodic_agent_options(a.agent)})
-                raise reader.fail(f"{section} {name}", "no algorithm of the study takes this option; they take:"
-                                                       f" {', '.join(offered)}.")
-    head = {**head, "steps": 0}
-    return Study(settings=settings, algorithms=tuple(algorithms), options=options, grid=grid, source=reader.source,
-                 **head)
-
-
-def episodic_model(setting: SettingSpec) -> EpisodicCMDP:
-    """The setting's model, which must be episodic (the reader checked it; a model file may change after)."""
-    from ...models.episodic import EpisodicCMDP
-
-    model = setting.build()
-    if not isinstance(model, EpisodicCMDP):
-        raise StudyError(f"setting {setting.name!r}: its model is not episodic (no horizon).")
-    return model
+    return algorithms
 
 
 # -- tasks ----------------------------------------------------------------------------------------------------------
@@ -205,22 +208,6 @@ class EpisodicTask:
             "episodes": self.episodes,
             **({"optimum_backend": self.optimum_backend} if self.optimum_backend is not None else {}),
         }
-
-    def execute(self, progress: bool | None = False) -> EpisodicRun:
-        """Run the task (what every executor calls, through :func:`curlopt.experiments.executors.execute_task`)."""
-        from ...agents.episodic import make_episodic_agent
-        from ..outputs.episodic_runs import EpisodicRun
-        from ..simulation.episodes import episodic_optimum, run_episodes
-
-        model = episodic_model(self.setting)
-        agent = make_episodic_agent(self.algorithm.agent, model, **dict(self.options))
-        optimum = episodic_optimum(model, self.optimum_backend or "auto")
-        trace = run_episodes(model, agent, self.episodes, seed=self.seed, optimum=optimum, progress=bool(progress))
-        return EpisodicRun.from_trace(trace, model, {
-            "sweep": self.identity(), "env": self.setting.name, "agent": self.algorithm.agent,
-            "algorithm": self.algorithm.key, "label": self.configuration.label,
-            "configuration": self.configuration.key, "varied": dict(self.configuration.varied),
-        })
 
 
 # -- planning -------------------------------------------------------------------------------------------------------

@@ -290,7 +290,7 @@ class StudyReader:
                                                for s in settings):
             from .episodic import read_episodic_study  # an episodic study: its own agents and checks
 
-            return read_episodic_study(self, data, head, settings)
+            return read_episodic_study(self, data, head, settings, SCHEMA["algorithm"])
         options = self.options(data.get("options", {}), "[options]")
         grid = self.grid(data.get("grid", {}), "[grid]")
         for axis, _ in grid:
