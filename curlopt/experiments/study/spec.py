@@ -37,6 +37,11 @@ Format (read with the standard library's :mod:`tomllib`)::
     [grid]                            # optional axes: option -> non-empty list of distinct values
     tightness_constant = [0.3, 1, 3, 10, 30, 100]
 
+Episodic models (a built-in model with ``horizon = H`` in its table, a builder given ``horizon`` in ``params``, or
+an episodic model file) make an episodic study: ``[study] episodes = K`` instead of ``steps``, the episodic agents
+(:data:`curlopt.agents.episodic.EPISODIC_AGENTS`), no ``checkpoints``; see
+:mod:`curlopt.experiments.study.episodic`.
+
 Sizes are checked before anything is expanded: a study's run count (its
 configurations, the product of each algorithm's axis lengths summed over the
 algorithms and times the settings, times its seeds) above ``max_runs`` (default
