@@ -119,7 +119,7 @@ def test_runs_and_files(study):
     assert len(runs) == 4
     assert {p.parent.parent.name for p in runs} == set(AGENTS)
     described = json.loads((folder / "out" / "study.json").read_text())
-    assert described["study"]["episodes"] == K and "steps" not in described["study"]
+    assert described["study"]["episodes"] == K and not {"steps", "checkpoints"} & set(described["study"])
     assert {p.name for p in (folder / "out" / "figures").iterdir()} == {"tiny-regret.png", "tiny-frontier.png"}
     assert (folder / "out" / "report.html").is_file() and (folder / "out" / "summary.md").is_file()
 

@@ -257,6 +257,8 @@ class Study:
             "options": dict(self.options), "algorithms": [a.describe() for a in self.algorithms],
             "grid": {name: list(values) for name, values in self.grid},
         }
+        if self.episodes is not None:  # an episodic run file holds every episode: no checkpoints
+            del described["checkpoints"]
         if self.max_runs is not None:  # only when the file sets it: study.json of other studies is unchanged
             described["max_runs"] = self.max_runs
         if self.optimum_backend is not None:  # likewise
