@@ -6,7 +6,8 @@ comparison studies (docs/studies/episodic-design/summary.csv and docs/studies/ep
 
 Per model and agent: mean regret and mean strong violation over the seeds with their 95% bootstrap intervals, the
 runs without any violation, the share of violating episodes and the last-decade log–log slope of the mean
-cumulative regret; then, per agent over the study's models, the runs without violation and the mean slope.
+cumulative regret; then, per agent over the study's models, the runs without violation, the mean share of
+violating episodes and the regret per episode on each model (in the study's model order).
 """
 
 from __future__ import annotations
@@ -55,16 +56,17 @@ def table(name: str) -> str:
                          f" {_g(row['slope'], 2)} |")
         lines.append("")
     lines += [f"**All models of the {name} study**", "",
-              "| agent | runs without violation | mean regret / episode | slope (each model) |", "|---|---:|---:|---|"]
+              "| agent | runs without violation | violating episodes | regret per episode, each model |",
+              "|---|---:|---:|---|"]
     for agent in ORDER:
         mine = [r for r in rows if r["agent"] == agent]
         if not mine:
             continue
         zero = sum(round(float(r["zero_violation_share"]) * int(r["seeds"])) for r in mine)
         total = sum(int(r["seeds"]) for r in mine)
-        per_episode = sum(float(r["regret_mean"]) / int(r["episodes"]) for r in mine) / len(mine)
-        slopes = ", ".join(_g(r["slope"], 2) for r in mine)
-        lines.append(f"| {agent} | {zero}/{total} | {per_episode:.3g} | {slopes} |")
+        share = sum(float(r["violating_episode_share"]) for r in mine) / len(mine)
+        per_episode = ", ".join(f"{float(r['regret_mean']) / int(r['episodes']):.2f}" for r in mine)
+        lines.append(f"| {agent} | {zero}/{total} | {100 * share:.1f}% | {per_episode} |")
     return "\n".join(lines) + "\n"
 
 
