@@ -253,3 +253,18 @@ def test_agent_needing_a_safe_policy_is_left_out_with_a_note(tmp_path):
     result = run_study(path, dry_run=True, echo=None)
     assert [c.algorithm.agent for c in result.configurations] == ["opt-cmdp"]
     assert any("DOPE on random: skipped" in note for note in result.notes)
+
+
+def test_the_docs_tables_are_the_committed_summaries():
+    """docs/episodic.md's tables are what studies/episodic_tables.py prints from the committed summaries."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("episodic_tables", root / "studies" / "episodic_tables.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    page = (root / "docs" / "episodic.md").read_text(encoding="utf-8")
+    for study in ("design", "validation"):
+        rows = list(csv.DictReader((root / "docs" / "studies" / f"episodic-{study}" / "summary.csv").open()))
+        assert len(rows) == 36 and {row["seeds"] for row in rows} == {"3"}
+        assert module.table(study).strip() in page
