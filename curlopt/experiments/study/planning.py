@@ -265,10 +265,6 @@ def plan_study(study: Study, say: Callable[[str], None] | None = None, max_runs:
         study where nothing can run: one line naming the key the value came from.
     """
     say = say or (lambda _message: None)
-    if study.episodic:  # episodic models and agents: their own planning (the same configurations and keys)
-        from .episodic import plan_episodic_study
-
-        return plan_episodic_study(study, say, max_runs)
 
     def fail(key: str, message: str) -> StudyError:
         return StudyError(f"{study.source}: {key}: {message}")
