@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ALL=(queue-radius-tightness scheduler-unreached primal-dual-scale primal-dual-scale-short linear-trigger-rules safe-mode-queue safe-mode-ablation safe-mode-random safe-mode-scheduler safe-compare-design safe-compare-units safe-compare-thin safe-compare-constraints safe-compare-slow safe-compare-short safe-compare-queue safe-compare-scheduler safe-compare-log scale-support scale-min-epoch-length scale-queue-learning scale-scheduler-learning table1-design table1-validation reproduce-queue reproduce-queue-reduced reproduce-scheduler)
+ALL=(queue-radius-tightness scheduler-unreached primal-dual-scale primal-dual-scale-short linear-trigger-rules safe-mode-queue safe-mode-ablation safe-mode-random safe-mode-scheduler safe-compare-design safe-compare-units safe-compare-thin safe-compare-constraints safe-compare-slow safe-compare-short safe-compare-queue safe-compare-scheduler safe-compare-log scale-support scale-min-epoch-length scale-queue-learning scale-scheduler-learning table1-design table1-validation episodic-design episodic-validation reproduce-queue reproduce-queue-reduced reproduce-scheduler)
 NAMES=("${@:-${ALL[@]}}")
 
 publish() {  # publish NAME RESULTS_DIR
@@ -24,8 +24,20 @@ publish() {  # publish NAME RESULTS_DIR
     echo "published $name -> $to"
 }
 
+publish_episodic() {  # publish_episodic NAME RESULTS_DIR: an episodic study has no checkpoints.csv; every figure is copied
+    local name=$1 from=$2 to=docs/studies/$1
+    mkdir -p "$to"
+    cp "$from"/summary.csv "$from"/summary.md "$from"/study.json "$to"/
+    rm -f "$to"/*.png
+    cp "$from"/figures/*.png "$to"/
+    echo "published $name -> $to"
+}
+
 for name in "${NAMES[@]}"; do
     case "$name" in
+        episodic-*)
+            nice -n 5 curlopt sweep "studies/$name.toml" --jobs 2
+            publish_episodic "$name" "results/studies/$name" ;;
         reproduce-queue)
             curlopt reproduce queue --full --seeds 10 --out results/queue
             publish "$name" results/queue ;;

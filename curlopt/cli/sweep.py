@@ -93,7 +93,8 @@ def report(result: StudyResult) -> None:
         typer.echo(text.split("\nHow to read the tables:")[0].rstrip())  # the tables and notes, not the legend
         typer.echo("")
     present = sum(1 for task in result.tasks if (result.out / task.relative_path).exists())
-    typer.echo(f"runs         {result.out / 'runs'}/<setting>/<algorithm>/<configuration>/T<steps>-seed<seed>.json.gz"
+    run_name = "K<episodes>" if result.study is not None and result.study.episodic else "T<steps>"
+    typer.echo(f"runs         {result.out / 'runs'}/<setting>/<algorithm>/<configuration>/{run_name}-seed<seed>.json.gz"
                f"  ({present} trace files)")
     typer.echo(f"study        {result.out / 'study.json'}")
     if result.summary_csv is not None:

@@ -171,7 +171,12 @@ def execute_task(task: Task, progress: bool | None = False) -> Trace:
     from ..envs import make
     from .simulation.loop import run
     from .study.spec import loop_signals
+    from .study.episodic import EpisodicTask
 
+    if isinstance(task, EpisodicTask):  # an episodic study's run: the episode loop, its own run file
+        from .outputs.episodic_runs import run_episodic_task
+
+        return run_episodic_task(task, progress)  # type: ignore[return-value]
     configuration = task.configuration
     model = task.setting.build()
     agent = make_agent(task.algorithm.agent, model, **dict(task.options))

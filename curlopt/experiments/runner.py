@@ -265,10 +265,9 @@ def run_study(
     Notes
     -----
     The whole study is checked before anything runs or is written (see
-    :func:`curlopt.experiments.study.planning.plan_study`). The local pool starts its
-    workers with ``spawn``, so a script calling this with ``jobs > 1`` needs the
-    ``if __name__ == "__main__":`` guard. Runs that raise are reported in
-    ``failed`` and left out of the summary; the next call retries them.
+    :func:`curlopt.experiments.study.planning.plan_study`). The local pool starts its workers with ``spawn``, so a
+    script calling this with ``jobs > 1`` needs the ``if __name__ == "__main__":`` guard. Runs that raise are
+    reported in ``failed`` and left out of the summary; the next call retries them.
 
     Raises
     ------
@@ -278,6 +277,8 @@ def run_study(
     started = clock.perf_counter()
     say = echo or (lambda _message: None)
     study, executor, jobs, address, out = _run_settings(study, jobs, executor, address, out)
+    if study.episodic:  # episodic models: their runs, summary and figures are curlopt.experiments.episodic_runner's
+        return _episodic(study, executor, jobs, address, out, progress, figures, dry_run, say, max_runs, wait, started)
     plan = plan_study(study, say, max_runs=max_runs)
     runner = None if dry_run else make_executor(executor, jobs=jobs, address=address)
     result = _new_result(plan, out, executor, dry_run)
@@ -295,6 +296,24 @@ def run_study(
         + (f", {len(result.failed)} failed" if result.failed else "")
         + (f", {len(result.unsolved)} with most epochs unsolved" if result.unsolved else "")
         + f") in {format_duration(result.wall_time)}")
+    return result
+
+
+def _episodic(study: Study, executor: str, jobs: int | None, address: str | None, out: Path,
+              progress: bool | None, figures: bool, dry_run: bool, say: Callable[[str], None],
+              max_runs: int | None, wait: bool, started: float) -> StudyResult:
+    """:func:`run_study` of an episodic study (:mod:`curlopt.experiments.episodic_runner` does the work)."""
+    from .episodic_runner import run_episodic_study
+
+    result = StudyResult(study.name, out, int(study.episodes or 0), list(study.seeds), "", executor, [], study=study,
+                         dry_run=dry_run)
+    run_episodic_study(result, jobs=jobs, address=address, progress=progress, figures=figures, say=say,
+                       max_runs=max_runs, wait=wait)
+    result.wall_time = clock.perf_counter() - started
+    if not dry_run:
+        say(f"ran {len(result.executed)} runs ({len(result.skipped)} were already finished"
+            + (f", {len(result.failed)} failed" if result.failed else "")
+            + f") in {format_duration(result.wall_time)}")
     return result
 
 

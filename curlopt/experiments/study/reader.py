@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import CurloptError
+from ..simulation.episodes import MAX_EPISODES
 from ..simulation.loop import MAX_CHECKPOINTS, MAX_STEPS
 from .spec import (
     DEFAULT_CHECKPOINTS,
@@ -70,7 +71,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
     "study": {
         "name": Key("name", required=f"a string, {_NAME_RULE}"),
         "description": Key("string", default=""),
-        "steps": Key("integer", required="an integer >= 1", maximum=MAX_STEPS),
+        # required unless the study is episodic (``episodes``): checked in StudyReader.study
+        "steps": Key("integer", default=None, maximum=MAX_STEPS),
+        "episodes": Key("integer", default=None, maximum=MAX_EPISODES),
         "seeds": Key("seeds", required="a count >= 1, or a list of distinct integers >= 0"),
         "checkpoints": Key("integer", minimum=2, default=DEFAULT_CHECKPOINTS, maximum=MAX_CHECKPOINTS),
         "out": Key("path"),
@@ -88,6 +91,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "setting": Key("name"),
         "label": Key("string", default=""),
         "cost_names": Key("strings", default=()),
+        "horizon": Key("integer"),
     },
     "algorithm": {
         "agent": Key("string", required="a string"),
@@ -153,6 +157,8 @@ class StudyReader:
     def __init__(self, source: str, base: Path):
         self.source = source
         self.base = base
+        #: each setting's model as built when its table was checked (whether a study is episodic is read off them)
+        self.models: dict[str, Any] = {}
 
     def fail(self, key: str, message: str) -> StudyError:
         return StudyError(f"{self.source}: {key}: {message}" if key else f"{self.source}: {message}")
@@ -272,11 +278,21 @@ class StudyReader:
         if "study" not in data:
             raise self.fail("[study]", f"is required ({top['study'].required}).")
         head = self.section(data["study"], SCHEMA["study"], "[study]")
+        if head["steps"] is not None and head["episodes"] is not None:
+            raise self.fail("[study] episodes", "is for episodic models and steps for infinite-horizon ones; give"
+                                                " one of them.")
+        if head["steps"] is None and head["episodes"] is None:
+            raise self.fail("[study] steps", "is required (an integer >= 1; or episodes = K for episodic models).")
         if head["address"] is not None and head["executor"] != "ray":
             raise self.fail("[study] address", 'is for the Ray executor; add executor = "ray".')
         if head["optimum_backend"] is not None:
             self.optimum_backend(head["optimum_backend"], "[study] optimum_backend")
         settings = self.settings(data)
+        if head["episodes"] is not None or any(getattr(self.models[s.name], "criterion", "") == "episodic"
+                                               for s in settings):
+            from .episodic import read_episodic_study  # an episodic study: its own agents and checks
+
+            return read_episodic_study(self, data, head, settings, SCHEMA["algorithm"])
         options = self.options(data.get("options", {}), "[options]")
         grid = self.grid(data.get("grid", {}), "[grid]")
         for axis, _ in grid:
@@ -352,6 +368,11 @@ class StudyReader:
         if (table["name"] is None) == (table["file"] is None):
             raise self.fail(where, "give exactly one of name = \"<built-in model>\" or file = \"<model file>\".")
         label, cost_names = table["label"], table["cost_names"]
+        if table["horizon"] is not None and table["file"] is not None:
+            raise self.fail(_at(where, "horizon"), "applies to built-in models (name = ...); a model file states its"
+                                                   " own horizon.")
+        if table["horizon"] is not None and "horizon" in table["params"]:
+            raise self.fail(_at(where, "horizon"), "is also set in params; give it in one place.")
         if table["name"] is not None:
             from ...models import MODELS
 
@@ -363,13 +384,14 @@ class StudyReader:
             if not NAME_PATTERN.match(name):
                 raise self.fail(_at(where, "setting"), f"the model name {model!r} is not a valid setting name; add"
                                                        f" setting = \"...\" ({_NAME_RULE}).")
-            spec = SettingSpec(name, model, tuple(table["params"].items()), label, cost_names)
+            spec = SettingSpec(name, model, tuple(table["params"].items()), label, cost_names,
+                               horizon=table["horizon"])
         else:
             if "params" in value:
                 raise self.fail(_at(where, "params"), "applies to built-in models (name = ...), not to a model file.")
             spec = self.model_file(table["file"], table["setting"], label, cost_names, where)
         try:
-            spec.build()
+            self.models[spec.name] = spec.build()
         except CurloptError as exc:
             raise self.fail(_at(where, "params" if spec.model else "file"), _one_line(exc)) from None
         except Exception as exc:  # a builder's own check (e.g. numpy) on a parameter value
@@ -400,6 +422,11 @@ class StudyReader:
         table = self.section(value, SCHEMA["algorithm"], where)
         agent = table["agent"]
         if agent not in AGENTS:
+            from ...agents.episodic import EPISODIC_AGENTS
+
+            if agent in EPISODIC_AGENTS:
+                raise self.fail(f"{where}.agent", f"{agent!r} is an episodic agent; it runs on episodic models"
+                                                  " (horizon = H) with [study] episodes = K, not steps.")
             raise self.fail(f"{where}.agent", f"unknown agent {agent!r}; agents: {', '.join(AGENTS)}.")
         key = table["key"] or agent
         if not NAME_PATTERN.match(key):

@@ -39,6 +39,11 @@ Format (read with the standard library's :mod:`tomllib`)::
     [grid]                            # optional axes: option -> non-empty list of distinct values
     tightness_constant = [0.3, 1, 3, 10, 30, 100]
 
+Episodic models (a built-in model with ``horizon = H`` in its table, a builder given ``horizon`` in ``params``, or
+an episodic model file) make an episodic study: ``[study] episodes = K`` instead of ``steps``, the episodic agents
+(:data:`curlopt.agents.episodic.EPISODIC_AGENTS`), no ``checkpoints``; see
+:mod:`curlopt.experiments.study.episodic`.
+
 Sizes are checked before anything is expanded: a study's run count (its
 configurations, the product of each algorithm's axis lengths summed over the
 algorithms and times the settings, times its seeds) above ``max_runs`` (default
@@ -124,6 +129,9 @@ class SettingSpec:
         at this path wherever the runs execute.
     file_sha256 : str
         The model file's digest when the study was loaded (part of every run's identity).
+    horizon : int or None
+        A built-in model played in episodes of this many steps (``build_model(model, horizon=H)``); None for the
+        model's own criterion.
     """
 
     name: str
@@ -133,6 +141,8 @@ class SettingSpec:
     cost_names: tuple[str, ...] = ()
     file: str = ""
     file_sha256: str = ""
+    #: the ``horizon`` key of a built-in model's table: ``build_model(model, horizon=H, **params)`` (episodic)
+    horizon: int | None = None
 
     def build(self) -> CMDP:
         if self.file:
@@ -141,13 +151,18 @@ class SettingSpec:
             return load_model(self.file)
         from ...models import build_model
 
+        if self.horizon is not None:
+            return build_model(self.model, horizon=self.horizon, **dict(self.params))
         return build_model(self.model, **dict(self.params))
 
     def describe(self) -> dict[str, Any]:
         """What the setting is, as JSON values (run identities, ``config.json``, ``study.json``)."""
         if self.file:
             return {"setting": self.name, "file": self.file, "file_sha256": self.file_sha256}
-        return {"setting": self.name, "model": self.model, "params": dict(self.params)}
+        described: dict[str, Any] = {"setting": self.name, "model": self.model, "params": dict(self.params)}
+        if self.horizon is not None:  # only when given: the identities of infinite-horizon settings are unchanged
+            described["horizon"] = self.horizon
+        return described
 
     def constraint_names(self) -> list[str]:
         """A readable line per constraint, e.g. ``-ζ_1 ≤ 0 (ζ_1: service cost)``."""
@@ -227,6 +242,13 @@ class Study:
     grid: tuple[tuple[str, tuple[Any, ...]], ...] = ()
     source: str = ""
     profile: dict[str, Any] | None = field(default=None, compare=False)
+    #: ``[study] episodes``: the K of every run of an episodic study (its ``steps`` is then 0); None otherwise
+    episodes: int | None = None
+
+    @property
+    def episodic(self) -> bool:
+        """Whether the study runs episodic models for ``episodes`` episodes (see :mod:`.episodic`)."""
+        return self.episodes is not None
 
     @property
     def default_out(self) -> Path:
@@ -241,15 +263,20 @@ class Study:
                 entry.update(file=setting.file, file_sha256=setting.file_sha256)
             else:
                 entry.update(name=setting.model, params=dict(setting.params))
+            if setting.horizon is not None:
+                entry["horizon"] = setting.horizon
             entry.update(label=setting.label, cost_names=list(setting.cost_names))
             models.append(entry)
+        length = {"episodes": self.episodes} if self.episodes is not None else {"steps": self.steps}
         described = {
-            "name": self.name, "description": self.description, "source": self.source, "steps": self.steps,
+            "name": self.name, "description": self.description, "source": self.source, **length,
             "seeds": list(self.seeds), "checkpoints": self.checkpoints, "out": str(self.default_out),
             "executor": self.executor, "jobs": self.jobs, "address": self.address, "models": models,
             "options": dict(self.options), "algorithms": [a.describe() for a in self.algorithms],
             "grid": {name: list(values) for name, values in self.grid},
         }
+        if self.episodes is not None:  # an episodic run file holds every episode: no checkpoints
+            del described["checkpoints"]
         if self.max_runs is not None:  # only when the file sets it: study.json of other studies is unchanged
             described["max_runs"] = self.max_runs
         if self.optimum_backend is not None:  # likewise
