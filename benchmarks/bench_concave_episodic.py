@@ -100,6 +100,14 @@ def show(row: dict) -> None:
           f"  weak viol {row['weak_violation']:8.3f}  {row['sources']}", flush=True)
 
 
+def _value(text: str) -> float | str:
+    """An option's value: a number when it reads as one (bonus_scale=0.1), else the word (backend=highs)."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("item", choices=("time", "claims"))
@@ -108,10 +116,10 @@ def main() -> None:
     parser.add_argument("--size", nargs=3, type=int, default=None, help="S A H")
     parser.add_argument("--models", nargs="+", type=int, default=[1, 2])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--option", action="append", default=[], metavar="KEY=NUMBER",
-                        help="an agent option (e.g. bonus_scale=0.1), for a sensitivity run; default none")
+    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                        help="an agent option (e.g. bonus_scale=0.1, backend=highs), for a sensitivity run; default none")
     args = parser.parse_args()
-    options = {key: float(value) for key, value in (item.split("=", 1) for item in args.option)}
+    options = {key: _value(text) for key, text in (item.split("=", 1) for item in args.option)}
     if options:
         print(f"agent options (not the defaults): {options}")
     if args.item == "time":

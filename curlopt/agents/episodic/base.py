@@ -258,8 +258,8 @@ class ProgramEpisodicAgent(EpisodicAgent):
     model, seed, episodes
         As for :class:`EpisodicAgent`.
     backend : str or Backend, default "auto"
-        Any backend that takes the agent's program; ``auto`` is chosen for the program on the model
-        (:func:`~curlopt.backends.registry.choose_backend`).
+        Any backend that takes the agent's program; ``auto`` is chosen from the utilities
+        (:func:`~curlopt.backends.registry.choose_backend` without the model: HiGHS for LP-representable ones).
     rewards : {"known", "learned"}, default "known"
         ``learned``: plan on the running means of the observed signals per step, state and action, moved by
         Hoeffding's width (optimistic rewards; costs by :attr:`LEARNED_COSTS`; :mod:`curlopt.agents.signals`).
@@ -282,9 +282,12 @@ class ProgramEpisodicAgent(EpisodicAgent):
                              f" the backend, given as an instance, {backend!r}, which takes none).")
         self.program = self._build_program()
         try:
-            # ``auto`` decides from the model and the program (the one rule, backends.choose_backend)
-            self.backend = resolve_backend(backend, (model.objective, *model.constraints), model, type(self.program),
-                                           **backend_options)
+            # ``auto`` decides from the utilities only, not from the model: the rule's episodic threshold (mdp-columns
+            # from 2,000 kernel entries) was measured on one cold compile and solve, and an agent re-solves its
+            # program every episode, where HiGHS starts from the previous basis. Measured on the (10, 4, 10)
+            # benchmark model, 10^4 episodes (benchmarks/results-episodic-agents-speed-2026-11-27.txt): PS-CURL
+            # 1.68 ms CPU an episode on highs, 2.92 on mdp-columns, the rule's choice given the model
+            self.backend = resolve_backend(backend, (model.objective, *model.constraints), **backend_options)
         except BackendOptionError as exc:
             if not exc.unknown:
                 raise
