@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from curlopt.agents.episodic import Dope, EpisodeSource
@@ -31,8 +32,9 @@ def _instance(rng: np.random.Generator, confidence: str, S: int, A: int, H: int,
 
 
 def _lp_least(model: EpisodicCMDP, estimate: np.ndarray, radius: np.ndarray, confidence: str,
-              signal: np.ndarray) -> float:
-    """``min Σ x_h q_h`` over the extended program's rows, as an LP of its own (dense, for small sizes)."""
+              signal: np.ndarray, allowed: np.ndarray | None = None) -> float:
+    """``min Σ x_h q_h`` over the extended program's rows, as an LP of its own (dense, for small sizes); ``allowed``
+    (S, A, S) marks the successors z (and α) exist for (default all)."""
     S, A, H = model.n_states, model.n_actions, model.horizon
     T = H - 1
     nq, nz = H * S * A, T * S * A * S
@@ -88,8 +90,15 @@ def _lp_least(model: EpisodicCMDP, estimate: np.ndarray, radius: np.ndarray, con
                     ub.append(total), ub_b.append(0.0)
     cost = np.zeros(n)
     cost[:nq] = signal.ravel()
+    bounds = [(0, None)] * n
+    if allowed is not None:
+        for h in range(T):
+            for s, a, t in zip(*np.nonzero(~allowed), strict=True):
+                bounds[z(h, s, a, t)] = (0, 0)
+                if na:
+                    bounds[z(h, s, a, t) + nz] = (0, 0)
     result = linprog(cost, A_ub=np.array(ub) if ub else None, b_ub=np.array(ub_b) if ub else None,
-                     A_eq=np.array(eq), b_eq=np.array(eq_b), bounds=(0, None), method="highs")
+                     A_eq=np.array(eq), b_eq=np.array(eq_b), bounds=bounds, method="highs")
     assert result.status == 0, result.message
     return float(result.fun)
 
@@ -104,6 +113,38 @@ def test_least_total_is_the_lp_minimum(confidence, trial):
     signal = rng.uniform(-1.0, 1.0, size=(H, S, A))
     assert program.least_total(signal) == pytest.approx(_lp_least(model, estimate, radius, confidence, signal),
                                                         abs=1e-8)
+
+
+@pytest.mark.parametrize("confidence", ["entry", "l1"])
+def test_least_total_on_a_sparse_support_and_unvisited_rows(confidence):
+    """A kernel stored sparse (z only on its pattern) and estimate rows of zeros (pairs never visited: their set
+    holds a distribution only when its radius lets one in)."""
+    rng = np.random.default_rng(11)
+    S, A, H = 4, 2, 4
+    allowed = rng.uniform(size=(S, A, S)) < 0.6
+    allowed[np.arange(S), :, np.arange(S)] = True          # every pair keeps a successor
+    kernel = np.where(allowed, rng.uniform(0.1, 1.0, size=(S, A, S)), 0.0)
+    kernel /= kernel.sum(axis=-1, keepdims=True)
+    model = EpisodicCMDP(rng.uniform(size=(1, S, A)), rng.uniform(size=(1, S, A)), Linear([1.0]),
+                         [LinearBound([1.0], 1.0)], kernel=sp.csr_array(kernel.reshape(S * A, S)),
+                         initial=np.full(S, 1.0 / S), horizon=H)
+    estimate = np.where(allowed, rng.uniform(0.1, 1.0, size=(S, A, S)), 0.0)
+    estimate /= estimate.sum(axis=-1, keepdims=True)
+    estimate[0, 1] = 0.0                                       # never visited
+    estimate[2, 0] = 0.0
+    if confidence == "entry":
+        radius = rng.uniform(0.0, 0.7, size=(S, A, S)) * allowed
+        radius[0, 1] = allowed[0, 1] * 1.0                     # its box holds every distribution on the pattern
+    else:
+        radius = rng.uniform(0.0, 0.7, size=(S, A))
+        radius[0, 1] = 1.0                                     # its ball reaches the distributions of mass 1
+    program = EpisodicExtendedProgram(model, kernel=sp.csr_array(estimate.reshape(S * A, S)), radius=radius,
+                                      confidence=confidence)
+    assert not program.support.is_dense
+    for trial in range(3):
+        signal = rng.uniform(-1.0, 1.0, size=(H, S, A))
+        assert program.least_total(signal) == pytest.approx(
+            _lp_least(model, estimate, radius, confidence, signal, allowed), abs=1e-8), trial
 
 
 @pytest.mark.parametrize("confidence", ["entry", "l1"])
