@@ -9,7 +9,8 @@ constraint binds and the slack is ``Δ = τ − C_b``.
 Two items:
 
 * ``time``: each agent (opt-cmdp, optpess-lp, dope, uc-curl, ps-curl) for K episodes (10^4 by default) on the
-  (10, 4, 10) model of seed 0, seed 0; wall seconds, per-episode milliseconds, regret, strong violation, sources.
+  (10, 4, 10) model of seed 0, seed 0; wall and CPU seconds (this process's: HiGHS runs in it) and per episode,
+  the backend, regret, strong violation, sources and the load after the run.
 * ``claims``: the zero-violation agents (optpess-lp, dope, uc-curl) on models of seeds ``--models`` with run seeds
   ``--seeds``: strong violation (must be 0 on every run) and the log–log slope of the cumulative regret over the
   last decade [K/10, K] (sublinear target: <= 0.75), at the papers' constants and with any ``--option`` given.
