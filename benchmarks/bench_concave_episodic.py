@@ -88,12 +88,14 @@ def one_run(agent_name: str, model, optimum: float, K: int, seed: int, options: 
     from curlopt.experiments.simulation.episodes import run_episodes
 
     agent = make_episodic_agent(agent_name, model, **(options or {}))
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     trace = run_episodes(model, agent, K, seed=seed, optimum=optimum, signals=signals)
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     s = trace.summary
     return {"agent": agent_name, "model": model.name, "seed": seed, "K": K, "wall_s": wall,
-            "ms_per_episode": 1e3 * wall / K, "regret": s["regret"], "weak_regret": s["weak_regret"],
+            "ms_per_episode": 1e3 * wall / K,
+            "cpu_s": cpu, "cpu_ms_per_episode": 1e3 * cpu / K,
+            "backend": getattr(getattr(agent, "backend", None), "name", "-"), "regret": s["regret"], "weak_regret": s["weak_regret"],
             "strong_violation": s["strong_violation"], "weak_violation": s["weak_violation"],
             "violating_episodes": s["violating_episodes"],
             "slope_regret": slope(np.cumsum(trace.columns["regret"])),
@@ -105,6 +107,7 @@ def one_run(agent_name: str, model, optimum: float, K: int, seed: int, options: 
 def show(row: dict) -> None:
     print(f"{row['agent']:13s} {row['model']:24s} seed {row['seed']} K={row['K']:6d}"
           f"  {row['ms_per_episode']:8.2f} ms/ep  wall {row['wall_s']:7.1f} s"
+          f"  CPU {row['cpu_ms_per_episode']:6.2f} ms/ep ({row['cpu_s']:.1f} s, {row['backend']})"
           f"  regret {row['regret']:9.2f} (slope {row['slope_regret']:.2f})"
           f"  weak {row['weak_regret']:9.2f} (slope {row['slope_weak_regret']:.2f})"
           f"  strong viol {row['strong_violation']:8.3f} ({row['violating_episodes']} ep)"
@@ -166,7 +169,7 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", type=int, default=[1, 2])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                        help="an agent option (e.g. bonus_scale=0.1, rewards=learned); default none")
+                        help="an agent option (e.g. bonus_scale=0.1, rewards=learned, backend=highs); default none")
     parser.add_argument("--signals", default="mean", choices=("mean", "bernoulli", "gaussian"),
                         help="what the agent observes (reaches only agents with rewards=learned)")
     args = parser.parse_args()

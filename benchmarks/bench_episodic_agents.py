@@ -9,7 +9,8 @@ constraint binds and the slack is ``Δ = τ − C_b``.
 Two items:
 
 * ``time``: each agent (opt-cmdp, optpess-lp, dope, uc-curl, ps-curl) for K episodes (10^4 by default) on the
-  (10, 4, 10) model of seed 0, seed 0; wall seconds, per-episode milliseconds, regret, strong violation, sources.
+  (10, 4, 10) model of seed 0, seed 0; wall and CPU seconds (this process's: HiGHS runs in it) and per episode,
+  the backend, regret, strong violation, sources and the load after the run.
 * ``claims``: the zero-violation agents (optpess-lp, dope, uc-curl) on models of seeds ``--models`` with run seeds
   ``--seeds``: strong violation (must be 0 on every run) and the log–log slope of the cumulative regret over the
   last decade [K/10, K] (sublinear target: <= 0.75), at the papers' constants and with any ``--option`` given.
@@ -99,8 +100,9 @@ def _run(name: str, model: Any, episodes: int, seed: int, options: dict[str, Any
 
     optimum = episodic_optimum(model)
     agent = make_episodic_agent(name, model, **options)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     trace = run_episodes(model, agent, episodes=episodes, seed=seed, optimum=optimum)
+    trace.meta["cpu_seconds"] = time.process_time() - cpu   # this process's CPU time (HiGHS runs in it)
     return trace, time.perf_counter() - start, agent
 
 
@@ -132,13 +134,17 @@ def time_item(args: argparse.Namespace) -> None:
     model = episodic_benchmark_model(args.states, args.actions, args.horizon, args.model)
     options = _options(args.option or [])
     print(f"model {model.name}: {_describe(model)}; K = {args.episodes}")
-    print(f"{'agent':12} {'wall s':>8} {'ms/ep':>7} {'solve s':>8} {'regret':>10} {'strong viol':>12} {'weak viol':>10}"
-          "  sources")
+    print(f"{'agent':12} {'wall s':>8} {'ms/ep':>7} {'CPU s':>7} {'CPU ms/ep':>9} {'solve s':>8} {'regret':>10}"
+          f" {'strong viol':>12} {'weak viol':>10}  backend  sources")
     for name in args.agents:
-        trace, wall, _ = _run(name, model, args.episodes, args.seed, options.get(name, {}))
+        trace, wall, agent = _run(name, model, args.episodes, args.seed, options.get(name, {}))
         s = trace.summary
-        print(f"{name:12} {wall:8.1f} {1000 * wall / args.episodes:7.2f} {s['solve_time']:8.1f} {s['regret']:10.2f}"
-              f" {s['strong_violation']:12.4g} {s['weak_violation']:10.4g}  {s['sources']}", flush=True)
+        cpu = trace.meta["cpu_seconds"]
+        backend = getattr(getattr(agent, "backend", None), "name", "-")
+        load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+        print(f"{name:12} {wall:8.1f} {1000 * wall / args.episodes:7.2f} {cpu:7.1f} {1000 * cpu / args.episodes:9.2f}"
+              f" {s['solve_time']:8.1f} {s['regret']:10.2f} {s['strong_violation']:12.4g} {s['weak_violation']:10.4g}"
+              f"  {backend}  {s['sources']}  (load after: {load})", flush=True)
 
 
 def claims_item(args: argparse.Namespace) -> None:

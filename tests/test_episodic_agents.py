@@ -194,9 +194,10 @@ def test_dope_episode_bonuses_and_lp():
     out, q = extended_lp(agent.kernel_estimate(), beta, per_step(REWARDS, reward_bonus), per_step(COSTS, cost_penalty),
                          1.0, l1=False)
     # with three episodes of data the pessimistic costs exceed the budget everywhere: the LP written here is
-    # infeasible, and DOPE plays its safe policy, labelled
+    # infeasible, and DOPE plays its safe policy, labelled: decided by its bound (extended backward induction),
+    # without solving its own LP
     assert out.status == 2
-    assert plan.source == EpisodeSource.SAFE and plan.status == "infeasible"
+    assert plan.source == EpisodeSource.SAFE_BOUND and plan.status == "infeasible" and agent.last_result is None
     np.testing.assert_array_equal(plan.policy, np.broadcast_to(SAFE, (H, S, A)))
 
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -47,7 +47,8 @@ from .blocks import Program, check_kernel, check_program_size
 from .policy import policy_from_occupancy
 from .support import Support, check_counts
 
-__all__ = ["EpisodicOccupancyProgram", "EpisodicExtendedProgram", "CONFIDENCE_SETS", "episodic_support"]
+__all__ = ["EpisodicOccupancyProgram", "EpisodicExtendedProgram", "CONFIDENCE_SETS", "episodic_support",
+           "InfeasibilityBound", "INFEASIBILITY_MARGIN"]
 
 #: the confidence sets of :class:`EpisodicExtendedProgram`: per entry (OptCMDP, DOPE) or an L1 ball per pair (UC-CURL)
 CONFIDENCE_SETS = ("entry", "l1")
@@ -290,7 +291,8 @@ class _EpisodicProgram(Program):
         return {
             "occupancy": q,
             "joint": None,
-            "policy": np.stack([policy_from_occupancy(q[h]) for h in range(self.horizon)]),
+            # one call over the H·S rows (row-wise, so the same numbers as step by step)
+            "policy": policy_from_occupancy(q.reshape(-1, q.shape[-1])).reshape(q.shape),
             "rewards": rewards,
             "costs": costs,
         }
@@ -730,3 +732,134 @@ class EpisodicExtendedProgram(_EpisodicProgram):
                 share = room[:, support.pairs] / support.row_counts[support.pairs]
                 x[self.blocks["deviation"].slice] = (deviation + 0.5 * share).ravel()
         return x
+
+    # -- deciding feasibility without a solver ------------------------------------------------------------------------
+    def least_total(self, signal: np.ndarray) -> float:
+        """The least per-episode total ``Σ_h Σ_{s,a} x_h(s,a) q_h(s,a)`` of a per-step signal ``x`` (H, S, A) over
+        the program's occupancies: every policy, with every step's kernel anywhere in its confidence set.
+
+        Extended backward induction: ``V_H = 0``, ``Q_h(s,a) = x_h(s,a) + min_{P ∈ set_h(s,a)} Σ_{s'} P(s') V_{h+1}(s')``,
+        ``V_h = min_a Q_h``, returned ``μ·V_0``. The sets are rectangular (one per step and pair, as the rows state
+        them), so this is the exact minimum of the linear function over the program's feasible occupancies. Each
+        inner minimum is solved by sorting the successors by ``V_{h+1}``: per entry, the lower ends ``max(0, P^ − β)``
+        and then the rest of the mass to the cheapest successors up to ``P^ + β``; in L1, ``min(β/2, 1 − P^(s*))``
+        moved to the cheapest successor ``s*`` from the dearest ones. A pair whose set holds no distribution is
+        unusable (``Q = +inf``); ``+inf`` is returned when no occupancy exists at all.
+        """
+        H, S, A, T = self.horizon, self.model.n_states, self.model.n_actions, self.horizon - 1
+        x = np.asarray(signal, dtype=float)
+        if x.shape != (H, S, A):
+            raise ProgramError(f"signal must have shape (H, S, A) = {(H, S, A)}, got {x.shape}.")
+        support = self.support
+        present = np.zeros((S * A, S), dtype=bool)
+        present[support.pairs, support.successors] = True
+        values = np.zeros(S)
+        for h in range(H - 1, -1, -1):
+            q = x[h].copy()
+            if h < T:
+                estimate = np.zeros((S * A, S))
+                estimate[support.pairs, support.successors] = self._estimate[h]
+                if self.confidence == "entry":
+                    radius = np.zeros((S * A, S))
+                    radius[support.pairs, support.successors] = self._radius[h]
+                    inner = _least_in_boxes(np.maximum(estimate - radius, 0.0) * present,
+                                            (estimate + radius) * present, values)
+                else:
+                    inner = _least_in_l1_balls(estimate, self._radius[h], present, values)
+                q = q + inner.reshape(S, A)
+            values = q.min(axis=1)
+        initial = np.asarray(self.model.initial, dtype=float)
+        reached = initial > 0
+        return float(initial[reached] @ values[reached]) if np.all(np.isfinite(values[reached])) else math.inf
+
+    def infeasibility_bound(self, margin: float | None = None) -> InfeasibilityBound | None:
+        """A proof that the program, as its data stand, has no feasible point, or None when none is found.
+
+        For every constraint ``g_m`` that is piecewise affine (``max_j W_j·ζ + c_j``, its ``affine_pieces``), each
+        piece's least value over the program's occupancies (:meth:`least_total` of the cost signals weighted by
+        ``W_j``) is a lower bound on ``g_m``: when one exceeds ``−ε`` by more than ``margin``
+        (:data:`INFEASIBILITY_MARGIN` by default, far above a solver's feasibility tolerance, so that no program an
+        LP solver would call feasible is called infeasible here), no occupancy meets ``g_m(ζ) <= −ε``. With one
+        affine constraint the test is exact up to that margin; with several it decides only when one of them alone
+        cannot be met (None otherwise: solve the program).
+        """
+        margin = INFEASIBILITY_MARGIN if margin is None else float(margin)
+        for m, g in enumerate(self.constraints):
+            pieces = g.affine_pieces()
+            if pieces is None:
+                continue
+            weights, intercepts = (np.atleast_2d(np.asarray(pieces[0], dtype=float)),
+                                   np.atleast_1d(np.asarray(pieces[1], dtype=float)))
+            for j in range(weights.shape[0]):
+                signal = np.einsum("i,hisa->hsa", weights[j], self._costs)
+                least = self.least_total(signal) + float(intercepts[j])
+                if least > -self.epsilon + margin:
+                    return InfeasibilityBound(m, least, -self.epsilon)
+        return None
+
+
+#: how far above ``−ε`` the least value of a constraint must be for :meth:`EpisodicExtendedProgram.infeasibility_bound`
+#: to call the program infeasible: 1e-7, a hundred times the HiGHS backend's feasibility tolerance (1e-9) times the
+#: totals' size (an episode's costs are sums of H per-step costs), so that the bound never contradicts a solver
+INFEASIBILITY_MARGIN = 1e-7
+
+
+@dataclass(frozen=True)
+class InfeasibilityBound:
+    """Why a program has no feasible point: constraint ``constraint``'s least value over the program's occupancies,
+    ``least``, is above the largest it may take, ``limit`` (``−ε``)."""
+
+    constraint: int
+    least: float
+    limit: float
+
+    def describe(self) -> str:
+        return (f"constraint {self.constraint} is at least {self.least:.6g} over every occupancy of the confidence"
+                f" sets (extended backward induction), above −ε = {self.limit:.6g}")
+
+
+def _least_in_boxes(lower: np.ndarray, upper: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Per row, ``min P·values`` over distributions ``lower <= P <= upper`` (rows (n, S)): the lower ends, then the
+    rest of the mass to the successors of least value first; ``+inf`` for a row whose box holds no distribution."""
+    order = np.argsort(values, kind="stable")
+    lo, up, v = lower[:, order], upper[:, order], values[order]
+    rest = 1.0 - lo.sum(axis=1)
+    room = up - lo
+    before = np.cumsum(room, axis=1) - room
+    added = np.clip(rest[:, None] - before, 0.0, room)
+    mass = lo + added
+    with np.errstate(invalid="ignore"):
+        total = np.where(mass > 0, mass * v, 0.0).sum(axis=1)
+    empty = (rest < -_MASS_TOLERANCE) | (up.sum(axis=1) < 1.0 - _MASS_TOLERANCE)
+    return np.where(empty, math.inf, total)
+
+
+def _least_in_l1_balls(estimate: np.ndarray, radius: np.ndarray, present: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Per row, ``min P·values`` over distributions on the row's ``present`` successors with ``‖P − P^‖_1 <= β``:
+    ``min(β/2, 1 − P^(s*))`` moved to the cheapest present successor ``s*`` from the dearest ones (a row of ``P^``
+    summing to 1), or all the mass on ``s*`` when ``P^``'s row is 0 and ``β >= 1``; ``+inf`` when the ball holds no
+    distribution."""
+    n, S = estimate.shape
+    masked = np.where(present, values[None, :], math.inf)
+    best = np.argmin(masked, axis=1)
+    rows = np.arange(n)
+    best_value = masked[rows, best]
+    sums = estimate.sum(axis=1)
+    visited = sums > 0.5
+    moved = np.where(visited, np.minimum(radius / 2.0, 1.0 - estimate[rows, best]), 0.0)
+    order = np.argsort(-values, kind="stable")
+    giving = estimate.copy()
+    giving[rows, best] = 0.0
+    giving = giving[:, order]
+    before = np.cumsum(giving, axis=1) - giving
+    removed = np.clip(moved[:, None] - before, 0.0, giving)
+    with np.errstate(invalid="ignore"):
+        base = np.where(estimate > 0, estimate * values[None, :], 0.0).sum(axis=1)
+        taken = np.where(removed > 0, removed * values[order][None, :], 0.0).sum(axis=1)
+        total = np.where(visited, base + np.where(moved > 0, moved * best_value, 0.0) - taken, best_value)
+    usable = visited | (radius >= 1.0 - _MASS_TOLERANCE)
+    return np.where(usable, total, math.inf)
+
+
+#: how far a box's mass may miss 1 and still hold a distribution (round-off of P^ ± β)
+_MASS_TOLERANCE = 1e-12

@@ -46,6 +46,9 @@ class EpisodeSource(StrEnum):
     PROGRAM = "program"              #: the agent's program, solved this episode
     FALLBACK = "fallback"            #: the program without constraint rows, because the agent's was infeasible
     SAFE = "safe-policy"             #: the declared safe policy, because the agent's program was infeasible
+    #: the declared safe policy, because the program was proved infeasible without a solve (DOPE's bound: the least
+    #: pessimistic cost over the confidence sets, by extended backward induction, is above the budget)
+    SAFE_BOUND = "safe-policy-bound"
     WARM_UP = "warm-up"              #: the declared safe policy, in the agent's warm-up episodes
     SAFE_RULE = "safe-rule"          #: the declared safe policy, chosen by the agent's rule (OptPess-LP's test)
     REUSED = "reused"                #: the previous episode's policy, kept by the ``doubling`` re-planning rule
@@ -255,7 +258,8 @@ class ProgramEpisodicAgent(EpisodicAgent):
     model, seed, episodes
         As for :class:`EpisodicAgent`.
     backend : str or Backend, default "auto"
-        Any backend that takes the agent's program.
+        Any backend that takes the agent's program; ``auto`` is chosen from the utilities
+        (:func:`~curlopt.backends.registry.choose_backend` without the model: HiGHS for LP-representable ones).
     rewards : {"known", "learned"}, default "known"
         ``learned``: plan on the running means of the observed signals per step, state and action, moved by
         Hoeffding's width (optimistic rewards; costs by :attr:`LEARNED_COSTS`; :mod:`curlopt.agents.signals`).
@@ -276,14 +280,19 @@ class ProgramEpisodicAgent(EpisodicAgent):
         if backend_options and isinstance(backend, Backend):
             raise AgentError(f"{self.name} does not take option(s) {sorted(backend_options)} (extra options go to"
                              f" the backend, given as an instance, {backend!r}, which takes none).")
+        self.program = self._build_program()
         try:
+            # ``auto`` decides from the utilities only, not from the model: the rule's episodic threshold (mdp-columns
+            # from 2,000 kernel entries) was measured on one cold compile and solve, and an agent re-solves its
+            # program every episode, where HiGHS starts from the previous basis. Measured on the (10, 4, 10)
+            # benchmark model, 10^4 episodes (benchmarks/results-episodic-agents-speed-2026-11-27.txt): PS-CURL
+            # 1.68 ms CPU an episode on highs, 2.92 on mdp-columns, the rule's choice given the model
             self.backend = resolve_backend(backend, (model.objective, *model.constraints), **backend_options)
         except BackendOptionError as exc:
             if not exc.unknown:
                 raise
             raise AgentError(f"{self.name} does not take option(s) {exc.unknown} (extra options are passed to the"
                              f" backend, which does not take them either: {exc})") from exc
-        self.program = self._build_program()
         self.compiled = self.backend.compile(self.program)
 
     def reset(self, seed: Any = None, episodes: int | None = None) -> None:
@@ -308,6 +317,11 @@ class ProgramEpisodicAgent(EpisodicAgent):
         """The plan when the program is infeasible; None to play the backend's fallback result."""
         return None
 
+    def _decided_without_solve(self, epsilon: float) -> EpisodePlan | None:
+        """After the update, a plan when the program's outcome is known without a solve (a proof that it is
+        infeasible, for an agent that then plays its safe policy), or None to solve."""
+        return None
+
     def _due(self) -> bool:
         """Whether the ``doubling`` rule asks for a solve now."""
         if self.replan == "every-episode" or self._solved_visits is None or self.policy is None:
@@ -325,6 +339,11 @@ class ProgramEpisodicAgent(EpisodicAgent):
             return EpisodePlan(self.policy, EpisodeSource.REUSED, message="doubling rule: no pair's visits doubled")
         start = clock.perf_counter()
         epsilon = self._update_program(k)
+        decided = self._decided_without_solve(epsilon)
+        if decided is not None:
+            decided.solve_time = clock.perf_counter() - start
+            self._solved_visits = self.counts.visits.copy()
+            return decided
         # an agent with a safe policy plays it when its program is infeasible: no fallback solve for it
         result = self.compiled.solve(fallback=not self.uses_safe_policy)
         self.last_result = result

@@ -118,7 +118,9 @@ class Dope(_PerEntryAgent):
     Each episode after the warm-up: the extended program over the per-entry Bernstein set, with rewards
     ``r + (H² / Δ) β̄(s,a)`` and costs ``c + H β̄(s,a)``, ``β̄(s,a) = Σ_{s'} β(s,a,s')`` and ``Δ`` the safe
     policy's slack (``τ − C_b``). Its first ``K_0 = ⌈S² A H³ / Δ²⌉`` episodes play the declared safe policy; when
-    the program is infeasible afterwards, the safe policy is played (labelled ``safe-policy``). The bonus factors
+    the program is infeasible afterwards, the safe policy is played (labelled ``safe-policy``, or ``safe-policy-bound``
+    when the program's least pessimistic cost over the confidence sets, found by extended backward induction, already
+    exceeds the budget, so that no LP is solved). The bonus factors
     and K_0 are those of the DOPE authors' public implementation (their paper's analysis has the same orders).
 
     Parameters
@@ -176,6 +178,18 @@ class Dope(_PerEntryAgent):
     def _on_infeasible(self, result: Any, epsilon: float) -> EpisodePlan | None:
         return EpisodePlan(self.safe.policy, EpisodeSource.SAFE, result.tight_status.value,
                            "the pessimistic program was infeasible; played the declared safe policy", epsilon)
+
+    def _decided_without_solve(self, epsilon: float) -> EpisodePlan | None:
+        """The safe policy, without a solve, when the pessimistic program is proved infeasible: its least cost over
+        the confidence sets (extended backward induction,
+        :meth:`~curlopt.programs.EpisodicExtendedProgram.infeasibility_bound`) is above the budget. The LP would
+        say the same, slowly: a hot-started simplex takes long to prove infeasibility."""
+        bound = self.program.infeasibility_bound()
+        if bound is None:
+            return None
+        return EpisodePlan(self.safe.policy, EpisodeSource.SAFE_BOUND, "infeasible",
+                           f"the pessimistic program is infeasible, {bound.describe()}; played the declared safe"
+                           " policy without a solve", epsilon)
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "warmup_episodes": self.warmup_episodes, "bonus_scale": self.bonus_scale,
