@@ -170,8 +170,8 @@ def execute_task(task: Task, progress: bool | None = False) -> Trace:
     from ..agents import make_agent
     from ..envs import make
     from .simulation.loop import run
-    from .study.spec import loop_signals
     from .study.episodic import EpisodicTask
+    from .study.spec import loop_signals
 
     if isinstance(task, EpisodicTask):  # an episodic study's run: the episode loop, its own run file
         from .outputs.episodic_runs import run_episodic_task
