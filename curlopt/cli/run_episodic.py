@@ -11,24 +11,27 @@ __all__ = ["run_episodic"]
 
 
 def run_episodic(model: Any, env: str, agent: str, episodes: int, seed: int, options: dict[str, Any],
-                 out: str | None, as_json: bool) -> None:
+                 out: str | None, as_json: bool, path: str = "auto", optimum_backend: str | None = None,
+                 progress: bool | None = None) -> None:
     """For an episodic ``model``: run the episodic agent ``agent`` for ``episodes`` episodes, print the summary and
     end the command (``typer.Exit(0)``); for any other model, return at once (the caller's run goes on).
 
     ``options`` are the agent's (``--backend``, ``--tightness``, ``--prior`` and ``--option`` merged by the caller);
-    ``out`` is the file that receives the per-episode CSV (:meth:`EpisodeTrace.to_csv`).
+    ``out`` is the file that receives the per-episode CSV (:meth:`EpisodeTrace.to_csv`). ``optimum_backend`` solves
+    the reference optimum f(λ*) (default auto), ``progress`` shows the loop's bar; ``path`` must stay ``auto`` (the
+    episode loop has one path), so a flag of the long-run run is applied or refused, never silently dropped.
 
     Raises
     ------
     CurloptError
-        For options the episodic agents do not take (``--epochs``: they plan every episode), an unknown agent,
-        or anything the loop refuses.
+        For options the episodic agents do not take (``--epochs``: they plan every episode; ``--path``; an
+        ``episodes`` option other than ``--steps``), an unknown agent, or anything the loop refuses.
     """
     if getattr(model, "criterion", None) != "episodic":
         return
     from ..agents.episodic import EPISODIC_AGENTS, make_episodic_agent
     from ..errors import CurloptError
-    from ..experiments.simulation.episodes import run_episodes
+    from ..experiments.simulation.episodes import episodic_optimum, run_episodes
 
     if "trigger" in options:
         raise CurloptError(f"model {env!r} is episodic (H = {model.horizon}): its agents plan every episode and take"
@@ -36,8 +39,16 @@ def run_episodic(model: Any, env: str, agent: str, episodes: int, seed: int, opt
     if agent not in EPISODIC_AGENTS:
         raise CurloptError(f"model {env!r} is episodic (H = {model.horizon}); its agents are"
                            f" {', '.join(EPISODIC_AGENTS)}, not {agent!r}.")
+    if path != "auto":
+        raise CurloptError(f"model {env!r} is episodic (H = {model.horizon}): its run has one stepping path, the"
+                           f" episode loop; drop --path {path}.")
+    if "episodes" in options and options["episodes"] != episodes:
+        # the agent's K (its confidence widths) must be the number of episodes the loop plays
+        raise CurloptError(f"{agent}'s number of episodes K is --steps ({episodes}) on an episodic model; drop"
+                           f" --option episodes={options['episodes']!r} and set --steps instead.")
     learner = make_episodic_agent(agent, model, **options)
-    trace = run_episodes(model, learner, episodes=episodes, seed=seed)
+    optimum = None if optimum_backend is None else episodic_optimum(model, optimum_backend)
+    trace = run_episodes(model, learner, episodes=episodes, seed=seed, optimum=optimum, progress=bool(progress))
     if out is not None:
         trace.to_csv(out)
     _print(trace, env, agent, model.horizon, out, as_json)

@@ -386,6 +386,12 @@ def _model_of_criterion(data: dict, arguments: dict[str, Any], path: Path) -> CM
     """A CMDP, an EpisodicCMDP (a "horizon" key) or a DiscountedCMDP (a "discount" key) from the file's keys."""
     if "horizon" in data and "discount" in data:
         raise ModelError(f"{path}: a model has a horizon or a discount, not both.")
+    keys = sorted(key for key in ("horizon", "discount", "step_kernels", "safe_policy") if key in data)
+    if keys and data.get("version") != _CRITERION_VERSION:
+        # an older curlopt reads a version-1 or 2 file without these keys: the same file would be another problem
+        raise ModelError(f"{path}: the key {keys[0]!r} needs \"version\": {_CRITERION_VERSION}, got version"
+                         f" {data.get('version')!r}: a curlopt that reads only that version would ignore the key and"
+                         " read a long-run average model from the same file.")
     if "discount" in data:
         return DiscountedCMDP(**arguments, discount=data["discount"])
     if "horizon" not in data:
