@@ -152,3 +152,38 @@ def test_pyomo_says_why_an_episodic_entropy_cannot_start(capsys):
     code, out, _ = invoke(["optimum", "maxent", "--horizon", "5", "--backend", "pyomo"], capsys)
     assert code == 1
     assert "16 of the 96 totals" in out and "every feasible point" in out
+
+
+# -- run_episodes: a given optimum is a finite number ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("optimum", [float("nan"), float("inf"), "x", True])
+def test_run_episodes_refuses_an_optimum_that_is_not_a_finite_number(optimum):
+    from curlopt.agents.episodic import make_episodic_agent
+    from curlopt.errors import CurloptError
+    from curlopt.experiments.simulation.episodes import run_episodes
+
+    model = build_model("factored-cmdp", horizon=3)
+    with pytest.raises(CurloptError, match="optimum must be a finite number"):
+        run_episodes(model, make_episodic_agent("opt-cmdp", model), episodes=1, optimum=optimum)
+
+
+# -- an infeasible budget: the run says so and what the agent played -------------------------------------------------
+
+
+def test_an_episodic_run_on_infeasible_constraints_says_so(capsys):
+    code, out, err = invoke(["run", "factored-cmdp", "--param", "horizon=4", "--param", "budgets=-1", "--agent",
+                             "opt-cmdp", "--steps", "2"], capsys)
+    assert code == 0, err
+    # by hand: without the constraint, move at every step from state 0: 1/3 + 2/3 + 1 + 1/3 = 7/3
+    assert "optimum without the constraints, which are infeasible: f(λ*) = 2.33333 per episode" in out
+    assert "against the optimum without constraints" in out
+    assert "policies     {'fallback': 2}" in out
+    assert "no policy satisfies the constraints" in err and "Traceback" not in err
+
+
+def test_an_episodic_run_on_feasible_constraints_prints_as_before(capsys):
+    code, out, _ = invoke(["run", "factored-cmdp", "--param", "horizon=4", "--agent", "opt-cmdp", "--steps", "2"],
+                          capsys)
+    assert code == 0
+    assert "optimum      f(λ*) = 1.33333 per episode" in out and "infeasible" not in out
