@@ -187,3 +187,20 @@ def test_an_episodic_run_on_feasible_constraints_prints_as_before(capsys):
                           capsys)
     assert code == 0
     assert "optimum      f(λ*) = 1.33333 per episode" in out and "infeasible" not in out
+
+
+@pytest.mark.parametrize("seed", [-1, 2.5, "1", True])
+def test_an_episodic_environment_refuses_a_bad_seed_in_one_line(seed):
+    from curlopt.envs.episodic import EpisodicCMDPEnv
+    from curlopt.errors import EnvError
+
+    env = EpisodicCMDPEnv(build_model("factored-cmdp", horizon=3))
+    with pytest.raises(EnvError, match="seed must be None or an integer >= 0"):
+        env.reset(seed=seed)
+    assert env.reset(seed=0)[0] == 0  # the factored CMDP starts in state 0
+
+
+def test_too_many_episodes_name_the_flag(capsys):
+    code, _, err = invoke(["run", "factored-cmdp", "--param", "horizon=4", "--agent", "opt-cmdp", "--steps",
+                           "1000000001"], capsys)
+    assert_one_line_error(code, err, "--steps counts episodes", "1,000,000,001")

@@ -39,6 +39,11 @@ def run_episodic(model: Any, env: str, agent: str, episodes: int, seed: int, opt
     if agent not in EPISODIC_AGENTS:
         raise CurloptError(f"model {env!r} is episodic (H = {model.horizon}); its agents are"
                            f" {', '.join(EPISODIC_AGENTS)}, not {agent!r}.")
+    from ..experiments.simulation.episodes import MAX_EPISODES
+
+    if episodes > MAX_EPISODES:
+        raise CurloptError(f"--steps counts episodes on an episodic model (H = {model.horizon}): at most"
+                           f" {MAX_EPISODES:,}, got {episodes:,}.")
     if path != "auto":
         raise CurloptError(f"model {env!r} is episodic (H = {model.horizon}): its run has one stepping path, the"
                            f" episode loop; drop --path {path}.")
