@@ -204,3 +204,15 @@ def test_too_many_episodes_name_the_flag(capsys):
     code, _, err = invoke(["run", "factored-cmdp", "--param", "horizon=4", "--agent", "opt-cmdp", "--steps",
                            "1000000001"], capsys)
     assert_one_line_error(code, err, "--steps counts episodes", "1,000,000,001")
+
+
+def test_a_bad_sparse_step_kernel_names_its_step(tmp_path):
+    base = build_model("queue", buffer=3, storage="sparse")
+    model = EpisodicCMDP(base.rewards, base.costs, base.objective, base.constraints, [base.transitions] * 2,
+                         initial=base.initial, horizon=3)
+    document = json.loads(save_model(model, tmp_path / "m.json").read_text())
+    document["step_kernels"][1]["shape"] = [4, 4]
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(ModelError, match=r"the kernel of step 2 \(step_kernels\[1\]\): kernel.indptr"):
+        load_model(path)

@@ -405,5 +405,15 @@ def _model_of_criterion(data: dict, arguments: dict[str, Any], path: Path) -> CM
             raise ModelError(f"{path}: 'step_kernels' must be a list of H − 1 kernels.")
         if arguments["kernel"] is not None:
             raise ModelError(f"{path}: give 'kernel' (time-homogeneous) or 'step_kernels', not both.")
-        arguments["kernel"] = [_kernel_from_json(kernel, path) for kernel in steps]
+        arguments["kernel"] = [_step_kernel_from_json(kernel, path, h) for h, kernel in enumerate(steps)]
     return EpisodicCMDP(**arguments, horizon=data["horizon"], safe_policy=data.get("safe_policy"))
+
+
+def _step_kernel_from_json(value: Any, path: Path, h: int) -> Any:
+    """:func:`_kernel_from_json` for ``step_kernels[h]``, its errors naming the step (as the model's do)."""
+    try:
+        return _kernel_from_json(value, path)
+    except ModelError as exc:
+        prefix = f"{path}: "
+        text = str(exc)[len(prefix):] if str(exc).startswith(prefix) else str(exc)
+        raise ModelError(f"{path}: the kernel of step {h + 1} (step_kernels[{h}]): {text}") from None
