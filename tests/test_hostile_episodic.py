@@ -216,3 +216,11 @@ def test_a_bad_sparse_step_kernel_names_its_step(tmp_path):
     path.write_text(json.dumps(document))
     with pytest.raises(ModelError, match=r"the kernel of step 2 \(step_kernels\[1\]\): kernel.indptr"):
         load_model(path)
+
+
+@pytest.mark.parametrize("document", ["episodic", "discounted"])
+def test_diagnose_refuses_a_model_of_another_criterion(tmp_path, document, capsys):
+    model = build_model("factored-cmdp", **({"horizon": 4} if document == "episodic" else {"discount": 0.5}))
+    path = save_model(model, tmp_path / "m.json")
+    code, _, err = invoke(["diagnose", str(path)], capsys)
+    assert_one_line_error(code, err, f"is {document}", "long-run average criterion")
