@@ -48,7 +48,7 @@ from ..errors import (
     UtilityCodeError,
 )
 from ..programs.blocks import Program
-from ..utilities.library import CustomUtility, Utility
+from ..utilities.library import CustomUtility, Utility, onto_domain
 from .form_table import FormTable
 from .options import COMMON_OPTIONS, Option, check_options, declared
 from .results import (
@@ -710,8 +710,8 @@ class CompiledProgram(ABC):
         utility = program.model.objective
         if program.objective is not utility or utility.is_lp_representable:  # piecewise affine: finite everywhere
             return ""
-        rewards = np.asarray(program.reward_map @ x, dtype=float)
-        probes = [rewards] + [rewards + sign * OPTIMAL_TOLERANCE * np.eye(rewards.size)[k]
+        rewards = self._on_domain(utility, np.asarray(program.reward_map @ x, dtype=float))
+        probes = [rewards] + [self._on_domain(utility, rewards + sign * OPTIMAL_TOLERANCE * np.eye(rewards.size)[k])
                               for k in range(rewards.size) for sign in (-1.0, 1.0)]
         for probe in probes:
             try:
@@ -726,6 +726,17 @@ class CompiledProgram(ABC):
                         f" λ = {np.array2string(rewards, precision=3)} (outside its domain or unbounded there, e.g."
                         " a log of a zero average reward): the optimum is not finite, so there is no optimal policy")
         return ""
+
+    @staticmethod
+    def _on_domain(utility: Utility, rewards: np.ndarray) -> np.ndarray:
+        """``rewards`` with entries within :data:`OPTIMAL_TOLERANCE` below the objective's domain moved onto its
+        bound (:func:`~curlopt.utilities.library.onto_domain`): the rows hold only to that, so such a point is on
+        the boundary, where a closed domain's value (an entropy's at 0) is finite. Unchanged when the utility's
+        ``domain_lower`` fails (a user's code): its own value then decides."""
+        try:
+            return onto_domain(utility, rewards, OPTIMAL_TOLERANCE)
+        except Exception:  # a user's domain_lower that raises: evaluated where the solver put the point
+            return rewards
 
     def _judge_almost_optimal(self, raw: RawSolution, variant: ProgramVariant, message: str,
                               statistics: dict[str, Any] | None = None) -> str:
@@ -786,8 +797,9 @@ class CompiledProgram(ABC):
             [call_utility(g, f"constraint {m}", "value", g.value, result.costs) for m, g in enumerate(model.constraints)],
             dtype=float,
         )
+        # evaluated where the check judged it (totals a solver left a hair outside a closed domain are on it)
         result.objective = float(call_utility(model.objective, "the objective", "value", model.objective.value,
-                                              result.rewards))
+                                              self._on_domain(model.objective, result.rewards)))
 
 
 class DelegatedProgram(CompiledProgram):

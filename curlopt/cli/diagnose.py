@@ -28,6 +28,15 @@ def diagnose_command(
     from ..diagnostics import diagnose
 
     model = load_model(env, param)
+    criterion = getattr(model, "criterion", "average")
+    if criterion != "average":
+        # every number it prints is the long-run average's (stationary chains, a stationary Slater margin): on a model
+        # whose constraints bound per-episode totals or discounted values they would describe another problem
+        from ..errors import CurloptError
+
+        raise CurloptError(f"diagnose reports the long-run average criterion's ergodicity, hitting times and Slater"
+                           f" margin; model {model.name!r} is {criterion}: its constraints act on other values."
+                           f" Use curlopt optimum {env} (its status says whether the constraints can hold).")
     report = diagnose(model, backend=backend)
     if as_json:
         typer.echo(json.dumps({"env": env, **report.to_dict()}, indent=2))

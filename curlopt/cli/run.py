@@ -73,7 +73,9 @@ def run_command(
     value = options.get("seed", 0)  # the agent's own seed, when --option gives one
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise CurloptError(f"--option seed must be an integer >= 0, got {value!r}.")
-    run_episodic(model, env, agent, steps, seed, options, out, as_json)  # an episodic model's run ends the command there
+    # an episodic model's run ends the command there
+    run_episodic(model, env, agent, steps, seed, options, out, as_json, path=path, optimum_backend=optimum_backend,
+                 progress=progress)
     if getattr(AGENTS.get(agent), "needs_horizon", False):
         if "horizon" in options:
             raise CurloptError(f"{agent}'s horizon is --steps ({steps}); drop --option horizon={options['horizon']!r}"

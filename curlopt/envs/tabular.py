@@ -155,6 +155,9 @@ class TabularCMDPEnv(gymnasium.Env):
         info : dict
             Empty.
         """
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+            # Gymnasium's own error for it is not a curlopt error: refused here, in one line, like the other arguments
+            raise EnvError(f"seed must be None or an integer >= 0, got {seed!r}.")
         super().reset(seed=seed)
         options = {} if options is None else options
         if not isinstance(options, dict) or set(options) - {"state"}:

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..utilities.library import Linear, LinearBound
-from .cmdp import CMDP
+from .cmdp import CMDP, check_model_size
 from .criteria import with_horizon
 from .gridworld import ACTION_NAMES, MOVES, grid_cells, path_policy, shortest_safe_moves
 
@@ -104,6 +104,8 @@ def boxpushing_model(slip: float = 0.0, budget: float = 0.6, horizon: int | None
     if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not np.isfinite(budget):
         raise ModelError(f"budget must be a finite number, got {budget!r}.")
     grid = _parse(layout)
+    cells = int(np.sum(grid != "#"))  # states are (agent cell, box cell) pairs: cells² of them, before any is listed
+    check_model_size(f"boxpushing({grid.shape[0]}x{grid.shape[1]} layout)", cells * cells, len(MOVES), 2)
     states, successor, cost, goal = _moves(grid)
     S, A = successor.shape
     slip = float(slip)

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..utilities.library import Linear, LinearBound
-from .cmdp import CMDP
+from .cmdp import CMDP, check_model_size
 from .criteria import with_horizon
 
 __all__ = ["factored_model", "media_streaming_model", "inventory_model"]
@@ -75,6 +75,7 @@ def media_streaming_model(levels: int = 10, fast: float = 0.9, slow: float = 0.1
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
             raise ModelError(f"{name} must be a probability in [0, 1], got {value!r}.")
     S, A = int(levels), 2
+    check_model_size(f"media-streaming(levels={S})", S, A, 2)  # before the (S, A, S) kernel is allocated
     kernel = np.zeros((S, A, S))
     states = np.arange(S)
     for a, mu in enumerate((float(fast), float(slow))):

@@ -386,6 +386,12 @@ def _model_of_criterion(data: dict, arguments: dict[str, Any], path: Path) -> CM
     """A CMDP, an EpisodicCMDP (a "horizon" key) or a DiscountedCMDP (a "discount" key) from the file's keys."""
     if "horizon" in data and "discount" in data:
         raise ModelError(f"{path}: a model has a horizon or a discount, not both.")
+    keys = sorted(key for key in ("horizon", "discount", "step_kernels", "safe_policy") if key in data)
+    if keys and data.get("version") != _CRITERION_VERSION:
+        # an older curlopt reads a version-1 or 2 file without these keys: the same file would be another problem
+        raise ModelError(f"{path}: the key {keys[0]!r} needs \"version\": {_CRITERION_VERSION}, got version"
+                         f" {data.get('version')!r}: a curlopt that reads only that version would ignore the key and"
+                         " read a long-run average model from the same file.")
     if "discount" in data:
         return DiscountedCMDP(**arguments, discount=data["discount"])
     if "horizon" not in data:
@@ -399,5 +405,15 @@ def _model_of_criterion(data: dict, arguments: dict[str, Any], path: Path) -> CM
             raise ModelError(f"{path}: 'step_kernels' must be a list of H − 1 kernels.")
         if arguments["kernel"] is not None:
             raise ModelError(f"{path}: give 'kernel' (time-homogeneous) or 'step_kernels', not both.")
-        arguments["kernel"] = [_kernel_from_json(kernel, path) for kernel in steps]
+        arguments["kernel"] = [_step_kernel_from_json(kernel, path, h) for h, kernel in enumerate(steps)]
     return EpisodicCMDP(**arguments, horizon=data["horizon"], safe_policy=data.get("safe_policy"))
+
+
+def _step_kernel_from_json(value: Any, path: Path, h: int) -> Any:
+    """:func:`_kernel_from_json` for ``step_kernels[h]``, its errors naming the step (as the model's do)."""
+    try:
+        return _kernel_from_json(value, path)
+    except ModelError as exc:
+        prefix = f"{path}: "
+        text = str(exc)[len(prefix):] if str(exc).startswith(prefix) else str(exc)
+        raise ModelError(f"{path}: the kernel of step {h + 1} (step_kernels[{h}]): {text}") from None

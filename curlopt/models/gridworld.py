@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..utilities.library import Linear, LinearBound
-from .cmdp import CMDP
+from .cmdp import CMDP, check_model_size
 from .criteria import with_horizon
 
 __all__ = ["LAYOUTS", "gridworld_model", "marsrover_model", "parse_layout", "MOVES", "shortest_safe_moves", "path_policy", "grid_cells"]
@@ -69,11 +69,15 @@ def parse_layout(layout: str) -> np.ndarray:
     return grid
 
 
+def _check_side(size: Any) -> None:
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or not 2 <= size <= 100:
+        raise ModelError(f"size must be an integer in [2, 100], got {size!r}.")
+
+
 def _random_layout(size: int, hazards: float, seed: int) -> np.ndarray:
     """A ``size``×``size`` grid, start at the bottom left, goal at the top right, each other cell a hazard with
     probability ``hazards``; redrawn (up to 1000 times) until a hazard-free path joins start and goal."""
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or not 2 <= size <= 100:
-        raise ModelError(f"size must be an integer in [2, 100], got {size!r}.")
+    _check_side(size)
     if not (isinstance(hazards, (int, float)) and 0.0 <= float(hazards) < 1.0):
         raise ModelError(f"hazards must be a fraction of cells in [0, 1), got {hazards!r}.")
     rng = np.random.default_rng(seed)
@@ -223,7 +227,13 @@ def gridworld_model(layout: str = "4x4", size: int = 5, hazards: float = 0.2, se
     ModelError
         For a bad layout or parameter.
     """
-    grid = _random_layout(size, hazards, seed) if layout == "random" else parse_layout(layout)
+    if layout == "random":
+        _check_side(size)
+        check_model_size(f"gridworld(random {size}x{size})", int(size) ** 2, len(MOVES), 2)  # before any drawing
+        grid = _random_layout(size, hazards, seed)
+    else:
+        grid = parse_layout(layout)
+        check_model_size(f"gridworld({grid.shape[0]}x{grid.shape[1]} layout)", int(np.sum(grid != "#")), len(MOVES), 2)
     slip = _check_probability(slip, "slip")
     kernel, rewards, costs, mu, cells = _grid_arrays(grid, slip, _finite(hazard_cost, "hazard_cost"),
                                                      _finite(step_reward, "step_reward"),

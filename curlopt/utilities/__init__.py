@@ -23,6 +23,7 @@ from .library import (
     SumOfLogs,
     Utility,
     curvature_violation,
+    onto_domain,
     register_utility,
 )
 
@@ -41,5 +42,6 @@ __all__ = [
     "Norm",
     "CustomUtility",
     "curvature_violation",
+    "onto_domain",
     "AugmentedUtility",
 ]

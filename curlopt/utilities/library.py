@@ -53,6 +53,7 @@ __all__ = [
     "AlphaFairness",
     "MinOfLinear",
     "Entropy",
+    "onto_domain",
     "LinearBound",
     "MaxOfLinear",
     "ConvexQuadratic",
@@ -825,6 +826,37 @@ class CustomUtility(Utility):
 
     def __repr__(self) -> str:
         return f"{self._name}(dim={self.dim}, {self.curvature})"
+
+
+def onto_domain(utility: Utility, y: Any, tolerance: float) -> np.ndarray:
+    """``y`` with every entry below ``utility``'s domain by at most ``tolerance`` moved onto its lower bound.
+
+    A solver holds a program's rows and bounds only to a tolerance, so an aggregate that is zero at every feasible
+    point (a pair no policy reaches within an episode) may come back as ``-5e-11``: outside an entropy's domain
+    ``y >= 0``, where its value is ``-inf``, although the point is on the boundary, where the value is finite.
+    Entries further below the bound are left as they are (the utility then says they are outside its domain), and
+    so is a bound whose value is itself infinite (a log at 0 stays ``-inf`` on the bound). A utility without a
+    lower bound (``-inf``), or whose ``domain_lower`` does not give one of the right size, is left unchanged.
+
+    Parameters
+    ----------
+    utility : Utility
+    y : array_like, shape (dim,)
+    tolerance : float
+        How far below the bound an entry may be (the rows' feasibility tolerance), ``>= 0``.
+
+    Returns
+    -------
+    numpy.ndarray
+        A new array (``y`` is not changed).
+    """
+    point = np.array(y, dtype=float, copy=True)
+    lower = np.asarray(utility.domain_lower(), dtype=float)
+    if lower.shape != point.shape:
+        return point
+    near = np.isfinite(lower) & (point < lower) & (point >= lower - float(tolerance))
+    point[near] = lower[near]
+    return point
 
 
 def curvature_violation(utility: Utility, points: int = 16, seed: int = 0) -> tuple[np.ndarray, float] | None:

@@ -146,6 +146,13 @@ class ColumnSearch:
             tolerance = self.settings.tolerance * max(1.0, abs(value))
             bounds = self._price(solution, value - solution.constant, tolerance, mode, force)
             upper = solution.constant + bounds.upper
+            if not (math.isfinite(upper) and math.isfinite(value)):
+                # max(0, nan) is 0: without this a NaN bound (an infinite gradient, e.g. an entropy's at a total of 0
+                # no policy can raise) would read as a certificate of optimality
+                return Outcome(Status.NUMERICAL_ERROR, message=(
+                    f"the column generation's upper bound is {upper} at value {value} (the master's prices are not"
+                    " finite, e.g. the objective's gradient is infinite at a total on the bound of its domain), so"
+                    " no optimum is certified"))
             gap = max(0.0, upper - value)
             self.rounds += 1
             if feasibility and -upper > self.settings.feasibility_tolerance:

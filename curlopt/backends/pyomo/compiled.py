@@ -266,8 +266,31 @@ class CompiledPyomoBridge(CompiledPyomo):
             raise BackendError(f"the pyomo backend cannot bridge this program to cyipopt: {exc}") from None
         outside = [term.label for term in [objective] + terms if not term.evaluator.in_domain(term.aggregate(start))]
         if outside:  # said with any failure: Ipopt cannot start there
-            self._start_note = (f"the starting point's aggregate is outside the domain of {', '.join(outside)}"
+            self._start_note = (self._unreached_note(start, objective) or
+                                f"the starting point's aggregate is outside the domain of {', '.join(outside)}"
                                 " (e.g. a reward signal that is zero for every state and action)")
+
+    def _unreached_note(self, start: np.ndarray, objective: Any) -> str:
+        """Why an episodic program's objective cannot start inside its domain, or ``""``.
+
+        An episodic program starts from the uniform policy's occupancy, which reaches every (step, state, action)
+        any policy reaches; a total it leaves exactly on the bound of a closed domain (an entropy's 0: a pair no
+        policy reaches within the horizon) is there at every feasible point, where the gradient is infinite, so no
+        start point inside the domain exists."""
+        term = self.built.objective_term
+        if term is None or getattr(self.program, "starting_point", None) is None:
+            return ""
+        lower = np.asarray(term[0].domain_lower(), dtype=float)
+        totals = np.asarray(objective.aggregate(start), dtype=float)
+        if lower.shape != totals.shape:
+            return ""
+        on_bound = np.isfinite(lower) & (totals == lower)
+        if not on_bound.any():
+            return ""
+        return (f"{int(on_bound.sum())} of the {totals.size} totals of objective {term[0]!r} are on the bound of its"
+                " domain at the uniform policy's occupancy, and so at every feasible point (pairs no policy reaches"
+                " within the horizon), where its gradient is infinite: Ipopt cannot start inside the domain; the"
+                " cvxpy backend's conic form takes such a program")
 
     def _build_phase1_bridge(self) -> IpoptBridge:
         from .ipopt_bridge import AffineEvaluator, IpoptBridge, ShiftedEvaluator, SmoothTerm

@@ -186,6 +186,15 @@ def _validate(model: Any, agent: Any, episodes: Any, seed: Any) -> tuple[int, in
     return int(episodes), int(seed)
 
 
+def _given_optimum(optimum: Any) -> float:
+    """A given ``f(λ*)`` as a finite float: a NaN or infinite one would make every regret NaN or infinite."""
+    ok = not isinstance(optimum, bool) and isinstance(optimum, (int, float, np.integer, np.floating))
+    value = float(optimum) if ok else math.nan
+    if not math.isfinite(value):
+        raise CurloptError(f"optimum must be a finite number (the known-model f(λ*) per episode), got {optimum!r}.")
+    return value
+
+
 def _check_policy(policy: Any, shape: tuple[int, int, int], name: str, k: int) -> np.ndarray:
     array = np.asarray(policy, dtype=float)
     if array.shape != shape:
@@ -250,7 +259,7 @@ def run_episodes(model: EpisodicCMDP, agent: EpisodicAgent, episodes: int, seed:
     """
     K, seed = _validate(model, agent, episodes, seed)
     check_noise(signals)
-    f_star = episodic_optimum(model) if optimum is None else float(optimum)
+    f_star = episodic_optimum(model) if optimum is None else _given_optimum(optimum)
     # a fourth child (the signal stream) leaves the first three, and so every trajectory, as they were
     env_seq, action_seq, agent_seq, signal_seq = np.random.SeedSequence(seed).spawn(4)
     agent.reset(agent_seq, episodes=K)
