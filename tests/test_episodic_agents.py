@@ -294,6 +294,21 @@ def test_infeasible_budget_uc_curl_plays_the_labelled_fallback():
     assert agent.begin_episode(4).source == EpisodeSource.FALLBACK
 
 
+def test_uc_curl_can_play_the_declared_safe_policy_when_infeasible():
+    # ε_4 = 10 H sqrt(ln 4 / 4) ≈ 17.7 is beyond any policy's slack: the ε-tight program is infeasible
+    agent = fed("uc-curl", tightness_constant=10.0, on_infeasible="safe-policy")
+    plan = agent.begin_episode(4)
+    assert plan.source == EpisodeSource.SAFE and "declared safe policy" in plan.message
+    np.testing.assert_array_equal(plan.policy, model().safe_policy)
+    assert agent.describe()["on_infeasible"] == "safe-policy"
+    default = fed("uc-curl", tightness_constant=10.0)
+    assert default.begin_episode(4).source == EpisodeSource.FALLBACK and "on_infeasible" not in default.describe()
+    with pytest.raises(AgentError, match="declares none"):
+        make_episodic_agent("uc-curl", model(safe=False), on_infeasible="safe-policy")
+    with pytest.raises(AgentError, match="on_infeasible"):
+        make_episodic_agent("uc-curl", model(), on_infeasible="safe")
+
+
 def test_infeasible_known_model_optimum_is_a_clear_error():
     from curlopt.experiments.simulation.episodes import episodic_optimum
 
@@ -333,8 +348,9 @@ def test_bad_options():
         from curlopt.models import random_model
         make_episodic_agent("opt-cmdp", random_model(3, 2, seed=0))
     # the concave-utility agents (conrl, moma, moma-program) and triple-q are registered too; their tests are their own
-    assert {"opt-cmdp", "optpess-lp", "dope", "uc-curl", "ps-curl", "conrl", "moma", "moma-program", "triple-q"} == set(
-        EPISODIC_AGENTS)
+    # optpess-primal-dual's tests are in tests/test_episodic_primal_dual.py
+    assert {"opt-cmdp", "optpess-lp", "dope", "uc-curl", "ps-curl", "conrl", "moma", "moma-program", "triple-q",
+            "optpess-primal-dual"} == set(EPISODIC_AGENTS)
 
 
 def test_doubling_replan_reuses_the_policy_until_visits_double():

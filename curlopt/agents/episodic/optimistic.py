@@ -202,13 +202,24 @@ class EpisodicUcCurl(ProgramEpisodicAgent):
         K_l: with it, ``τ = max(k, K_l)``.
     radius_scale : float, default 1
         A factor on β.
+    on_infeasible : {"fallback", "safe-policy"}, default "fallback"
+        What is played when the ε-tight program is infeasible: the program without its constraint rows (the
+        paper's agent has no safe policy), or the model's declared safe policy (labelled ``safe-policy``; an option
+        for the zero-violation study, which needs a declared strictly safe policy).
     """
 
     name = "uc-curl"
 
     def __init__(self, model: EpisodicCMDP, backend: Any = "auto", seed: Any = None, episodes: int | None = None,
                  tightness_constant: float = 1.0, episodes_lower_bound: float | None = None,
-                 radius_scale: float = 1.0, replan: str = "every-episode", **backend_options: Any):
+                 radius_scale: float = 1.0, replan: str = "every-episode", on_infeasible: str = "fallback",
+                 **backend_options: Any):
+        if on_infeasible not in ("fallback", "safe-policy"):
+            raise AgentError(f"on_infeasible must be 'fallback' or 'safe-policy', got {on_infeasible!r}.")
+        self.on_infeasible = on_infeasible
+        #: the declared safe policy, read only with on_infeasible="safe-policy"
+        self.safe = require_safe_policy(model, f"{self.name} with on_infeasible='safe-policy'") \
+            if on_infeasible == "safe-policy" else None
         value = _check_scale(tightness_constant, "tightness_constant (K_ε)")
         if value > TIGHTNESS_CONSTANT_MAX:
             raise AgentError(f"tightness_constant (K_ε) must be at most {TIGHTNESS_CONSTANT_MAX:.0f}, got {value!r}.")
@@ -238,9 +249,18 @@ class EpisodicUcCurl(ProgramEpisodicAgent):
                             costs=self.step_costs, epsilon=eps)
         return eps
 
+    def _on_infeasible(self, result: Any, epsilon: float) -> EpisodePlan | None:
+        if self.safe is None:
+            return None
+        return EpisodePlan(self.safe.policy, EpisodeSource.SAFE, result.tight_status.value,
+                           "the ε-tight program was infeasible; played the declared safe policy", epsilon)
+
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "tightness": self.tightness_constant,
-                "episodes_lower_bound": self.episodes_lower_bound, "radius_scale": self.radius_scale}
+        out = {**super().describe(), "tightness": self.tightness_constant,
+               "episodes_lower_bound": self.episodes_lower_bound, "radius_scale": self.radius_scale}
+        if self.safe is not None:  # only when set: the records of the default are unchanged
+            out["on_infeasible"] = self.on_infeasible
+        return out
 
 
 def _add_per_step(step_signals: np.ndarray, bonus: np.ndarray) -> np.ndarray:
