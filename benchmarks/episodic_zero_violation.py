@@ -12,9 +12,11 @@ the least) with
 and then runs the chosen values, unchanged, on VALIDATION models and seeds it was not chosen on. The defaults of
 the agents (the papers' constants) are not changed: the candidates are options.
 
-Candidates are written ``key=value,key=value``. Two keys are rules the script turns into an agent option per model:
-``warmup_rule=c`` gives DOPE ``warmup_episodes = ⌈c S² A H³ / Δ²⌉`` (c = 1 is the paper's K_0; Δ the model's
-slack), and every other key is passed to the agent as it is.
+Candidates are written ``key=value,key=value``. Two keys are rules the script turns into an agent option per model
+(Δ the model's slack): ``warmup_rule=c`` gives DOPE ``warmup_episodes = ⌈c S² A H³ / Δ²⌉`` (c = 1 is the paper's
+K_0), and ``equal_factors=1`` gives the reward bonus the cost bonus's factor — ``reward_bonus_scale = bonus_scale
+· Δ / H`` for DOPE (whose factors are H²/Δ and H) and ``bonus_scale / (1 + 4 H / Δ)`` for OptPess-LP and
+OptPess-PrimalDual (α_c (1 + 4H/Δ) and α_c). Every other key is passed to the agent as it is.
 
 Models: ``episodic_benchmark_model(S, A, H, seed)`` of benchmarks/bench_episodic_agents.py (a random model with a
 binding budget half-way between the safe policy's cost and the unconstrained optimum's; the safe policy plays the
@@ -43,13 +45,14 @@ from bench_episodic_agents import _describe, episodic_benchmark_model, last_deca
 
 #: the candidates searched per agent, from the most conservative to the least (the first passing one is chosen)
 CANDIDATES: dict[str, list[str]] = {
-    "optpess-lp": ["bonus_scale=0.01", "bonus_scale=0.003", "bonus_scale=0.001", "bonus_scale=0.0003"],
-    "dope": ["warmup_rule=0,bonus_scale=0.03", "warmup_rule=0,bonus_scale=0.01", "warmup_rule=0,bonus_scale=0.003",
-             "warmup_rule=0,bonus_scale=0.001"],
+    "optpess-lp": ["bonus_scale=0.01", "bonus_scale=0.01,equal_factors=1", "bonus_scale=0.003",
+                   "bonus_scale=0.003,equal_factors=1"],
+    "dope": ["warmup_rule=0,bonus_scale=0.03", "warmup_rule=0,bonus_scale=0.03,equal_factors=1",
+             "warmup_rule=0,bonus_scale=0.01,equal_factors=1"],
     "uc-curl": ["radius_scale=0.1,tightness_constant=1,on_infeasible='safe-policy'",
                 "radius_scale=0.1,tightness_constant=0.3,on_infeasible='safe-policy'",
                 "radius_scale=0.03,tightness_constant=0.3,on_infeasible='safe-policy'"],
-    "optpess-primal-dual": ["bonus_scale=0.03", "bonus_scale=0.01", "bonus_scale=0.003", "bonus_scale=0.001"],
+    "optpess-primal-dual": ["bonus_scale=0.01", "bonus_scale=0.003", "bonus_scale=0.001"],
 }
 SLOPE_TARGET = 0.75
 
@@ -66,15 +69,21 @@ def parse_candidate(text: str) -> dict[str, Any]:
     return out
 
 
-def agent_options(candidate: dict[str, Any], model: Any) -> dict[str, Any]:
-    """The agent's options for ``model``: ``warmup_rule`` turned into DOPE's ``warmup_episodes``."""
+def agent_options(agent: str, candidate: dict[str, Any], model: Any) -> dict[str, Any]:
+    """The agent's options for ``model``: ``warmup_rule`` turned into DOPE's ``warmup_episodes`` and
+    ``equal_factors`` into ``reward_bonus_scale`` (module docstring)."""
     from curlopt.agents.episodic import require_safe_policy
 
     options = dict(candidate)
+    S, A, H = model.n_states, model.n_actions, model.horizon
+    slack = require_safe_policy(model, agent).slack
     if "warmup_rule" in options:
         c = float(options.pop("warmup_rule"))
-        S, A, H = model.n_states, model.n_actions, model.horizon
-        options["warmup_episodes"] = math.ceil(c * S ** 2 * A * H ** 3 / require_safe_policy(model, "dope").slack ** 2)
+        options["warmup_episodes"] = math.ceil(c * S ** 2 * A * H ** 3 / slack ** 2)
+    if options.pop("equal_factors", 0):
+        # the reward bonus's factor brought down to the cost bonus's: DOPE H²/Δ -> H, OptPess-LP α_c (1 + 4H/Δ) -> α_c
+        ratio = slack / H if agent == "dope" else 1.0 / (1.0 + 4.0 * H / slack)
+        options["reward_bonus_scale"] = float(options.get("bonus_scale", 1.0)) * ratio
     return options
 
 
@@ -84,7 +93,7 @@ def run_one(agent: str, candidate: str, model_seed: int, seed: int, args: argpar
     from curlopt.experiments.simulation.episodes import episodic_optimum, run_episodes
 
     model = episodic_benchmark_model(args.states, args.actions, args.horizon, model_seed)
-    options = agent_options(parse_candidate(candidate), model)
+    options = agent_options(agent, parse_candidate(candidate), model)
     built = make_episodic_agent(agent, model, **options)
     start = time.process_time()
     trace = run_episodes(model, built, episodes=args.episodes, seed=seed, optimum=episodic_optimum(model))
@@ -145,9 +154,9 @@ def main() -> None:
     parser.add_argument("--states", type=int, default=6)
     parser.add_argument("--actions", type=int, default=3)
     parser.add_argument("--horizon", type=int, default=6)
-    parser.add_argument("--design-models", type=int, nargs="+", default=[0])
+    parser.add_argument("--design-models", type=int, nargs="+", default=[0, 3])
     parser.add_argument("--design-seeds", type=int, nargs="+", default=[0, 1])
-    parser.add_argument("--models", type=int, nargs="+", default=[1, 2], help="validation models")
+    parser.add_argument("--models", type=int, nargs="+", default=[1, 2, 4], help="validation models")
     parser.add_argument("--seeds", type=int, nargs="+", default=[2, 3], help="validation seeds")
     parser.add_argument("--candidates", nargs="+", help="design: these instead of the built-in list")
     parser.add_argument("--candidate", help="validate: the candidate to run")

@@ -309,6 +309,17 @@ def test_uc_curl_can_play_the_declared_safe_policy_when_infeasible():
         make_episodic_agent("uc-curl", model(), on_infeasible="safe")
 
 
+@pytest.mark.parametrize("name", ["optpess-lp", "dope"])
+def test_reward_bonus_scale_moves_the_reward_bonus_alone(name):
+    paper, lowered = fed(name, bonus_scale=0.5), fed(name, bonus_scale=0.5, reward_bonus_scale=0.1)
+    (reward, cost), (reward_low, cost_low) = paper.bonuses(), lowered.bonuses()
+    np.testing.assert_allclose(reward_low, reward * 0.1 / 0.5)
+    np.testing.assert_allclose(cost_low, cost)
+    assert lowered.describe()["reward_bonus_scale"] == 0.1 and "reward_bonus_scale" not in paper.describe()
+    with pytest.raises(AgentError, match="reward_bonus_scale"):
+        make_episodic_agent(name, model(), reward_bonus_scale=-1.0)
+
+
 def test_infeasible_known_model_optimum_is_a_clear_error():
     from curlopt.experiments.simulation.episodes import episodic_optimum
 

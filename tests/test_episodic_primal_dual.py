@@ -45,7 +45,9 @@ def test_two_episodes_traced_by_hand():
     margin = min(slack / 2, dual_bound / (step * K))
     assert agent.dual_bound == pytest.approx(dual_bound) and agent.step == pytest.approx(step)
     assert agent.margin == pytest.approx(margin)
-    bonus = 0.01 * (1 + S * H) * math.sqrt(math.log(32 * S ** 2 * H * K / 0.01))   # N = 0: β̄ = sqrt(L)
+    beta = math.sqrt(math.log(32 * S ** 2 * H * K / 0.01))                      # N = 0: β̄ = sqrt(L)
+    bonus = 0.01 * (1 + S * H) * beta                                            # the cost bonus α_c β̄
+    reward_bonus = 0.01 * (1 + S * H) * (1 + 4 * H / slack) * beta               # the reward bonus α_r β̄
 
     # episode 1: λ = 0 and every pair has the same bonus: greedy on the rewards, a = 1 in state 0, a = 0 in state 1
     plan = agent.begin_episode(1)
@@ -63,7 +65,7 @@ def test_two_episodes_traced_by_hand():
     # episode 2: P^(.|0,1) = (0, 1), the other rows uniform; N(0,1) = 1 keeps β̄ = sqrt(L / 1) = sqrt(L) there
     p_hat = np.full((S, A, S), 0.5)
     p_hat[0, 1] = [0.0, 1.0]
-    signal = (REWARDS + bonus) - multiplier * (COSTS + bonus)
+    signal = (REWARDS + reward_bonus) - multiplier * (COSTS + bonus)
     last = signal.argmax(axis=1)                                   # step 2: the Lagrangian signal alone
     v2 = signal[np.arange(S), last]
     q1 = [[signal[s, a] + sum(p_hat[s, a, t] * v2[t] for t in range(S)) for a in range(A)] for s in range(S)]

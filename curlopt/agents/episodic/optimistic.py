@@ -131,6 +131,8 @@ class Dope(_PerEntryAgent):
         K_0; default ``⌈S² A H³ / Δ²⌉``.
     bonus_scale : float, default 1
         A factor on both bonuses (1: the paper's).
+    reward_bonus_scale : float, optional
+        A factor on the reward bonus alone, instead of ``bonus_scale`` (default: ``bonus_scale``).
 
     Raises
     ------
@@ -143,8 +145,11 @@ class Dope(_PerEntryAgent):
 
     def __init__(self, model: EpisodicCMDP, backend: Any = "auto", seed: Any = None, episodes: int | None = None,
                  delta: float = DELTA, width_scale: float = 1.0, warmup_episodes: int | None = None,
-                 bonus_scale: float = 1.0, replan: str = "every-episode", **backend_options: Any):
+                 bonus_scale: float = 1.0, replan: str = "every-episode", reward_bonus_scale: float | None = None,
+                 **backend_options: Any):
         self.safe = require_safe_policy(model, self.name)
+        self.reward_bonus_scale = None if reward_bonus_scale is None else _check_scale(reward_bonus_scale,
+                                                                                        "reward_bonus_scale")
         S, A, H = model.n_states, model.n_actions, model.horizon
         if warmup_episodes is None:
             warmup_episodes = math.ceil(S ** 2 * A * H ** 3 / self.safe.slack ** 2)
@@ -164,7 +169,8 @@ class Dope(_PerEntryAgent):
         """``(reward bonus, cost penalty)`` per pair: ``(H²/Δ) β̄`` and ``H β̄``, shape (S, A) or (H − 1, S, A)."""
         total = self.widths().sum(axis=-1)
         H = self.horizon
-        return self.bonus_scale * H ** 2 / self.safe.slack * total, self.bonus_scale * H * total
+        reward_scale = self.bonus_scale if self.reward_bonus_scale is None else self.reward_bonus_scale
+        return reward_scale * H ** 2 / self.safe.slack * total, self.bonus_scale * H * total
 
     def _update_program(self, k: int) -> float:
         reward_bonus, cost_penalty = self.bonuses()
@@ -178,8 +184,11 @@ class Dope(_PerEntryAgent):
                            "the pessimistic program was infeasible; played the declared safe policy", epsilon)
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "warmup_episodes": self.warmup_episodes, "bonus_scale": self.bonus_scale,
-                "slack": self.safe.slack}
+        out = {**super().describe(), "warmup_episodes": self.warmup_episodes, "bonus_scale": self.bonus_scale,
+               "slack": self.safe.slack}
+        if self.reward_bonus_scale is not None:  # only when set: the records of the default are unchanged
+            out["reward_bonus_scale"] = self.reward_bonus_scale
+        return out
 
 
 class EpisodicUcCurl(ProgramEpisodicAgent):

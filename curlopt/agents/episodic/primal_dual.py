@@ -67,8 +67,11 @@ class OptPessPrimalDual(EpisodicAgent):
     Liu, Zhou, Kalathil, Kumar, Tian, "Learning Policies with Zero or Bounded Constraint Violation for Constrained
     MDPs" (NeurIPS 2021). The module docstring states the episode; the constants:
 
-    * bonus ``α β̄(s,a)``, ``β̄ = sqrt(L / max(1, N(s,a)))``, ``L = ln(32 S² H K / δ)``, ``α = 1 + S H`` on every
-      reward and every cost signal (OptPess-LP's widths and its cost factor), times ``bonus_scale``;
+    * bonuses ``α_r β̄(s,a)`` on every reward signal and ``α_c β̄(s,a)`` on every cost signal (OptPess-LP's):
+      ``β̄ = sqrt(L / max(1, N(s,a)))``, ``L = ln(32 S² H K / δ)``, ``α_c = 1 + S H``,
+      ``α_r = α_c (1 + 4 H / Δ)``, times ``bonus_scale``. The Lagrangian's bonus ``(α_r − λ α_c) β̄`` then stays
+      ``>= α_c β̄ > 0`` for every ``λ <= λ_max`` when ``R <= 2``: the policy stays optimistic, so a large multiplier
+      does not stop it from trying the pairs it has rarely tried;
     * dual bound ``λ_max = 2 H R / Δ`` per constraint (R the span of the per-step scalar reward ``w·r``, Δ Slater's
       gap: twice the bound ``H R / Δ`` on an optimal multiplier, so the projection is inactive there);
     * step ``η = λ_max / (H C sqrt(K))`` times ``step_scale`` (C the largest span of a constraint's per-step scalar
@@ -90,6 +93,8 @@ class OptPessPrimalDual(EpisodicAgent):
         δ of the widths.
     bonus_scale : float, default 1
         A factor on both bonuses (1: OptPess-LP's).
+    reward_bonus_scale : float, optional
+        A factor on the reward bonus alone, instead of ``bonus_scale``.
     slater_gap : float, optional
         Δ > 0, a lower bound on Slater's gap ``max_π −max_m g_m(ζ^π)`` (the paper assumes a strictly feasible
         policy exists). Default: the slack of the model's declared safe policy, which is read for that number only
@@ -110,9 +115,11 @@ class OptPessPrimalDual(EpisodicAgent):
 
     def __init__(self, model: EpisodicCMDP, seed: Any = None, episodes: int | None = None, rewards: str = "known",
                  delta: float = DELTA, bonus_scale: float = 1.0, slater_gap: float | None = None,
-                 step_scale: float = 1.0, margin_scale: float = 1.0):
+                 step_scale: float = 1.0, margin_scale: float = 1.0, reward_bonus_scale: float | None = None):
         self.delta = _check_probability(delta, "delta")
         self.bonus_scale = _check_scale(bonus_scale, "bonus_scale")
+        self.reward_bonus_scale = None if reward_bonus_scale is None else _check_scale(reward_bonus_scale,
+                                                                                        "reward_bonus_scale")
         self.step_scale = _check_scale(step_scale, "step_scale")
         if self.step_scale == 0:
             raise AgentError("step_scale must be > 0 (a zero step never moves the multiplier), got 0.")
@@ -149,11 +156,15 @@ class OptPessPrimalDual(EpisodicAgent):
         S = self.model.n_states
         return math.log(32 * S ** 2 * self.horizon * self.planned_episodes / self.delta)
 
-    def bonus(self) -> np.ndarray:
-        """``bonus_scale (1 + S H) β̄``: (S, A) pooled, (H − 1, S, A) per step."""
+    def bonuses(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(α_r β̄, α_c β̄)`` times ``bonus_scale`` (the first times ``reward_bonus_scale`` when given): (S, A)
+        pooled, (H − 1, S, A) per step."""
         beta = hoeffding_width(self.counts.visits, self.log_term())
         beta = beta[0] if self.counts.pooled else beta
-        return self.bonus_scale * (1 + self.model.n_states * self.horizon) * beta
+        alpha_c = 1 + self.model.n_states * self.horizon
+        alpha_r = alpha_c + 4 * self.horizon * alpha_c / self.slater_gap
+        reward_scale = self.bonus_scale if self.reward_bonus_scale is None else self.reward_bonus_scale
+        return reward_scale * alpha_r * beta, self.bonus_scale * alpha_c * beta
 
     @property
     def step(self) -> float:
@@ -167,9 +178,9 @@ class OptPessPrimalDual(EpisodicAgent):
 
     # -- the episode -----------------------------------------------------------------------------------------------
     def _plan(self, k: int) -> EpisodePlan:
-        bonus = self.bonus()
-        rewards = _add_per_step(self.step_rewards, bonus)
-        costs = _add_per_step(self.step_costs, bonus)
+        reward_bonus, cost_bonus = self.bonuses()
+        rewards = _add_per_step(self.step_rewards, reward_bonus)
+        costs = _add_per_step(self.step_costs, cost_bonus)
         kernel = self.kernel_estimate()
         scalar_reward = np.einsum("k,hksa->hsa", self.reward_weights, rewards)
         scalar_costs = np.einsum("md,hdsa->mhsa", self.constraint_weights, costs)
@@ -194,7 +205,7 @@ class OptPessPrimalDual(EpisodicAgent):
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "delta": self.delta, "bonus_scale": self.bonus_scale,
                 "slater_gap": self.slater_gap, "dual_bound": self.dual_bound, "step_scale": self.step_scale,
-                "margin_scale": self.margin_scale}
+                "margin_scale": self.margin_scale, "reward_bonus_scale": self.reward_bonus_scale}
 
 
 def _span(values: np.ndarray) -> float:
