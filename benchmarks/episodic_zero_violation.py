@@ -49,9 +49,10 @@ CANDIDATES: dict[str, list[str]] = {
                    "bonus_scale=0.003,equal_factors=1"],
     "dope": ["warmup_rule=0,bonus_scale=0.03", "warmup_rule=0,bonus_scale=0.03,equal_factors=1",
              "warmup_rule=0,bonus_scale=0.01,equal_factors=1"],
-    "uc-curl": ["radius_scale=0.1,tightness_constant=1,on_infeasible='safe-policy'",
-                "radius_scale=0.1,tightness_constant=0.3,on_infeasible='safe-policy'",
-                "radius_scale=0.03,tightness_constant=0.3,on_infeasible='safe-policy'"],
+    # ε_1 = 0 (ln 1 = 0) lets the first episode plan on the uniform estimate unconstrained-like: K_l = 3 makes
+    # ε_1 > Δ, so the first episodes' programs are infeasible and the declared safe policy is played
+    "uc-curl": ["radius_scale=0.1,tightness_constant=1,episodes_lower_bound=3,on_infeasible='safe-policy'",
+                "radius_scale=0.03,tightness_constant=0.3,episodes_lower_bound=3,on_infeasible='safe-policy'"],
     "optpess-primal-dual": ["bonus_scale=0.01", "bonus_scale=0.003", "bonus_scale=0.001"],
 }
 SLOPE_TARGET = 0.75
