@@ -309,6 +309,18 @@ def test_uc_curl_can_play_the_declared_safe_policy_when_infeasible():
         make_episodic_agent("uc-curl", model(), on_infeasible="safe")
 
 
+def test_uc_curl_with_the_safe_policy_option_plays_it_after_a_solver_failure():
+    from types import SimpleNamespace
+
+    agent = fed("uc-curl", on_infeasible="safe-policy")
+    failed = SimpleNamespace(ok=False, fell_back=False, status=SimpleNamespace(value="unknown"),
+                             tight_status=SimpleNamespace(value="unknown"), message="HiGHS model status kUnknown")
+    plan = agent._plan_from(failed, 0.1, 0.0)      # the first episode: the base class would play uniform
+    assert plan.source == EpisodeSource.SAFE and "solver failed (unknown)" in plan.message
+    np.testing.assert_array_equal(plan.policy, model().safe_policy)
+    assert fed("uc-curl")._plan_from(failed, 0.1, 0.0).source == EpisodeSource.UNIFORM
+
+
 @pytest.mark.parametrize("name", ["optpess-lp", "dope"])
 def test_reward_bonus_scale_moves_the_reward_bonus_alone(name):
     paper, lowered = fed(name, bonus_scale=0.5), fed(name, bonus_scale=0.5, reward_bonus_scale=0.1)

@@ -214,7 +214,8 @@ class EpisodicUcCurl(ProgramEpisodicAgent):
     on_infeasible : {"fallback", "safe-policy"}, default "fallback"
         What is played when the ε-tight program is infeasible: the program without its constraint rows (the
         paper's agent has no safe policy), or the model's declared safe policy (labelled ``safe-policy``; an option
-        for the zero-violation study, which needs a declared strictly safe policy).
+        for the zero-violation study, which needs a declared strictly safe policy). With ``"safe-policy"`` a failed
+        solve plays the safe policy too, instead of the previous episode's policy (or uniform in the first).
     """
 
     name = "uc-curl"
@@ -263,6 +264,15 @@ class EpisodicUcCurl(ProgramEpisodicAgent):
             return None
         return EpisodePlan(self.safe.policy, EpisodeSource.SAFE, result.tight_status.value,
                            "the ε-tight program was infeasible; played the declared safe policy", epsilon)
+
+    def _plan_from(self, result: Any, epsilon: float, elapsed: float) -> EpisodePlan:
+        plan = super()._plan_from(result, epsilon, elapsed)
+        if self.safe is not None and plan.source in (EpisodeSource.KEPT, EpisodeSource.UNIFORM):
+            # on_infeasible="safe-policy": a failed solve plays the declared safe policy too, not an unchecked one
+            return EpisodePlan(self.safe.policy, EpisodeSource.SAFE, plan.status,
+                               f"the solver failed ({plan.status}); played the declared safe policy: {plan.message}",
+                               epsilon, elapsed)
+        return plan
 
     def describe(self) -> dict[str, Any]:
         out = {**super().describe(), "tightness": self.tightness_constant,
