@@ -295,6 +295,44 @@ def test_infeasible_budget_uc_curl_plays_the_labelled_fallback():
     assert agent.begin_episode(4).source == EpisodeSource.FALLBACK
 
 
+def test_uc_curl_can_play_the_declared_safe_policy_when_infeasible():
+    # ε_4 = 10 H sqrt(ln 4 / 4) ≈ 17.7 is beyond any policy's slack: the ε-tight program is infeasible
+    agent = fed("uc-curl", tightness_constant=10.0, on_infeasible="safe-policy")
+    plan = agent.begin_episode(4)
+    assert plan.source == EpisodeSource.SAFE and "declared safe policy" in plan.message
+    np.testing.assert_array_equal(plan.policy, model().safe_policy)
+    assert agent.describe()["on_infeasible"] == "safe-policy"
+    default = fed("uc-curl", tightness_constant=10.0)
+    assert default.begin_episode(4).source == EpisodeSource.FALLBACK and "on_infeasible" not in default.describe()
+    with pytest.raises(AgentError, match="declares none"):
+        make_episodic_agent("uc-curl", model(safe=False), on_infeasible="safe-policy")
+    with pytest.raises(AgentError, match="on_infeasible"):
+        make_episodic_agent("uc-curl", model(), on_infeasible="safe")
+
+
+def test_uc_curl_with_the_safe_policy_option_plays_it_after_a_solver_failure():
+    from types import SimpleNamespace
+
+    agent = fed("uc-curl", on_infeasible="safe-policy")
+    failed = SimpleNamespace(ok=False, fell_back=False, status=SimpleNamespace(value="unknown"),
+                             tight_status=SimpleNamespace(value="unknown"), message="HiGHS model status kUnknown")
+    plan = agent._plan_from(failed, 0.1, 0.0)      # the first episode: the base class would play uniform
+    assert plan.source == EpisodeSource.SAFE and "solver failed (unknown)" in plan.message
+    np.testing.assert_array_equal(plan.policy, model().safe_policy)
+    assert fed("uc-curl")._plan_from(failed, 0.1, 0.0).source == EpisodeSource.UNIFORM
+
+
+@pytest.mark.parametrize("name", ["optpess-lp", "dope"])
+def test_reward_bonus_scale_moves_the_reward_bonus_alone(name):
+    paper, lowered = fed(name, bonus_scale=0.5), fed(name, bonus_scale=0.5, reward_bonus_scale=0.1)
+    (reward, cost), (reward_low, cost_low) = paper.bonuses(), lowered.bonuses()
+    np.testing.assert_allclose(reward_low, reward * 0.1 / 0.5)
+    np.testing.assert_allclose(cost_low, cost)
+    assert lowered.describe()["reward_bonus_scale"] == 0.1 and "reward_bonus_scale" not in paper.describe()
+    with pytest.raises(AgentError, match="reward_bonus_scale"):
+        make_episodic_agent(name, model(), reward_bonus_scale=-1.0)
+
+
 def test_infeasible_known_model_optimum_is_a_clear_error():
     from curlopt.experiments.simulation.episodes import episodic_optimum
 
@@ -334,8 +372,9 @@ def test_bad_options():
         from curlopt.models import random_model
         make_episodic_agent("opt-cmdp", random_model(3, 2, seed=0))
     # the concave-utility agents (conrl, moma, moma-program) and triple-q are registered too; their tests are their own
-    assert {"opt-cmdp", "optpess-lp", "dope", "uc-curl", "ps-curl", "conrl", "moma", "moma-program", "triple-q"} == set(
-        EPISODIC_AGENTS)
+    # optpess-primal-dual's tests are in tests/test_episodic_primal_dual.py
+    assert {"opt-cmdp", "optpess-lp", "dope", "uc-curl", "ps-curl", "conrl", "moma", "moma-program", "triple-q",
+            "optpess-primal-dual"} == set(EPISODIC_AGENTS)
 
 
 def test_doubling_replan_reuses_the_policy_until_visits_double():

@@ -16,15 +16,16 @@ from .concave import ConRl, Moma, MomaProgram
 from .model_free import TripleQ
 from .optimistic import Dope, EpisodicUcCurl, OptCmdp, episode_tightness
 from .pessimistic import OptPessLp
+from .primal_dual import OptPessPrimalDual
 from .sampling import EpisodicPsCurl
 
 __all__ = ["EPISODIC_AGENTS", "EpisodicAgent", "ProgramEpisodicAgent", "EpisodePlan", "EpisodeSource", "SafePolicy",
-           "OptCmdp", "Dope", "OptPessLp", "EpisodicUcCurl", "EpisodicPsCurl", "ConRl", "Moma", "MomaProgram",
-           "TripleQ", "make_episodic_agent", "require_safe_policy", "episode_tightness"]
+           "OptCmdp", "Dope", "OptPessLp", "OptPessPrimalDual", "EpisodicUcCurl", "EpisodicPsCurl", "ConRl", "Moma",
+           "MomaProgram", "TripleQ", "make_episodic_agent", "require_safe_policy", "episode_tightness"]
 
 EPISODIC_AGENTS: dict[str, type[EpisodicAgent]] = {
-    "opt-cmdp": OptCmdp, "optpess-lp": OptPessLp, "dope": Dope, "uc-curl": EpisodicUcCurl, "ps-curl": EpisodicPsCurl,
-    "conrl": ConRl, "moma": Moma, "moma-program": MomaProgram, "triple-q": TripleQ,
+    "opt-cmdp": OptCmdp, "optpess-lp": OptPessLp, "optpess-primal-dual": OptPessPrimalDual, "dope": Dope,
+    "uc-curl": EpisodicUcCurl, "ps-curl": EpisodicPsCurl, "conrl": ConRl, "moma": Moma, "moma-program": MomaProgram, "triple-q": TripleQ,
 }
 
 

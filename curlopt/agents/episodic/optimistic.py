@@ -133,6 +133,8 @@ class Dope(_PerEntryAgent):
         K_0; default ``⌈S² A H³ / Δ²⌉``.
     bonus_scale : float, default 1
         A factor on both bonuses (1: the paper's).
+    reward_bonus_scale : float, optional
+        A factor on the reward bonus alone, instead of ``bonus_scale`` (default: ``bonus_scale``).
 
     Raises
     ------
@@ -145,8 +147,11 @@ class Dope(_PerEntryAgent):
 
     def __init__(self, model: EpisodicCMDP, backend: Any = "auto", seed: Any = None, episodes: int | None = None,
                  delta: float = DELTA, width_scale: float = 1.0, warmup_episodes: int | None = None,
-                 bonus_scale: float = 1.0, replan: str = "every-episode", **backend_options: Any):
+                 bonus_scale: float = 1.0, replan: str = "every-episode", reward_bonus_scale: float | None = None,
+                 **backend_options: Any):
         self.safe = require_safe_policy(model, self.name)
+        self.reward_bonus_scale = None if reward_bonus_scale is None else _check_scale(reward_bonus_scale,
+                                                                                        "reward_bonus_scale")
         S, A, H = model.n_states, model.n_actions, model.horizon
         if warmup_episodes is None:
             warmup_episodes = math.ceil(S ** 2 * A * H ** 3 / self.safe.slack ** 2)
@@ -166,7 +171,8 @@ class Dope(_PerEntryAgent):
         """``(reward bonus, cost penalty)`` per pair: ``(H²/Δ) β̄`` and ``H β̄``, shape (S, A) or (H − 1, S, A)."""
         total = self.widths().sum(axis=-1)
         H = self.horizon
-        return self.bonus_scale * H ** 2 / self.safe.slack * total, self.bonus_scale * H * total
+        reward_scale = self.bonus_scale if self.reward_bonus_scale is None else self.reward_bonus_scale
+        return reward_scale * H ** 2 / self.safe.slack * total, self.bonus_scale * H * total
 
     def _update_program(self, k: int) -> float:
         reward_bonus, cost_penalty = self.bonuses()
@@ -192,8 +198,11 @@ class Dope(_PerEntryAgent):
                            " policy without a solve", epsilon)
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "warmup_episodes": self.warmup_episodes, "bonus_scale": self.bonus_scale,
-                "slack": self.safe.slack}
+        out = {**super().describe(), "warmup_episodes": self.warmup_episodes, "bonus_scale": self.bonus_scale,
+               "slack": self.safe.slack}
+        if self.reward_bonus_scale is not None:  # only when set: the records of the default are unchanged
+            out["reward_bonus_scale"] = self.reward_bonus_scale
+        return out
 
 
 class EpisodicUcCurl(ProgramEpisodicAgent):
@@ -216,13 +225,25 @@ class EpisodicUcCurl(ProgramEpisodicAgent):
         K_l: with it, ``τ = max(k, K_l)``.
     radius_scale : float, default 1
         A factor on β.
+    on_infeasible : {"fallback", "safe-policy"}, default "fallback"
+        What is played when the ε-tight program is infeasible: the program without its constraint rows (the
+        paper's agent has no safe policy), or the model's declared safe policy (labelled ``safe-policy``; an option
+        for the zero-violation study, which needs a declared strictly safe policy). With ``"safe-policy"`` a failed
+        solve plays the safe policy too, instead of the previous episode's policy (or uniform in the first).
     """
 
     name = "uc-curl"
 
     def __init__(self, model: EpisodicCMDP, backend: Any = "auto", seed: Any = None, episodes: int | None = None,
                  tightness_constant: float = 1.0, episodes_lower_bound: float | None = None,
-                 radius_scale: float = 1.0, replan: str = "every-episode", **backend_options: Any):
+                 radius_scale: float = 1.0, replan: str = "every-episode", on_infeasible: str = "fallback",
+                 **backend_options: Any):
+        if on_infeasible not in ("fallback", "safe-policy"):
+            raise AgentError(f"on_infeasible must be 'fallback' or 'safe-policy', got {on_infeasible!r}.")
+        self.on_infeasible = on_infeasible
+        #: the declared safe policy, read only with on_infeasible="safe-policy"
+        self.safe = require_safe_policy(model, f"{self.name} with on_infeasible='safe-policy'") \
+            if on_infeasible == "safe-policy" else None
         value = _check_scale(tightness_constant, "tightness_constant (K_ε)")
         if value > TIGHTNESS_CONSTANT_MAX:
             raise AgentError(f"tightness_constant (K_ε) must be at most {TIGHTNESS_CONSTANT_MAX:.0f}, got {value!r}.")
@@ -252,9 +273,27 @@ class EpisodicUcCurl(ProgramEpisodicAgent):
                             costs=self.step_costs, epsilon=eps)
         return eps
 
+    def _on_infeasible(self, result: Any, epsilon: float) -> EpisodePlan | None:
+        if self.safe is None:
+            return None
+        return EpisodePlan(self.safe.policy, EpisodeSource.SAFE, result.tight_status.value,
+                           "the ε-tight program was infeasible; played the declared safe policy", epsilon)
+
+    def _plan_from(self, result: Any, epsilon: float, elapsed: float) -> EpisodePlan:
+        plan = super()._plan_from(result, epsilon, elapsed)
+        if self.safe is not None and plan.source in (EpisodeSource.KEPT, EpisodeSource.UNIFORM):
+            # on_infeasible="safe-policy": a failed solve plays the declared safe policy too, not an unchecked one
+            return EpisodePlan(self.safe.policy, EpisodeSource.SAFE, plan.status,
+                               f"the solver failed ({plan.status}); played the declared safe policy: {plan.message}",
+                               epsilon, elapsed)
+        return plan
+
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "tightness": self.tightness_constant,
-                "episodes_lower_bound": self.episodes_lower_bound, "radius_scale": self.radius_scale}
+        out = {**super().describe(), "tightness": self.tightness_constant,
+               "episodes_lower_bound": self.episodes_lower_bound, "radius_scale": self.radius_scale}
+        if self.safe is not None:  # only when set: the records of the default are unchanged
+            out["on_infeasible"] = self.on_infeasible
+        return out
 
 
 def _add_per_step(step_signals: np.ndarray, bonus: np.ndarray) -> np.ndarray:

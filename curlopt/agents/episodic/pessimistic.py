@@ -43,16 +43,23 @@ class OptPessLp(ProgramEpisodicAgent):
     delta : float, default 0.01
     bonus_scale : float, default 1
         A factor on both bonuses (1: the paper's).
+    reward_bonus_scale : float, optional
+        A factor on the reward bonus alone, instead of ``bonus_scale`` (default: ``bonus_scale``). The cost bonus
+        sets when the safe-policy test passes and how pessimistic the program is; the reward bonus only how much it
+        explores (docs/math.md, "Zero violation and sublinear regret: the constants measured").
     """
 
     name = "optpess-lp"
     uses_safe_policy = True
 
     def __init__(self, model: EpisodicCMDP, backend: Any = "auto", seed: Any = None, episodes: int | None = None,
-                 delta: float = DELTA, bonus_scale: float = 1.0, replan: str = "every-episode", **backend_options: Any):
+                 delta: float = DELTA, bonus_scale: float = 1.0, replan: str = "every-episode",
+                 reward_bonus_scale: float | None = None, **backend_options: Any):
         self.safe = require_safe_policy(model, self.name)
         self.delta = _check_probability(delta, "delta")
         self.bonus_scale = _check_scale(bonus_scale, "bonus_scale")
+        self.reward_bonus_scale = None if reward_bonus_scale is None else _check_scale(reward_bonus_scale,
+                                                                                        "reward_bonus_scale")
         super().__init__(model, backend, seed, episodes, replan, **backend_options)
 
     def _build_program(self) -> Any:
@@ -73,12 +80,13 @@ class OptPessLp(ProgramEpisodicAgent):
         return beta[0] if self.counts.pooled else beta
 
     def bonuses(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(α_r β̄, α_c β̄)`` times ``bonus_scale``."""
+        """``(α_r β̄, α_c β̄)`` times ``bonus_scale`` (the first times ``reward_bonus_scale`` when given)."""
         S, H = self.model.n_states, self.horizon
         alpha_c = 1 + S * H
         alpha_r = 1 + S * H + 4 * H * (1 + S * H) / self.safe.slack
         beta = self.width()
-        return self.bonus_scale * alpha_r * beta, self.bonus_scale * alpha_c * beta
+        reward_scale = self.bonus_scale if self.reward_bonus_scale is None else self.reward_bonus_scale
+        return reward_scale * alpha_r * beta, self.bonus_scale * alpha_c * beta
 
     def _pessimistic_costs(self) -> np.ndarray:
         return _add_per_step(self.step_costs, self.bonuses()[1])
@@ -109,4 +117,7 @@ class OptPessLp(ProgramEpisodicAgent):
                            "the pessimistic program was infeasible; played the declared safe policy", epsilon)
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "delta": self.delta, "bonus_scale": self.bonus_scale, "slack": self.safe.slack}
+        out = {**super().describe(), "delta": self.delta, "bonus_scale": self.bonus_scale, "slack": self.safe.slack}
+        if self.reward_bonus_scale is not None:  # only when set: the records of the default are unchanged
+            out["reward_bonus_scale"] = self.reward_bonus_scale
+        return out
