@@ -305,9 +305,10 @@ def _run_plan(plan: Plan, runner: LocalExecutor | RayExecutor, out: Path, result
 
     check_one_study(out, plan.study.name, plan.study.profile)  # a folder holds one study: never replace another's
     _write_descriptions(plan, out)
-    # Traces are never all held: each run's file is written where it ran, and only its record comes back; the
-    # outputs read the files again through one cache of bounded size (the memory is flat in the number of runs).
-    cache = TraceCache()
+    # Traces are never held: each run's file is written where it ran, and only its record comes back; the outputs
+    # read each configuration's files once, one at a time, into its aggregate (outputs/aggregate.py), so the memory
+    # is flat in the number of runs. The cache keeps no trace (limit 0): it only counts what is read.
+    cache = TraceCache(limit=0)
     unsolved: dict[str, str] = {}  # task key -> the warning of a finished run in which most epochs failed to solve
     pending = _pending_tasks(plan, out, result, unsolved, say, cache)
     say(f"{len(result.skipped)} runs already finished in {out}, {len(pending)} to run; executor {runner.describe()}")

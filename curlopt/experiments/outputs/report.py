@@ -51,7 +51,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...agents.base import PlanSource
+import numpy as np
+
 from ...errors import CurloptError
 from ...fileio import atomic_write_text
 from .figures.epochs import SOURCES
@@ -69,9 +70,6 @@ __all__ = ["StudyOutput", "load_study_output", "write_report", "render_report", 
 REPORT_NAME = "report.html"
 #: fallback and failed epochs listed per configuration (the rest are counted)
 MAX_LISTED_EPOCHS = 50
-#: policy sources, in table order (others follow alphabetically)
-#: the epoch sources whose program was not solved as planned (flagged in the report)
-_FAILED = (PlanSource.FALLBACK, PlanSource.LEAST_VIOLATION, PlanSource.KEPT, PlanSource.UNIFORM)
 
 
 # -- reading a study output -------------------------------------------------------------------------------------------
@@ -139,23 +137,28 @@ def _settings(study: dict[str, Any]) -> dict[str, Any]:
 
 def _load_group(folder: Path, config: dict[str, Any], study: dict[str, Any], setting: Any,
                 notes: list[str]) -> ConfigurationRuns:
+    """A configuration's runs found in ``folder``, read once each into its aggregate (no trace is kept)."""
     from ..simulation.trace import load_trace
-    from .runs import ConfigurationRuns
+    from .aggregate import AggregateBuilder
+    from .runs import ConfigurationRuns, TraceCache, TraceFiles
 
-    traces = []
+    builder, found = AggregateBuilder(), []
     for seed in study.get("seeds") or []:
         path = folder / str(config.get("path", "")) / f"T{study.get('steps')}-seed{int(seed):03d}.json.gz"
         if not path.exists():
             continue
         try:
-            traces.append(load_trace(path))
+            builder.add(load_trace(path))
         except CurloptError as exc:
             notes.append(f"left out an unreadable run: {' '.join(str(exc).split())}")
+            continue
+        found.append(path)
     algorithm = config.get("algorithm") or {}
     return ConfigurationRuns(setting=setting, algorithm=str(algorithm.get("key", "")),
                              agent=str(algorithm.get("agent", "")), label=str(config.get("label", "")),
                              key=str(config.get("key", "")), options=dict(config.get("options") or {}),
-                             varied=dict(config.get("varied") or {}), traces=traces)
+                             varied=dict(config.get("varied") or {}), traces=TraceFiles(found, TraceCache(limit=0)),
+                             aggregate=builder.finish())
 
 
 def load_study_output(folder: str | Path, groups: Sequence[ConfigurationRuns] | None = None) -> StudyOutput:
@@ -319,15 +322,14 @@ def _backend_versions(used_backends: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def _versions_section(output: StudyOutput) -> str:
-    written = sorted({str(trace.meta.get("curlopt_version", "?")) for g in output.groups for trace in g.traces})
-    used = sorted({f"{trace.meta['backend']} ({trace.meta['backend_version']})" for g in output.groups
-                   for trace in g.traces if trace.meta.get("backend_version")})
+    written = sorted({version for g in output.groups for version in g.aggregated().curlopt_versions})
+    used = sorted({used for g in output.groups for used in g.aggregated().backend_versions})
     lines = [f"study.json written by curlopt {output.record.get('curlopt_version', '?')}; the runs by curlopt"
              f" {', '.join(written)}" + (f", with the backend(s) {', '.join(used)}" if used else "") + "."]
     return ('<h2 id="versions">Versions</h2><p class="muted">Installed where this report was rendered. '
             + _e(lines[0]) + "</p>"
-            + _table(["package", "version"], _versions(sorted({str(trace.meta.get("backend")) for g in output.groups
-                                                                for trace in g.traces})), left=2))
+            + _table(["package", "version"], _versions(sorted({backend for g in output.groups
+                                                                for backend in g.aggregated().backends})), left=2))
 
 
 def _constraint_count(row: dict[str, Any]) -> int:
@@ -474,19 +476,25 @@ def _seconds(value: float) -> str:
 
 
 def _epoch_rows(groups: Sequence[ConfigurationRuns]) -> tuple[list[str], list[list[Any]]]:
-    epochs = [(g, [e for trace in g.traces for e in trace.epochs]) for g in groups]
-    seen_sources = {e.source for _, es in epochs for e in es}
+    runs = [g.aggregated() for g in groups]
+    seen_sources = {source for r in runs for source in r.sources}
     sources = [s for s in SOURCES if s in seen_sources] + sorted(seen_sources - set(SOURCES))
-    statuses = sorted({e.status or "" for _, es in epochs for e in es})
+    statuses = sorted({status for r in runs for status in r.statuses})
     header = ["configuration", "runs", "epochs"] + [f"source: {s}" for s in sources] + \
         [f"status: {s or '(none)'}" for s in statuses] + ["mean solve time", "max solve time"]
     rows = []
-    for group, mine in epochs:
-        times = [float(e.solve_time) for e in mine]
-        rows.append([group.label, len(group.traces), len(mine)] + [sum(e.source == s for e in mine) for s in sources]
-                    + [sum((e.status or "") == s for e in mine) for s in statuses]
+    for group, mine in zip(groups, runs, strict=True):
+        times = mine.epoch_solve_time.tolist()  # Python floats, summed in the order of the epochs as always
+        rows.append([group.label, len(group.traces), len(times)]
+                    + [_count(mine.epoch_source, mine.sources, s) for s in sources]
+                    + [_count(mine.epoch_status, mine.statuses, s) for s in statuses]
                     + [_seconds(sum(times) / len(times)) if times else DASH, _seconds(max(times)) if times else DASH])
     return header, rows
+
+
+def _count(codes: Any, names: Sequence[str], name: str) -> int:
+    """How many of ``codes`` stand for ``name`` (0 when ``name`` is not among ``names``)."""
+    return int(np.count_nonzero(codes == names.index(name))) if name in names else 0
 
 
 def _epochs_section(output: StudyOutput, figures: Sequence[ReportFigure]) -> str:
@@ -505,13 +513,10 @@ def _epochs_section(output: StudyOutput, figures: Sequence[ReportFigure]) -> str
 
 
 def _failure_rows(group: ConfigurationRuns) -> tuple[list[list[Any]], int]:
-    rows = []
-    for trace in group.traces:
-        for e in trace.epochs:
-            if e.source in _FAILED or e.status not in ("", "optimal"):
-                rows.append([trace.meta.get("seed", DASH), e.index, f"{int(e.start):,}", e.source, e.status or DASH,
-                             " ".join((e.message or "").split()) or DASH])
-    return rows[:MAX_LISTED_EPOCHS], max(len(rows) - MAX_LISTED_EPOCHS, 0)
+    runs = group.aggregated()
+    rows = [[DASH if seed is None else seed, index, f"{start:,}", source, status or DASH, message or DASH]
+            for seed, index, start, source, status, message in runs.failure_rows[:MAX_LISTED_EPOCHS]]
+    return rows, max(runs.failure_count - MAX_LISTED_EPOCHS, 0)
 
 
 def _failures_section(output: StudyOutput) -> str:
