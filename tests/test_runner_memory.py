@@ -1,13 +1,16 @@
 """The study runner's memory does not grow with the number of runs.
 
 * executors given an output folder write each run's file where it ran and hand back a small record, never the trace;
-* the runner keeps no trace: the outputs read the run files through one cache of bounded size;
-* with no room in the cache at all (every trace read from its file whenever used) the outputs are the same bytes.
+* the runner keeps no trace: the outputs read each run file once, into its configuration's aggregate of arrays;
+* with no room in the cache at all (every trace read from its file whenever used) the outputs are the same bytes;
+* the aggregate holds the numbers the traces hold (checked against the traces read back one by one).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import numpy as np
 
 import curlopt.experiments.outputs.runs as runs_module
 from curlopt.experiments.executors import LocalExecutor, SavedRun
@@ -54,6 +57,29 @@ def test_the_runner_keeps_no_trace_and_the_outputs_read_the_files(tmp_path):
     assert len(result.executed) == 6 and result.run_cpu_time > 0
     assert all(isinstance(group.traces, TraceFiles) for group in result.groups)
     assert [group.seeds for group in result.groups] == [[0, 1, 2], [0, 1, 2]]
+
+
+def test_the_outputs_read_every_run_file_once_and_hold_no_trace(tmp_path):
+    result = run_study(_study(tmp_path), out=tmp_path / "out", jobs=1, progress=False, figures=True, echo=None)
+    cache = result.groups[0].traces.cache
+    assert all(group.traces.cache is cache for group in result.groups)
+    assert cache.loads == 6 and not cache._held  # summary, figures and report: one read of each file, none kept
+    again = run_study(_study(tmp_path), out=tmp_path / "out", jobs=1, progress=False, figures=False, echo=None)
+    cache = again.groups[0].traces.cache
+    assert len(again.skipped) == 6 and cache.loads == 6 and not cache._held  # the outputs, after the resume check
+
+
+def test_the_aggregate_holds_the_traces_numbers(tmp_path):
+    result = run_study(_study(tmp_path), out=tmp_path / "out", jobs=1, progress=False, figures=False, echo=None)
+    for group in result.groups:
+        runs = group.aggregated()
+        traces = [load_trace(path) for path in group.traces.paths]
+        assert list(runs.seeds) == [trace.meta["seed"] for trace in traces] == [0, 1, 2]
+        assert list(runs.regret) == [trace.checkpoints["regret"][-1] for trace in traces]
+        assert np.array_equal(runs.curves["constraints"], np.stack([trace.checkpoints["constraints"] for trace in traces]))
+        assert list(runs.epochs) == [len(trace.epochs) for trace in traces]
+        assert list(runs.epoch_solve_time) == [epoch.solve_time for trace in traces for epoch in trace.epochs]
+        assert [runs.sources[code] for code in runs.epoch_source] == [e.source for t in traces for e in t.epochs]
 
 
 def test_outputs_are_the_same_bytes_when_every_trace_is_read_again_from_its_file(tmp_path, monkeypatch):

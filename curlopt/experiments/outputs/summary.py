@@ -82,6 +82,7 @@ import re
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -185,12 +186,52 @@ def bootstrap_interval(values: Values) -> tuple[float, float]:
         return math.nan, math.nan
     if np.all(array == array[0]):
         return float(array[0]), float(array[0])
+    keywords: dict[str, Any] = {"n_resamples": BOOTSTRAP_RESAMPLES}
+    if array.size * BOOTSTRAP_RESAMPLES > _DIRECT_BOOTSTRAP_DRAWS:  # the same resamples, a block at a time
+        keywords = {"n_resamples": 0, "bootstrap_result": SimpleNamespace(bootstrap_distribution=_resample_means(array))}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        result = stats.bootstrap((array,), np.mean, n_resamples=BOOTSTRAP_RESAMPLES, confidence_level=CONFIDENCE_LEVEL,
-                                 method="percentile", vectorized=True, axis=-1, **_bootstrap_keywords())
+        result = stats.bootstrap((array,), np.mean, confidence_level=CONFIDENCE_LEVEL, method="percentile",
+                                 vectorized=True, axis=-1, **keywords, **_bootstrap_keywords())
     interval = result.confidence_interval
     return float(interval.low), float(interval.high)
+
+
+#: up to this many resampled values (seeds × resamples) scipy draws them at once (16 bytes each: an index and a
+#: value); more seeds are resampled a block of this size at a time (:func:`_resample_means`)
+_DIRECT_BOOTSTRAP_DRAWS = 2 ** 20
+
+
+def _resample_means(values: np.ndarray) -> np.ndarray:
+    """The means of :data:`BOOTSTRAP_RESAMPLES` bootstrap resamples of ``values``: the very resamples that
+    :func:`scipy.stats.bootstrap` draws from a generator seeded with :data:`BOOTSTRAP_SEED`, a block of rows at a
+    time, so a configuration of thousands of seeds does not take gigabytes (scipy draws every resample at once).
+
+    scipy draws the (resamples × n) indices with ``Generator.integers(0, n, ...)``, which for n < 2^32 is
+    Lemire's method on the generator's 32-bit words, the low half of each 64-bit output first, a word whose
+    product with n has a low half below (2^32 − n) mod n rejected (numpy's ``buffered_bounded_lemire_uint32``).
+    The words are drawn here from the same bit generator and filtered the same way, as one stream across the
+    blocks (a block ends anywhere in a 64-bit output); each row's mean is taken as scipy takes it. The test suite
+    checks the result against scipy's own.
+    """
+    n = values.size
+    bits = np.random.default_rng(BOOTSTRAP_SEED).bit_generator
+    low, shift, size = np.uint64(0xFFFFFFFF), np.uint64(32), np.uint64(n)
+    threshold = np.uint64((2 ** 32 - n) % n)
+    rows_per_block = max(1, _DIRECT_BOOTSTRAP_DRAWS // n)
+    means, queue, done = [], np.zeros(0, dtype=np.int64), 0
+    while done < BOOTSTRAP_RESAMPLES:
+        rows = min(rows_per_block, BOOTSTRAP_RESAMPLES - done)
+        need = rows * n
+        while queue.size < need:
+            raw = bits.random_raw((need - queue.size) // 2 + 16)
+            words = np.empty(2 * raw.size, dtype=np.uint64)
+            words[0::2], words[1::2] = raw & low, raw >> shift
+            product = words * size
+            queue = np.concatenate([queue, (product[(product & low) >= threshold] >> shift).astype(np.int64)])
+        means.append(np.mean(values[queue[:need].reshape(rows, n)], axis=-1))
+        queue, done = queue[need:], done + rows
+    return np.concatenate(means)
 
 
 def epoch_violation_shares(trace: Trace) -> tuple[float, float]:
