@@ -10,6 +10,7 @@ the time goes (seconds per run, from the traces).
 from __future__ import annotations
 
 import csv
+import json
 import subprocess
 import sys
 import tempfile
@@ -89,9 +90,9 @@ SCALE_TARGET_OVERHEAD = 0.10
 #: the grid axis that makes a scale study's configurations, per agent: (option, first value, step)
 SCALE_AXES = {"ps-curl": ("tightness_constant", 0.5, 0.01), "uc-curl": ("tightness_constant", 0.5, 0.01),
               "primal-dual": ("theta", 0.05, 0.0001)}
-#: the scale study's default run: primal-dual with 100-step episodes (100 epochs a run at T = 10^4), about 0.1 s
+#: the scale study's default run: primal-dual with 20-step episodes (500 epochs a run at T = 10^4), about 0.11 s
 #: of CPU a run on this machine, so 5,000 runs stay near 10 CPU-minutes
-SCALE_AGENT, SCALE_OPTIONS = "primal-dual", {"episode_length": 100}
+SCALE_AGENT, SCALE_OPTIONS = "primal-dual", {"episode_length": 20}
 
 
 def _scale_study(folder: Path, runs: int, steps: int, configurations: int | None = None, agent: str = "ps-curl",
@@ -104,7 +105,8 @@ def _scale_study(folder: Path, runs: int, steps: int, configurations: int | None
         raise ValueError(f"{runs} runs are not a whole number of seeds of {configurations} configurations")
     name, first, step = SCALE_AXES[agent]
     values = ", ".join(repr(round(first + i * step, 6)) for i in range(configurations))
-    fixed = "".join(f"{key} = {value!r}\n" for key, value in (options or {}).items())
+    fixed = ("options = { " + ", ".join(f"{key} = {json.dumps(value)}" for key, value in options.items()) + " }\n"
+             if options else "")
     grid = f"\n[grid]\n{name} = [{values}]\n" if configurations > 1 else ""
     path = folder / f"scale-{runs}.toml"
     path.write_text(f"""
@@ -129,7 +131,6 @@ def measure_scale(runs: int, steps: int = 10_000, jobs: int = 2, python: str = s
     """Run a ``runs``-run study in a fresh process; its main process's peak memory and CPU, the workers' CPU and
     the runs' own CPU (as the runs measured it). With ``folder`` holding the finished study already, the same
     command only writes the outputs (every run is skipped): what the outputs alone cost."""
-    import json
     import os
 
     folder = folder or Path(tempfile.mkdtemp(prefix="curlopt-scale-"))
@@ -182,14 +183,10 @@ def run_scale_item(say: Callable[[str], None], targets, sizes=(200, 500, 1000), 
 
 
 def json_line(measured: dict) -> str:
-    import json
-
     return json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in measured.items() if k != "folder"})
 
 
 def _option(text: str) -> tuple[str, object]:
-    import json
-
     key, _, value = text.partition("=")
     try:
         return key, json.loads(value)
