@@ -32,7 +32,17 @@ import numpy as np
 
 from ....errors import CurloptError
 from ..summary import percent
-from .style import DPI, SUMMARY_HASH_KEY, ZERO_STYLE, dedupe_legend, load_matplotlib, note, outside_legend, plural
+from .style import (
+    DPI,
+    SUMMARY_HASH_KEY,
+    ZERO_STYLE,
+    dedupe_legend,
+    load_matplotlib,
+    note,
+    outside_legend,
+    plural,
+    release,
+)
 from .titles import fit_axes_titles, fit_suptitle
 from .view import setting_view
 
@@ -239,4 +249,8 @@ def exact_constraint_figure(groups: Sequence[ConfigurationRuns]) -> matplotlib.f
 def exact_constraint_png(groups: Sequence[ConfigurationRuns]) -> bytes | None:
     """:func:`exact_constraint_figure` as PNG bytes (None when there is nothing to draw)."""
     figure = exact_constraint_figure(groups)
-    return None if figure is None else png_bytes(figure)
+    if figure is None:
+        return None
+    data = png_bytes(figure)
+    release(figure)
+    return data
