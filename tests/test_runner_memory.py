@@ -15,7 +15,8 @@ import numpy as np
 import curlopt.experiments.outputs.runs as runs_module
 from curlopt.experiments.executors import LocalExecutor, SavedRun
 from curlopt.experiments.outputs.runs import TraceCache, TraceFiles, trace_bytes
-from curlopt.experiments.runner import run_study
+from curlopt.experiments.outputs.summary import study_rows
+from curlopt.experiments.runner import collect_runs, run_study
 from curlopt.experiments.simulation.trace import load_trace
 from curlopt.experiments.study import load_study, plan_study
 
@@ -59,14 +60,26 @@ def test_the_runner_keeps_no_trace_and_the_outputs_read_the_files(tmp_path):
     assert [group.seeds for group in result.groups] == [[0, 1, 2], [0, 1, 2]]
 
 
-def test_the_outputs_read_every_run_file_once_and_hold_no_trace(tmp_path):
+def test_the_outputs_read_no_run_file_and_hold_no_trace(tmp_path):
     result = run_study(_study(tmp_path), out=tmp_path / "out", jobs=1, progress=False, figures=True, echo=None)
     cache = result.groups[0].traces.cache
     assert all(group.traces.cache is cache for group in result.groups)
-    assert cache.loads == 6 and not cache._held  # summary, figures and report: one read of each file, none kept
+    # summary, figures and report from the numbers each run sent back with its record: no file read, none kept
+    assert cache.loads == 0 and not cache._held and all(group.aggregate is not None for group in result.groups)
     again = run_study(_study(tmp_path), out=tmp_path / "out", jobs=1, progress=False, figures=False, echo=None)
     cache = again.groups[0].traces.cache
-    assert len(again.skipped) == 6 and cache.loads == 6 and not cache._held  # the outputs, after the resume check
+    assert len(again.skipped) == 6 and cache.loads == 0 and not cache._held  # the numbers of the resume check
+
+
+def test_a_configuration_without_its_numbers_is_read_from_its_files(tmp_path):
+    result = run_study(_study(tmp_path), out=tmp_path / "out", jobs=1, progress=False, figures=False, echo=None)
+    plan = plan_study(load_study(_study(tmp_path)))
+    groups = collect_runs(plan, tmp_path / "out")  # no numbers gathered: the aggregate is built from the files
+    assert all(group.aggregate is None for group in groups)
+    for read, gathered in zip(groups, result.groups, strict=True):
+        assert read.seeds == gathered.seeds == [0, 1, 2]
+        assert study_rows([read]) == study_rows([gathered])  # the same rows, wall times included
+    assert groups[0].traces.cache.loads == 6  # each file read once
 
 
 def test_the_aggregate_holds_the_traces_numbers(tmp_path):

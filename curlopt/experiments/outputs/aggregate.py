@@ -33,7 +33,7 @@ from ...errors import CurloptError
 if TYPE_CHECKING:  # pragma: no cover
     from ..simulation.trace import Trace
 
-__all__ = ["RunsAggregate", "AggregateBuilder", "aggregate_runs", "MAX_FAILURE_ROWS", "FAILED_SOURCES", "CURVE_COLUMNS"]
+__all__ = ["RunsAggregate", "RunNumbers", "run_numbers", "AggregateBuilder", "aggregate_runs", "MAX_FAILURE_ROWS", "FAILED_SOURCES", "CURVE_COLUMNS"]
 
 #: epochs whose policy did not come from the ε-tight program as planned (listed in the report)
 FAILED_SOURCES = tuple(source.value for source in (PlanSource.FALLBACK, PlanSource.LEAST_VIOLATION, PlanSource.KEPT,
@@ -123,138 +123,159 @@ class RunsAggregate:
         return np.mean(shares, axis=0) if shares else np.zeros(len(sources))
 
 
+@dataclass
+class RunNumbers:
+    """One run's part of a :class:`RunsAggregate`: what the outputs need of its trace, in a few arrays.
+
+    :func:`run_numbers` takes them from a trace (in the worker process that ran it, in a study: they travel back
+    with the run's record, and the process that runs the study never reads the run's file); an
+    :class:`AggregateBuilder` gathers them.
+    """
+
+    seed: int
+    scalars: dict[str, Any]  #: the per-seed numbers of :data:`_SCALARS` but the seed
+    constraints: list[float]
+    first_meta: dict[str, Any]
+    optimum_value: float | None
+    optimum: dict[str, Any] | None
+    infeasible: bool
+    versions: tuple[str, str, str | None]  #: curlopt version, backend, "backend (its version)" or None
+    times: np.ndarray
+    columns: dict[str, np.ndarray]
+    violating_steps: np.ndarray
+    sources: list[str]  #: the run's own names of the codes in ``epochs["source"]``
+    statuses: list[str]
+    epochs: dict[str, np.ndarray]
+    failures: list[list[Any]]
+    failure_count: int
+
+
+def run_numbers(trace: Trace) -> RunNumbers:
+    """What the outputs need of one run (see :class:`RunNumbers`)."""
+    from .checkpoints import violating_step_shares
+    from .summary import anytime_violation, epoch_violation_shares, mean_unreached
+
+    meta = trace.meta if isinstance(trace.meta, dict) else {}
+    summary = trace.summary()
+    scalars: dict[str, Any] = {name: summary[name] for name in ("steps", "objective", "regret", "violation",
+                                                                "epochs", "fallback_epochs", "failed_epochs",
+                                                                "wall_time")}
+    scalars["epoch_share"], scalars["step_share"] = epoch_violation_shares(trace)
+    scalars["anytime_share"], scalars["anytime_never"] = anytime_violation(trace)
+    scalars["unreached"] = mean_unreached(trace)
+    times = np.asarray(trace.checkpoints["t"])
+    scalars["last_times"] = float(times[-1])
+    scalars["constraint_columns"] = int(trace.checkpoints["constraints"].shape[1])
+    sources: list[str] = []
+    statuses: list[str] = []
+    source_codes: list[int] = []
+    status_codes: list[int] = []
+    exact: list[float] = []
+    failures: list[list[Any]] = []
+    failure_count = 0
+    for epoch in trace.epochs:
+        source_codes.append(_code(sources, epoch.source))
+        status_codes.append(_code(statuses, epoch.status or ""))
+        values = epoch.exact_constraints
+        array = np.asarray(values if values is not None else [], dtype=float)
+        known = values is not None and array.size > 0 and not np.any(np.isnan(array))
+        exact.append(float(np.max(array)) if known else np.nan)
+        if epoch.source in FAILED_SOURCES or epoch.status not in ("", "optimal"):
+            failure_count += 1
+            if len(failures) < MAX_FAILURE_ROWS:
+                failures.append([meta.get("seed"), epoch.index, int(epoch.start), epoch.source, epoch.status or "",
+                                 " ".join((epoch.message or "").split())])
+    epochs = {"start": np.array([int(epoch.start) for epoch in trace.epochs], dtype=np.int64),
+              "solve_time": np.array([float(epoch.solve_time) for epoch in trace.epochs], dtype=float),
+              "source": np.array(source_codes, dtype=np.int16), "status": np.array(status_codes, dtype=np.int16),
+              "exact_max": np.array(exact, dtype=float)}
+    backend_version = f"{meta['backend']} ({meta['backend_version']})" if meta.get("backend_version") else None
+    return RunNumbers(
+        seed=int(meta.get("seed", -1)), scalars=scalars, constraints=list(summary["constraints"]),
+        first_meta={key: meta[key] for key in ("trigger", "backend") if key in meta},
+        optimum_value=summary["optimum"], optimum=trace.optimum, infeasible=bool(summary["optimum_infeasible"]),
+        versions=(str(meta.get("curlopt_version", "?")), str(meta.get("backend")), backend_version), times=times,
+        columns={name: np.asarray(trace.checkpoints[name], dtype=float) for name in CURVE_COLUMNS},
+        violating_steps=violating_step_shares(trace, times), sources=sources, statuses=statuses, epochs=epochs,
+        failures=failures, failure_count=failure_count)
+
+
 class AggregateBuilder:
-    """Builds a :class:`RunsAggregate` from runs given one at a time (:meth:`add`), then :meth:`finish`."""
+    """Builds a :class:`RunsAggregate` from runs given one at a time, in any order (:meth:`add` a trace, or
+    :meth:`add_numbers` its :class:`RunNumbers`), then :meth:`finish`: the runs in the order of their seeds."""
 
     def __init__(self) -> None:
-        self._scalars: dict[str, list[Any]] = {name: [] for name in _SCALARS}
-        self._constraints: list[list[float]] = []
-        self._first: Trace | None = None
-        self._first_meta: dict[str, Any] = {}
-        self._infeasible = False
-        self._times = np.zeros(0)
-        self._same_times = True
-        self._columns: dict[str, list[np.ndarray]] = {name: [] for name in CURVE_COLUMNS}
-        self._violating: list[np.ndarray] = []
-        self._sources: list[str] = []
-        self._statuses: list[str] = []
-        self._counts: list[dict[int, int]] = []
-        self._epoch_parts: dict[str, list[np.ndarray]] = {name: [] for name in _EPOCH_ARRAYS}
-        self._failures: list[list[Any]] = []
-        self._failure_count = 0
-        self._versions: set[str] = set()
-        self._backends: set[str] = set()
-        self._backend_versions: set[str] = set()
-        self._optimum: tuple[float | None, dict[str, Any] | None] | None = None
+        self._runs: list[RunNumbers] = []
 
     def add(self, trace: Trace) -> None:
         """Take what the outputs need from one run (the trace can be let go afterwards)."""
-        from .summary import anytime_violation, epoch_violation_shares, mean_unreached
+        self._runs.append(run_numbers(trace))
 
-        meta = trace.meta if isinstance(trace.meta, dict) else {}
-        summary = trace.summary()
-        first = self._optimum is None
-        if first:
-            self._first_meta = {key: meta[key] for key in ("trigger", "backend") if key in meta}
-            self._optimum = (summary["optimum"], trace.optimum)
-        self._infeasible |= bool(summary["optimum_infeasible"])
-        scalars = self._scalars
-        scalars["seeds"].append(int(meta.get("seed", -1)))
-        for name in ("steps", "objective", "regret", "violation", "epochs", "fallback_epochs", "failed_epochs",
-                     "wall_time"):
-            scalars[name].append(summary[name])
-        self._constraints.append(summary["constraints"])
-        epoch_share, step_share = epoch_violation_shares(trace)
-        scalars["epoch_share"].append(epoch_share)
-        scalars["step_share"].append(step_share)
-        anytime_share, never = anytime_violation(trace)
-        scalars["anytime_share"].append(anytime_share)
-        scalars["anytime_never"].append(never)
-        scalars["unreached"].append(mean_unreached(trace))
-        self._versions.add(str(meta.get("curlopt_version", "?")))
-        self._backends.add(str(meta.get("backend")))
-        if meta.get("backend_version"):
-            self._backend_versions.add(f"{meta['backend']} ({meta['backend_version']})")
-        self._checkpoints(trace, first)
-        self._epochs(trace)
+    def add_numbers(self, numbers: RunNumbers) -> None:
+        self._runs.append(numbers)
 
-    def _checkpoints(self, trace: Trace, first: bool) -> None:
-        from .checkpoints import violating_step_shares
-
-        times = np.asarray(trace.checkpoints["t"])
-        self._scalars["last_times"].append(float(times[-1]))
-        self._scalars["constraint_columns"].append(int(trace.checkpoints["constraints"].shape[1]))
-        if first:
-            self._times = times
-        elif self._same_times and not np.array_equal(times, self._times):
-            self._same_times = False  # no curves: the figures and the checkpoint table refuse or skip them
-            self._columns = {name: [] for name in CURVE_COLUMNS}
-            self._violating = []
-        if not self._same_times:
-            return
-        for name in CURVE_COLUMNS:
-            self._columns[name].append(np.asarray(trace.checkpoints[name], dtype=float))
-        self._violating.append(violating_step_shares(trace, self._times))
-
-    def _epochs(self, trace: Trace) -> None:
-        epochs = trace.epochs
-        counts: dict[int, int] = {}
-        sources, statuses, exact = [], [], []
-        for epoch in epochs:
-            source = _code(self._sources, epoch.source)
-            counts[source] = counts.get(source, 0) + 1
-            sources.append(source)
-            statuses.append(_code(self._statuses, epoch.status or ""))
-            values = epoch.exact_constraints
-            array = np.asarray(values if values is not None else [], dtype=float)
-            known = values is not None and array.size > 0 and not np.any(np.isnan(array))
-            exact.append(float(np.max(array)) if known else np.nan)
-            if epoch.source in FAILED_SOURCES or epoch.status not in ("", "optimal"):
-                self._failure_count += 1
-                if len(self._failures) < MAX_FAILURE_ROWS:
-                    self._failures.append([trace.meta.get("seed"), epoch.index, int(epoch.start), epoch.source,
-                                           epoch.status or "", " ".join((epoch.message or "").split())])
-        self._counts.append(counts)
-        parts = self._epoch_parts
-        parts["start"].append(np.array([int(epoch.start) for epoch in epochs], dtype=np.int64))
-        parts["solve_time"].append(np.array([float(epoch.solve_time) for epoch in epochs], dtype=float))
-        parts["source"].append(np.array(sources, dtype=np.int16))
-        parts["status"].append(np.array(statuses, dtype=np.int16))
-        parts["exact_max"].append(np.array(exact, dtype=float))
+    @property
+    def seeds(self) -> list[int]:
+        """The seeds of the runs added, in order."""
+        return sorted(numbers.seed for numbers in self._runs)
 
     def finish(self) -> RunsAggregate:
-        """The aggregate of the runs added."""
-        scalars = {name: np.asarray(values, dtype=_SCALARS[name]) for name, values in self._scalars.items()}
-        runs = scalars["seeds"].size
+        """The aggregate of the runs added, in the order of their seeds (the builder is emptied)."""
+        runs = sorted(self._runs, key=lambda numbers: numbers.seed)
+        self._runs = []
+        count = len(runs)
+        scalars = {name: np.asarray([numbers.scalars[name] for numbers in runs] if name != "seeds"
+                                    else [numbers.seed for numbers in runs], dtype=kind)
+                   for name, kind in _SCALARS.items()}
+        first = runs[0] if runs else None
+        times = first.times if first is not None else np.zeros(0)
+        same_times = all(np.array_equal(numbers.times, times) for numbers in runs[1:])
         curves: dict[str, np.ndarray] = {}
         violating = np.zeros((0, 0))
-        if runs and self._same_times:
-            curves = {name: np.stack(columns) for name, columns in self._columns.items()}
-            violating = np.stack(self._violating)
-        counts = np.zeros((len(self._counts), len(self._sources)), dtype=np.int64)
-        for row, mine in enumerate(self._counts):
-            for code, count in mine.items():
-                counts[row, code] = count
-        epoch = {name: np.concatenate(parts) if parts else np.zeros(0, dtype=_EPOCH_ARRAYS[name])
-                 for name, parts in self._epoch_parts.items()}
-        optimum_value, optimum = self._optimum if self._optimum is not None else (None, None)
+        if runs and same_times:  # otherwise no curves: the figures refuse them, the checkpoint table skips them
+            curves = {name: np.stack([numbers.columns[name] for numbers in runs]) for name in CURVE_COLUMNS}
+            violating = np.stack([numbers.violating_steps for numbers in runs])
+        sources: list[str] = []
+        statuses: list[str] = []
+        counts = []
+        parts: dict[str, list[np.ndarray]] = {name: [] for name in _EPOCH_ARRAYS}
+        for numbers in runs:  # the run's own codes to the configuration's
+            source_map = np.array([_code(sources, name) for name in numbers.sources], dtype=np.int16)
+            status_map = np.array([_code(statuses, name) for name in numbers.statuses], dtype=np.int16)
+            source = source_map[numbers.epochs["source"]] if source_map.size else numbers.epochs["source"]
+            status = status_map[numbers.epochs["status"]] if status_map.size else numbers.epochs["status"]
+            counts.append(np.bincount(source, minlength=0))
+            parts["source"].append(source)
+            parts["status"].append(status)
+            for name in ("start", "solve_time", "exact_max"):
+                parts[name].append(numbers.epochs[name])
+        source_counts = np.zeros((count, len(sources)), dtype=np.int64)
+        for row, mine in enumerate(counts):
+            source_counts[row, : mine.size] = mine
+        epoch = {name: np.concatenate(arrays) if arrays else np.zeros(0, dtype=_EPOCH_ARRAYS[name])
+                 for name, arrays in parts.items()}
+        failures = [row for numbers in runs for row in numbers.failures][:MAX_FAILURE_ROWS]
         return RunsAggregate(
             seeds=scalars["seeds"], steps=scalars["steps"], objective=scalars["objective"], regret=scalars["regret"],
             violation=scalars["violation"],
-            constraints=np.asarray(self._constraints, dtype=float).reshape(runs, -1) if runs else np.zeros((0, 0)),
+            constraints=np.asarray([n.constraints for n in runs], dtype=float).reshape(count, -1) if runs
+            else np.zeros((0, 0)),
             epochs=scalars["epochs"], fallback_epochs=scalars["fallback_epochs"],
             failed_epochs=scalars["failed_epochs"], wall_time=scalars["wall_time"],
-            optimum_value=None if optimum_value is None else float(optimum_value),
-            optimum_infeasible=self._infeasible, optimum=optimum, first_meta=self._first_meta,
+            optimum_value=None if first is None or first.optimum_value is None else float(first.optimum_value),
+            optimum_infeasible=any(numbers.infeasible for numbers in runs),
+            optimum=None if first is None else first.optimum, first_meta={} if first is None else first.first_meta,
             epoch_share=scalars["epoch_share"], step_share=scalars["step_share"],
             anytime_share=scalars["anytime_share"], anytime_never=scalars["anytime_never"],
-            unreached=scalars["unreached"], times=self._times, same_times=self._same_times,
+            unreached=scalars["unreached"], times=times, same_times=same_times,
             last_times=scalars["last_times"], constraint_columns=scalars["constraint_columns"], curves=curves,
-            violating_steps=violating, sources=self._sources, statuses=self._statuses, source_counts=counts,
+            violating_steps=violating, sources=sources, statuses=statuses, source_counts=source_counts,
             epoch_start=epoch["start"], epoch_solve_time=epoch["solve_time"], epoch_source=epoch["source"],
-            epoch_status=epoch["status"], epoch_exact_max=epoch["exact_max"], failure_rows=self._failures,
-            failure_count=self._failure_count, curlopt_versions=self._versions, backends=self._backends,
-            backend_versions=self._backend_versions)
+            epoch_status=epoch["status"], epoch_exact_max=epoch["exact_max"], failure_rows=failures,
+            failure_count=sum(numbers.failure_count for numbers in runs),
+            curlopt_versions={numbers.versions[0] for numbers in runs},
+            backends={numbers.versions[1] for numbers in runs},
+            backend_versions={numbers.versions[2] for numbers in runs if numbers.versions[2] is not None})
 
 
 #: the per-seed numbers and their types

@@ -89,9 +89,7 @@ def release(figure: Figure) -> None:
     canvas's cached renderer drops the buffer, and one collection frees the rest. The figure is empty afterwards.
     """
     figure.clear()
-    canvas = figure.canvas
-    if "renderer" in vars(canvas):  # the Agg canvas keeps its last renderer (the pixel buffer)
-        del canvas.renderer
+    vars(figure.canvas).pop("renderer", None)  # the Agg canvas keeps its last renderer (the pixel buffer)
     gc.collect()
 
 
