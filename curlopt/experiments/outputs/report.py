@@ -61,7 +61,7 @@ from .summary import DASH, LOCATION_DIGITS, clean_label, count_cell, percent, si
 
 if TYPE_CHECKING:  # pragma: no cover
     from .figures.report import ReportFigure
-    from .runs import ConfigurationRuns
+    from .runs import ConfigurationRuns, TraceCache
 
 __all__ = ["StudyOutput", "load_study_output", "write_report", "render_report", "print_summary",
            "MAX_LISTED_EPOCHS", "REPORT_NAME", "SECTIONS", "ANSWER_COLUMNS"]
@@ -136,19 +136,19 @@ def _settings(study: dict[str, Any]) -> dict[str, Any]:
 
 
 def _load_group(folder: Path, config: dict[str, Any], study: dict[str, Any], setting: Any,
-                notes: list[str]) -> ConfigurationRuns:
-    """A configuration's runs found in ``folder``, read once each into its aggregate (no trace is kept)."""
+                notes: list[str], cache: TraceCache) -> ConfigurationRuns:
+    """A configuration's readable runs in ``folder`` (each checked here; kept in ``cache`` while it has room, read
+    again when its aggregate is built otherwise)."""
     from ..simulation.trace import load_trace
-    from .aggregate import AggregateBuilder
-    from .runs import ConfigurationRuns, TraceCache, TraceFiles
+    from .runs import ConfigurationRuns, TraceFiles
 
-    builder, found = AggregateBuilder(), []
+    found = []
     for seed in study.get("seeds") or []:
         path = folder / str(config.get("path", "")) / f"T{study.get('steps')}-seed{int(seed):03d}.json.gz"
         if not path.exists():
             continue
         try:
-            builder.add(load_trace(path))
+            cache.put(path, load_trace(path))
         except CurloptError as exc:
             notes.append(f"left out an unreadable run: {' '.join(str(exc).split())}")
             continue
@@ -157,8 +157,7 @@ def _load_group(folder: Path, config: dict[str, Any], study: dict[str, Any], set
     return ConfigurationRuns(setting=setting, algorithm=str(algorithm.get("key", "")),
                              agent=str(algorithm.get("agent", "")), label=str(config.get("label", "")),
                              key=str(config.get("key", "")), options=dict(config.get("options") or {}),
-                             varied=dict(config.get("varied") or {}), traces=TraceFiles(found, TraceCache(limit=0)),
-                             aggregate=builder.finish())
+                             varied=dict(config.get("varied") or {}), traces=TraceFiles(found, cache))
 
 
 def load_study_output(folder: str | Path, groups: Sequence[ConfigurationRuns] | None = None) -> StudyOutput:
@@ -175,13 +174,16 @@ def load_study_output(folder: str | Path, groups: Sequence[ConfigurationRuns] | 
     settings = _settings(study)
     notes = [str(note) for note in (record.get("profile") or {}).get("notes", [])] if groups is None else []
     notes += [str(note) for note in record.get("notes") or []] if groups is None else []
+    from .runs import TraceCache
+
+    cache = TraceCache()  # one for the folder: the runs are read through it, a bounded number held
     loaded = {(_setting_name(g), g.algorithm, g.key): g for g in groups or []}
     output = StudyOutput(folder, record, [], notes=notes, from_folder=groups is None)
     for config in record["configurations"]:
         setting_name = str((config.get("setting") or {}).get("setting", ""))
         setting = settings.get(setting_name, setting_name)
         key = (setting_name, str((config.get("algorithm") or {}).get("key", "")), str(config.get("key", "")))
-        group = loaded.get(key) if groups is not None else _load_group(folder, config, study, setting, notes)
+        group = loaded.get(key) if groups is not None else _load_group(folder, config, study, setting, notes, cache)
         found = len(group.traces) if group is not None else 0
         output.configurations.append({"record": config, "setting": setting_name, "found": found,
                                       "expected": len(study.get("seeds") or [])})
