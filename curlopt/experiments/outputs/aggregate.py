@@ -21,6 +21,7 @@ same order, as when the traces were held: the outputs are the same bytes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -151,21 +152,23 @@ class RunNumbers:
 
 
 def run_numbers(trace: Trace) -> RunNumbers:
-    """What the outputs need of one run (see :class:`RunNumbers`)."""
-    from .checkpoints import violating_step_shares
-    from .summary import anytime_violation, epoch_violation_shares, mean_unreached
+    """What the outputs need of one run (see :class:`RunNumbers`).
+
+    One pass over the epochs in plain Python (an epoch's exact values are a handful of floats, for which a
+    numpy call costs more than the work), with the definitions of
+    :func:`~curlopt.experiments.outputs.summary.epoch_violation_shares` and
+    :func:`~curlopt.experiments.outputs.checkpoints.violating_step_shares`: an epoch with exact values and no
+    NaN among them is evaluated, and violates when there is one and the largest is > 0.
+    """
+    from .checkpoints import step_shares
+    from .summary import anytime_violation, mean_unreached
 
     meta = trace.meta if isinstance(trace.meta, dict) else {}
     summary = trace.summary()
     scalars: dict[str, Any] = {name: summary[name] for name in ("steps", "objective", "regret", "violation",
                                                                 "epochs", "fallback_epochs", "failed_epochs",
                                                                 "wall_time")}
-    scalars["epoch_share"], scalars["step_share"] = epoch_violation_shares(trace)
-    scalars["anytime_share"], scalars["anytime_never"] = anytime_violation(trace)
-    scalars["unreached"] = mean_unreached(trace)
     times = np.asarray(trace.checkpoints["t"])
-    scalars["last_times"] = float(times[-1])
-    scalars["constraint_columns"] = int(trace.checkpoints["constraints"].shape[1])
     sources: list[str] = []
     statuses: list[str] = []
     source_codes: list[int] = []
@@ -173,18 +176,33 @@ def run_numbers(trace: Trace) -> RunNumbers:
     exact: list[float] = []
     failures: list[list[Any]] = []
     failure_count = 0
+    starts, lengths, flags, evaluated = [], [], [], []  # every epoch's, as violating_step_shares takes them
+    share_flags, share_lengths = [], []  # the evaluated epochs', as epoch_violation_shares takes them
     for epoch in trace.epochs:
         source_codes.append(_code(sources, epoch.source))
         status_codes.append(_code(statuses, epoch.status or ""))
-        values = epoch.exact_constraints
-        array = np.asarray(values if values is not None else [], dtype=float)
-        known = values is not None and array.size > 0 and not np.any(np.isnan(array))
-        exact.append(float(np.max(array)) if known else np.nan)
+        values = None if epoch.exact_constraints is None else [float(v) for v in epoch.exact_constraints]
+        known = values is not None and not any(math.isnan(v) for v in values)
+        violates = bool(known and values and max(values) > 0.0)
+        exact.append(max(values) if known and values else math.nan)
+        length = max(int(epoch.length), 0)
+        starts.append(float(epoch.start))
+        lengths.append(float(length))
+        flags.append(violates)
+        evaluated.append(known)
+        if known:
+            share_flags.append(violates)
+            share_lengths.append(length)
         if epoch.source in FAILED_SOURCES or epoch.status not in ("", "optimal"):
             failure_count += 1
             if len(failures) < MAX_FAILURE_ROWS:
                 failures.append([meta.get("seed"), epoch.index, int(epoch.start), epoch.source, epoch.status or "",
                                  " ".join((epoch.message or "").split())])
+    scalars["epoch_share"], scalars["step_share"] = _shares(share_flags, share_lengths)
+    scalars["anytime_share"], scalars["anytime_never"] = anytime_violation(trace)
+    scalars["unreached"] = mean_unreached(trace)
+    scalars["last_times"] = float(times[-1])
+    scalars["constraint_columns"] = int(trace.checkpoints["constraints"].shape[1])
     epochs = {"start": np.array([int(epoch.start) for epoch in trace.epochs], dtype=np.int64),
               "solve_time": np.array([float(epoch.solve_time) for epoch in trace.epochs], dtype=float),
               "source": np.array(source_codes, dtype=np.int16), "status": np.array(status_codes, dtype=np.int16),
@@ -196,8 +214,19 @@ def run_numbers(trace: Trace) -> RunNumbers:
         optimum_value=summary["optimum"], optimum=trace.optimum, infeasible=bool(summary["optimum_infeasible"]),
         versions=(str(meta.get("curlopt_version", "?")), str(meta.get("backend")), backend_version), times=times,
         columns={name: np.asarray(trace.checkpoints[name], dtype=float) for name in CURVE_COLUMNS},
-        violating_steps=violating_step_shares(trace, times), sources=sources, statuses=statuses, epochs=epochs,
-        failures=failures, failure_count=failure_count)
+        violating_steps=step_shares(times, starts, lengths, flags, evaluated), sources=sources, statuses=statuses,
+        epochs=epochs, failures=failures, failure_count=failure_count)
+
+
+def _shares(flags: list[bool], lengths: list[int]) -> tuple[float, float]:
+    """:func:`~curlopt.experiments.outputs.summary.epoch_violation_shares` of the evaluated epochs' flags and
+    lengths (the same expressions)."""
+    if not flags:
+        return math.nan, math.nan
+    share_epochs = float(np.mean(flags))
+    total = sum(lengths)
+    share_steps = float(sum(n for n, bad in zip(lengths, flags, strict=True) if bad) / total) if total > 0 else math.nan
+    return share_epochs, share_steps
 
 
 class AggregateBuilder:
