@@ -26,8 +26,16 @@ trace's ``meta["sweep"]`` plus its ``env``, ``agent``, ``seed`` and ``steps``) i
 not run again; a missing file is run; a corrupt, truncated or mismatched file is
 reported and run again. Each run's trace is written atomically as soon as it
 finishes, so an interrupted study loses only the runs in flight. The summary and
-figures are rebuilt from the run files at the end. Every file is written
+figures are rebuilt at the end from every finished run. Every file is written
 atomically (a temporary file in the same folder, then a rename).
+
+Memory: no trace is kept in the process that runs the study. A run's file is
+written where the run ran, and its record comes back with the numbers the
+outputs need of it (:mod:`curlopt.experiments.outputs.aggregate`); a finished
+run found on resuming gives its numbers when its file is checked. Each
+configuration's numbers become one aggregate of arrays, which the summary,
+checkpoint table, figures and report read; the figures are drawn, written and
+let go one at a time.
 
 One writer per folder: a sweep holds ``study.lock`` in its output folder while
 it runs (see :mod:`curlopt.experiments.outputs.lock`); a second sweep on the

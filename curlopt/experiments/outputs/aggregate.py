@@ -22,7 +22,7 @@ same order, as when the traces were held: the outputs are the same bytes.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,7 @@ from ...errors import CurloptError
 if TYPE_CHECKING:  # pragma: no cover
     from ..simulation.trace import Trace
 
-__all__ = ["RunsAggregate", "RunNumbers", "run_numbers", "AggregateBuilder", "aggregate_runs", "MAX_FAILURE_ROWS", "FAILED_SOURCES", "CURVE_COLUMNS"]
+__all__ = ["RunsAggregate", "RunNumbers", "run_numbers", "AggregateBuilder", "aggregate_runs", "MAX_FAILURE_ROWS", "FAILED_SOURCES", "CURVE_COLUMNS", "step_shares"]
 
 #: epochs whose policy did not come from the ε-tight program as planned (listed in the report)
 FAILED_SOURCES = tuple(source.value for source in (PlanSource.FALLBACK, PlanSource.LEAST_VIOLATION, PlanSource.KEPT,
@@ -160,7 +160,6 @@ def run_numbers(trace: Trace) -> RunNumbers:
     :func:`~curlopt.experiments.outputs.checkpoints.violating_step_shares`: an epoch with exact values and no
     NaN among them is evaluated, and violates when there is one and the largest is > 0.
     """
-    from .checkpoints import step_shares
     from .summary import anytime_violation, mean_unreached
 
     meta = trace.meta if isinstance(trace.meta, dict) else {}
@@ -216,6 +215,22 @@ def run_numbers(trace: Trace) -> RunNumbers:
         columns={name: np.asarray(trace.checkpoints[name], dtype=float) for name in CURVE_COLUMNS},
         violating_steps=step_shares(times, starts, lengths, flags, evaluated), sources=sources, statuses=statuses,
         epochs=epochs, failures=failures, failure_count=failure_count)
+
+
+def step_shares(times: np.ndarray, starts: Sequence[float], lengths: Sequence[float], flags: Sequence[bool],
+                evaluated: Sequence[bool]) -> np.ndarray:
+    """:func:`~curlopt.experiments.outputs.checkpoints.violating_step_shares` from the epochs' starts, lengths (as floats, negative ones as 0), whether
+    each violates and whether each has an exact evaluation."""
+    times = np.asarray(times, dtype=float)
+    if not len(starts):
+        return np.full(times.shape, np.nan)
+    start, length = np.asarray(starts), np.asarray(lengths)
+    # steps of each epoch within 1..t: from its start to the earlier of t and its last step
+    played = np.clip(np.minimum(times[:, None], start + length - 1.0) - start + 1.0, 0.0, length)
+    total = played @ np.asarray(evaluated, dtype=float)
+    bad = played @ np.asarray(flags, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, bad / np.where(total > 0, total, 1.0), np.nan)
 
 
 def _shares(flags: list[bool], lengths: list[int]) -> tuple[float, float]:

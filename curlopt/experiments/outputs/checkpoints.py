@@ -34,9 +34,10 @@ import numpy as np
 
 from ...fileio import atomic_write_text
 from ..simulation.trace import Trace
+from .aggregate import step_shares
 from .runs import ConfigurationRuns
 
-__all__ = ["checkpoint_rows", "write_checkpoint_table", "violating_step_shares", "step_shares"]
+__all__ = ["checkpoint_rows", "write_checkpoint_table", "violating_step_shares"]
 
 
 def _finite_mean(stack: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -65,22 +66,6 @@ def violating_step_shares(trace: Trace, times: np.ndarray) -> np.ndarray:
         evaluated.append(known)
         flags.append(bool(values is not None and known and values.size and np.max(values) > 0.0))
     return step_shares(times, starts, lengths, flags, evaluated)
-
-
-def step_shares(times: np.ndarray, starts: Sequence[float], lengths: Sequence[float], flags: Sequence[bool],
-                evaluated: Sequence[bool]) -> np.ndarray:
-    """:func:`violating_step_shares` from the epochs' starts, lengths (as floats, negative ones as 0), whether
-    each violates and whether each has an exact evaluation."""
-    times = np.asarray(times, dtype=float)
-    if not len(starts):
-        return np.full(times.shape, np.nan)
-    start, length = np.asarray(starts), np.asarray(lengths)
-    # steps of each epoch within 1..t: from its start to the earlier of t and its last step
-    played = np.clip(np.minimum(times[:, None], start + length - 1.0) - start + 1.0, 0.0, length)
-    total = played @ np.asarray(evaluated, dtype=float)
-    bad = played @ np.asarray(flags, dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(total > 0, bad / np.where(total > 0, total, 1.0), np.nan)
 
 
 def checkpoint_rows(groups: Sequence[ConfigurationRuns]) -> tuple[list[str], list[list]]:

@@ -7,9 +7,11 @@ grid over the same seeds; the summary tables and figures
 list of :class:`ConfigurationRuns`, in the study's order, and never look at
 files or at how the runs were executed.
 
-A study's runs are read from their files when they are used (:class:`TraceFiles`), through one
-:class:`TraceCache` of bounded size: the summary and figures of a study of any number of runs take
-the memory of the cache, not of every trace at once.
+The outputs read a configuration's runs through its aggregate (:meth:`ConfigurationRuns.aggregated`,
+:mod:`.aggregate`): arrays of the numbers they need, built in one pass over the runs, or handed over by the
+study runner from the numbers each run sent back. The runs themselves are read from their files when they are
+used (:class:`TraceFiles`), through one :class:`TraceCache` of bounded size (none at all in a study): a study
+of any number of runs never holds every trace at once.
 """
 
 from __future__ import annotations
