@@ -250,12 +250,21 @@ class AggregateBuilder:
 
     def __init__(self) -> None:
         self._runs: list[RunNumbers] = []
+        self._lowest: RunNumbers | None = None  # the run of the lowest seed so far
 
     def add(self, trace: Trace) -> None:
         """Take what the outputs need from one run (the trace can be let go afterwards)."""
-        self._runs.append(run_numbers(trace))
+        self.add_numbers(run_numbers(trace))
 
     def add_numbers(self, numbers: RunNumbers) -> None:
+        """Take one run's numbers. Only the run of the lowest seed keeps its optimum record and its meta (the
+        aggregate takes them from it): the others' copies are let go, as they would be held to the end."""
+        lowest = self._lowest
+        if lowest is not None:
+            later = numbers if numbers.seed >= lowest.seed else lowest
+            later.optimum, later.first_meta = None, {}
+        if lowest is None or numbers.seed < lowest.seed:
+            self._lowest = numbers
         self._runs.append(numbers)
 
     @property
@@ -266,7 +275,7 @@ class AggregateBuilder:
     def finish(self) -> RunsAggregate:
         """The aggregate of the runs added, in the order of their seeds (the builder is emptied)."""
         runs = sorted(self._runs, key=lambda numbers: numbers.seed)
-        self._runs = []
+        self._runs, self._lowest = [], None
         count = len(runs)
         scalars = {name: np.asarray([numbers.scalars[name] for numbers in runs] if name != "seeds"
                                     else [numbers.seed for numbers in runs], dtype=kind)
