@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -94,6 +94,18 @@ class RunsAggregate:
     curlopt_versions: set[str]
     backends: set[str]
     backend_versions: set[str]
+    _intervals: dict[str, tuple[float, float]] = field(default_factory=dict, init=False, repr=False)
+
+    def interval(self, name: str) -> tuple[float, float]:
+        """The 95% bootstrap interval of the mean of a final value over the seeds: ``objective``, ``regret``,
+        ``violation`` or ``g<m>`` (:func:`~curlopt.experiments.outputs.summary.bootstrap_interval`), computed once
+        for the summary and the frontier."""
+        from .summary import bootstrap_interval
+
+        if name not in self._intervals:
+            values = self.constraints[:, int(name[1:]) - 1] if name.startswith("g") else getattr(self, name)
+            self._intervals[name] = bootstrap_interval(values)
+        return self._intervals[name]
 
     @property
     def runs(self) -> int:

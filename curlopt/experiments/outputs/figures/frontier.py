@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ....errors import CurloptError
-from ..summary import BOOTSTRAP_RESAMPLES, bootstrap_interval
+from ..summary import BOOTSTRAP_RESAMPLES
 from .labels import draw_labels, place_labels
 from .style import MARKERS, PALETTE, agg_renderer, clean, load_matplotlib, note, plain_log_labels, seed_text
 from .titles import fit_suptitle
@@ -89,8 +89,8 @@ def frontier_points(groups: Sequence[ConfigurationRuns]) -> list[FrontierPoint]:
         regrets, violations = runs.regret, runs.violation  # each run's last checkpoint, as the summary's
         points.append(FrontierPoint(
             group.label, short_label(group), group.algorithm, algorithm_label(group),
-            float(np.mean(regrets)), bootstrap_interval(regrets), float(np.mean(violations)),
-            bootstrap_interval(violations), bool(np.all(violations <= 0.0)), len(regrets),
+            float(np.mean(regrets)), runs.interval("regret"), float(np.mean(violations)),
+            runs.interval("violation"), bool(np.all(violations <= 0.0)), len(regrets),
             int(runs.last_times[0])))
     return points
 
