@@ -199,6 +199,7 @@ def save_run(trace: Trace, path: Path, cpu_started: float | None = None) -> Save
     from ..fileio import write_error
     from .outputs.aggregate import run_numbers
     from .outputs.solve_failures import failed_solves_warning
+    from .simulation.trace import Trace
 
     notes: list[str] = []
     failure = None
@@ -211,7 +212,8 @@ def save_run(trace: Trace, path: Path, cpu_started: float | None = None) -> Save
     except OSError as exc:
         failure = str(write_error(path, exc))
     cpu = clock.process_time() - cpu_started if cpu_started is not None else 0.0
-    numbers = run_numbers(trace) if failure is None else None
+    # the outputs' numbers of an infinite-horizon run (other kinds of run, e.g. episodic ones, have outputs of their own)
+    numbers = run_numbers(trace) if failure is None and isinstance(trace, Trace) else None
     return SavedRun(str(path), trace.wall_time, cpu, failed_solves_warning(trace), tuple(notes), failure, numbers)
 
 
