@@ -10,6 +10,7 @@ the time goes (seconds per run, from the traces).
 from __future__ import annotations
 
 import csv
+import json
 import subprocess
 import sys
 import tempfile
@@ -66,93 +67,131 @@ def run_item(say: Callable[[str], None], targets, jobs: int = 2, full: bool = Fa
 
 
 # -- the runner at scale: main-process memory and overhead against the number of runs -------------------------------
-#: one measured study in a fresh process: the study file and output folder are argv[1], argv[2]
+#: one measured study in a fresh process: the study file, output folder and jobs are argv[1], argv[2], argv[3]
 _SCALE_SCRIPT = """
 import json, resource, sys, time
 from curlopt.experiments.runner import run_study
 
 started = time.perf_counter()
-result = run_study(sys.argv[1], out=sys.argv[2], jobs=int(sys.argv[3]), progress=False, echo=None)
+result = run_study(sys.argv[1], out=sys.argv[2], jobs=int(sys.argv[3]), progress=False, echo=None,
+                   figures=sys.argv[4] == "1")
 wall = time.perf_counter() - started
 own = resource.getrusage(resource.RUSAGE_SELF)
 children = resource.getrusage(resource.RUSAGE_CHILDREN)
 status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines() if ":" in line)
-print(json.dumps({"runs": len(result.executed), "failed": len(result.failed), "wall": wall,
-                  "vm_hwm_kib": int(status["VmHWM"].split()[0]),
+print(json.dumps({"runs": len(result.executed), "skipped": len(result.skipped), "failed": len(result.failed),
+                  "wall": wall, "vm_hwm_kib": int(status["VmHWM"].split()[0]),
                   "cpu_main": own.ru_utime + own.ru_stime, "cpu_workers": children.ru_utime + children.ru_stime,
                   "cpu_runs": getattr(result, "run_cpu_time", float("nan"))}))
 """
 
 SCALE_TARGET_MIB = 300.0
 SCALE_TARGET_OVERHEAD = 0.10
+#: the grid axis that makes a scale study's configurations, per agent: (option, first value, step)
+SCALE_AXES = {"ps-curl": ("tightness_constant", 0.5, 0.01), "uc-curl": ("tightness_constant", 0.5, 0.01),
+              "primal-dual": ("theta", 0.05, 0.0001)}
+#: the scale study's default run: primal-dual with 20-step episodes (500 epochs a run at T = 10^4), about 0.11 s
+#: of CPU a run on this machine, so 5,000 runs stay near 10 CPU-minutes
+SCALE_AGENT, SCALE_OPTIONS = "primal-dual", {"episode_length": 20}
 
 
-def _scale_study(folder: Path, runs: int, steps: int) -> Path:
-    """A study of ``runs`` runs of T = ``steps``: PS-CURL (doubling epochs) on the queue, a grid of ``runs / 10``
-    tightness constants x 10 seeds (a large study is many configurations of a few seeds each)."""
+def _scale_study(folder: Path, runs: int, steps: int, configurations: int | None = None, agent: str = "ps-curl",
+                 options: dict | None = None) -> Path:
+    """A study of ``runs`` runs of T = ``steps`` on the queue: ``agent`` with ``options``, a grid of
+    ``configurations`` values of one option (:data:`SCALE_AXES`; default ``runs / 10``) x ``runs / configurations``
+    seeds."""
+    configurations = configurations or max(1, runs // 10)
+    if runs % configurations:
+        raise ValueError(f"{runs} runs are not a whole number of seeds of {configurations} configurations")
+    name, first, step = SCALE_AXES[agent]
+    values = ", ".join(repr(round(first + i * step, 6)) for i in range(configurations))
+    fixed = ("options = { " + ", ".join(f"{key} = {json.dumps(value)}" for key, value in options.items()) + " }\n"
+             if options else "")
+    grid = f"\n[grid]\n{name} = [{values}]\n" if configurations > 1 else ""
     path = folder / f"scale-{runs}.toml"
-    values = ", ".join(f"{0.5 + i / 100:.2f}" for i in range(runs // 10))
     path.write_text(f"""
 [study]
 name = "runner-scale-{runs}"
 steps = {steps}
-seeds = 10
+seeds = {runs // configurations}
 max_runs = {runs}
 
 [model]
 name = "queue"
 
 [[algorithms]]
-agent = "ps-curl"
-label = "PS-CURL"
-
-[grid]
-tightness_constant = [{values}]
-""", encoding="utf-8")
+agent = "{agent}"
+{fixed}{grid}""", encoding="utf-8")
     return path
 
 
 def measure_scale(runs: int, steps: int = 10_000, jobs: int = 2, python: str = sys.executable,
-                  env: dict | None = None) -> dict:
+                  env: dict | None = None, configurations: int | None = None, agent: str = "ps-curl",
+                  options: dict | None = None, figures: bool = True, folder: Path | None = None) -> dict:
     """Run a ``runs``-run study in a fresh process; its main process's peak memory and CPU, the workers' CPU and
-    the runs' own CPU (as the runs measured it)."""
-    import json
+    the runs' own CPU (as the runs measured it). With ``folder`` holding the finished study already, the same
+    command only writes the outputs (every run is skipped): what the outputs alone cost."""
     import os
 
-    folder = Path(tempfile.mkdtemp(prefix="curlopt-scale-"))
-    study = _scale_study(folder, runs, steps)
-    completed = subprocess.run([python, "-c", _SCALE_SCRIPT, str(study), str(folder / "out"), str(jobs)],
+    folder = folder or Path(tempfile.mkdtemp(prefix="curlopt-scale-"))
+    study = folder / f"scale-{runs}.toml"
+    if not study.exists():
+        study = _scale_study(folder, runs, steps, configurations, agent, options)
+    completed = subprocess.run([python, "-c", _SCALE_SCRIPT, str(study), str(folder / "out"), str(jobs),
+                                "1" if figures else "0"],
                                capture_output=True, text=True, env={**os.environ, **(env or {})})
     if completed.returncode != 0:
         raise RuntimeError("\n".join(completed.stderr.splitlines()[-15:]))
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    return {**json.loads(completed.stdout.strip().splitlines()[-1]), "folder": str(folder)}
 
 
 def run_scale_item(say: Callable[[str], None], targets, sizes=(200, 500, 1000), steps: int = 10_000,
-                   jobs: int = 2) -> None:
+                   jobs: int = 2, configurations: int | None = None, agent: str = "ps-curl",
+                   options: dict | None = None, figures: bool = True, outputs_again: bool = False) -> None:
     """Main-process peak memory (VmHWM) and the runner's overhead for studies of growing size.
 
     Overhead = (CPU of the main process + CPU of the worker processes − the runs' own CPU) / the runs' own CPU:
     everything a study costs beyond its runs (starting the pool, moving tasks and records, writing and reading
-    trace files, the summary, figures and report).
+    trace files, the summary, figures and report). With ``outputs_again``, the same study is then summarised
+    once more from its files (every run skipped): the outputs' own CPU and peak memory.
     """
     rows = []
     worst_memory, worst_overhead = 0.0, 0.0
     for runs in sizes:
-        m = measure_scale(runs, steps, jobs)
-        overhead = (m["cpu_main"] + m["cpu_workers"] - m["cpu_runs"]) / m["cpu_runs"]
+        m = measure_scale(runs, steps, jobs, configurations=configurations, agent=agent, options=options,
+                          figures=figures)
+        overhead_cpu = m["cpu_main"] + m["cpu_workers"] - m["cpu_runs"]
+        overhead = overhead_cpu / m["cpu_runs"]
         memory = m["vm_hwm_kib"] / 1024
         worst_memory, worst_overhead = max(worst_memory, memory), max(worst_overhead, overhead)
-        rows.append([f"{runs:,}", f"{m['wall']:.0f}", f"{memory:.0f}", f"{m['cpu_runs']:.0f}", f"{m['cpu_main']:.1f}",
-                     f"{m['cpu_workers'] - m['cpu_runs']:.1f}", f"{100 * overhead:.1f}%"])
-        say(f"  {runs} runs done (load average {load_average()})")
-    say(table(["runs", "wall s", "main peak MiB", "runs CPU s", "main CPU s", "workers' other CPU s", "overhead"],
-              rows, "rrrrrrr"))
+        count = configurations or max(1, runs // 10)
+        rows.append([f"{runs:,}", f"{count:,}", f"{m['wall']:.0f}", f"{memory:.0f}", f"{m['cpu_runs']:.1f}",
+                     f"{m['cpu_main']:.1f}", f"{m['cpu_workers'] - m['cpu_runs']:.1f}", f"{overhead_cpu:.1f}",
+                     f"{100 * overhead:.1f}%"])
+        say(f"  {runs} runs done: {json_line(m)} (load average {load_average()})")
+        if outputs_again:
+            again = measure_scale(runs, steps, 1, folder=Path(m["folder"]), figures=figures)
+            say(f"  outputs of the {runs} runs again from their files (every run skipped): main CPU"
+                f" {again['cpu_main']:.1f} s, peak {again['vm_hwm_kib'] / 1024:.0f} MiB, wall {again['wall']:.0f} s")
+    say(table(["runs", "configurations", "wall s", "main peak MiB", "runs CPU s", "main CPU s",
+               "workers' other CPU s", "overhead CPU s", "overhead"], rows, "rrrrrrrrr"))
     targets.add("runner-memory", f"study main process peak, {sizes[-1]:,} runs of T={steps:,}",
                 f"{worst_memory:.0f} MiB", "VmHWM", "-", f"<= {SCALE_TARGET_MIB:.0f} MiB",
                 worst_memory <= SCALE_TARGET_MIB, "flat in runs" if len(sizes) > 1 else "")
     targets.add("runner-overhead", "study runner overhead / runs' CPU", f"{100 * worst_overhead:.1f}%", "CPU",
                 "-", f"<= {100 * SCALE_TARGET_OVERHEAD:.0f}%", worst_overhead <= SCALE_TARGET_OVERHEAD, "")
+
+
+def json_line(measured: dict) -> str:
+    return json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in measured.items() if k != "folder"})
+
+
+def _option(text: str) -> tuple[str, object]:
+    key, _, value = text.partition("=")
+    try:
+        return key, json.loads(value)
+    except ValueError:
+        return key, value
 
 
 if __name__ == "__main__":  # python benchmarks/bench_study.py scale 200 500 1000
@@ -163,10 +202,25 @@ if __name__ == "__main__":  # python benchmarks/bench_study.py scale 200 500 100
     parser.add_argument("sizes", nargs="*", type=int, default=[200, 500, 1000])
     parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--configurations", type=int, default=None,
+                        help="configurations of every study (default: runs / 10, i.e. 10 seeds each)")
+    parser.add_argument("--agent", default=SCALE_AGENT, choices=sorted(SCALE_AXES))
+    parser.add_argument("--option", action="append", default=None, metavar="NAME=VALUE",
+                        help=f"an agent option of every run (default for {SCALE_AGENT}: "
+                             + ", ".join(f"{k}={v}" for k, v in SCALE_OPTIONS.items()) + ")")
+    parser.add_argument("--no-figures", action="store_true")
+    parser.add_argument("--outputs-again", action="store_true",
+                        help="then write the outputs once more from the run files alone (every run skipped)")
     arguments = parser.parse_args()
+    chosen = dict(_option(text) for text in arguments.option) if arguments.option is not None else (
+        dict(SCALE_OPTIONS) if arguments.agent == SCALE_AGENT else {})
 
     class _Print:
         def add(self, *fields) -> None:
             print("target:", " | ".join(str(f) for f in fields))
 
-    run_scale_item(print, _Print(), tuple(arguments.sizes), arguments.steps, arguments.jobs)
+    print(f"agent {arguments.agent} {chosen}, T = {arguments.steps:,}, --jobs {arguments.jobs},"
+          f" load average {load_average()}", flush=True)
+    run_scale_item(lambda text: print(text, flush=True), _Print(), tuple(arguments.sizes), arguments.steps,
+                   arguments.jobs, arguments.configurations, arguments.agent, chosen, not arguments.no_figures,
+                   arguments.outputs_again)

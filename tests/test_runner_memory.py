@@ -1,18 +1,22 @@
 """The study runner's memory does not grow with the number of runs.
 
 * executors given an output folder write each run's file where it ran and hand back a small record, never the trace;
-* the runner keeps no trace: the outputs read the run files through one cache of bounded size;
-* with no room in the cache at all (every trace read from its file whenever used) the outputs are the same bytes.
+* the runner keeps no trace: the outputs read each run file once, into its configuration's aggregate of arrays;
+* with no room in the cache at all (every trace read from its file whenever used) the outputs are the same bytes;
+* the aggregate holds the numbers the traces hold (checked against the traces read back one by one).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 import curlopt.experiments.outputs.runs as runs_module
 from curlopt.experiments.executors import LocalExecutor, SavedRun
 from curlopt.experiments.outputs.runs import TraceCache, TraceFiles, trace_bytes
-from curlopt.experiments.runner import run_study
+from curlopt.experiments.outputs.summary import study_rows
+from curlopt.experiments.runner import collect_runs, run_study
 from curlopt.experiments.simulation.trace import load_trace
 from curlopt.experiments.study import load_study, plan_study
 
@@ -54,6 +58,41 @@ def test_the_runner_keeps_no_trace_and_the_outputs_read_the_files(tmp_path):
     assert len(result.executed) == 6 and result.run_cpu_time > 0
     assert all(isinstance(group.traces, TraceFiles) for group in result.groups)
     assert [group.seeds for group in result.groups] == [[0, 1, 2], [0, 1, 2]]
+
+
+def test_the_outputs_read_no_run_file_and_hold_no_trace(tmp_path):
+    result = run_study(_study(tmp_path), out=tmp_path / "out", jobs=1, progress=False, figures=True, echo=None)
+    cache = result.groups[0].traces.cache
+    assert all(group.traces.cache is cache for group in result.groups)
+    # summary, figures and report from the numbers each run sent back with its record: no file read, none kept
+    assert cache.loads == 0 and not cache._held and all(group.aggregate is not None for group in result.groups)
+    again = run_study(_study(tmp_path), out=tmp_path / "out", jobs=1, progress=False, figures=False, echo=None)
+    cache = again.groups[0].traces.cache
+    assert len(again.skipped) == 6 and cache.loads == 0 and not cache._held  # the numbers of the resume check
+
+
+def test_a_configuration_without_its_numbers_is_read_from_its_files(tmp_path):
+    result = run_study(_study(tmp_path), out=tmp_path / "out", jobs=1, progress=False, figures=False, echo=None)
+    plan = plan_study(load_study(_study(tmp_path)))
+    groups = collect_runs(plan, tmp_path / "out")  # no numbers gathered: the aggregate is built from the files
+    assert all(group.aggregate is None for group in groups)
+    for read, gathered in zip(groups, result.groups, strict=True):
+        assert read.seeds == gathered.seeds == [0, 1, 2]
+        assert study_rows([read]) == study_rows([gathered])  # the same rows, wall times included
+    assert groups[0].traces.cache.loads == 6  # each file read once
+
+
+def test_the_aggregate_holds_the_traces_numbers(tmp_path):
+    result = run_study(_study(tmp_path), out=tmp_path / "out", jobs=1, progress=False, figures=False, echo=None)
+    for group in result.groups:
+        runs = group.aggregated()
+        traces = [load_trace(path) for path in group.traces.paths]
+        assert list(runs.seeds) == [trace.meta["seed"] for trace in traces] == [0, 1, 2]
+        assert list(runs.regret) == [trace.checkpoints["regret"][-1] for trace in traces]
+        assert np.array_equal(runs.curves["constraints"], np.stack([trace.checkpoints["constraints"] for trace in traces]))
+        assert list(runs.epochs) == [len(trace.epochs) for trace in traces]
+        assert list(runs.epoch_solve_time) == [epoch.solve_time for trace in traces for epoch in trace.epochs]
+        assert [runs.sources[code] for code in runs.epoch_source] == [e.source for t in traces for e in t.epochs]
 
 
 def test_outputs_are_the_same_bytes_when_every_trace_is_read_again_from_its_file(tmp_path, monkeypatch):

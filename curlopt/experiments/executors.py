@@ -75,6 +75,7 @@ FORCE_JOBS_VARIABLE = "CURLOPT_FORCE_JOBS"
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .outputs.aggregate import RunNumbers
     from .simulation.trace import Trace
     from .study.planning import Task
 
@@ -101,6 +102,10 @@ class SavedRun:
         What happened on the way (a directory in the file's place moved aside).
     write_error : str or None
         The one-line message when the file could not be written (a full disk): the study stops with it.
+    numbers : RunNumbers or None
+        What the study's outputs need of the run (:func:`curlopt.experiments.outputs.aggregate.run_numbers`),
+        taken where the trace is, so the study's process need not read the file again; not counted in
+        ``cpu_time`` (it is the runner's own work).
     """
 
     path: str
@@ -109,6 +114,7 @@ class SavedRun:
     unsolved: str | None = None
     notes: tuple[str, ...] = ()
     write_error: str | None = None
+    numbers: RunNumbers | None = None
 
 
 #: (task, trace — or its SavedRun when the executor wrote the file — or None, error message or None)
@@ -198,7 +204,9 @@ def save_run(trace: Trace, path: Path, cpu_started: float | None = None) -> Save
     it). A write failure is not raised: it is the record's ``write_error`` (one line), for the study to stop with.
     """
     from ..fileio import write_error
+    from .outputs.aggregate import run_numbers
     from .outputs.solve_failures import failed_solves_warning
+    from .simulation.trace import Trace
 
     notes: list[str] = []
     failure = None
@@ -211,7 +219,9 @@ def save_run(trace: Trace, path: Path, cpu_started: float | None = None) -> Save
     except OSError as exc:
         failure = str(write_error(path, exc))
     cpu = clock.process_time() - cpu_started if cpu_started is not None else 0.0
-    return SavedRun(str(path), trace.wall_time, cpu, failed_solves_warning(trace), tuple(notes), failure)
+    # the outputs' numbers of an infinite-horizon run (other kinds of run, e.g. episodic ones, have outputs of their own)
+    numbers = run_numbers(trace) if failure is None and isinstance(trace, Trace) else None
+    return SavedRun(str(path), trace.wall_time, cpu, failed_solves_warning(trace), tuple(notes), failure, numbers)
 
 
 def _free_name(path: Path) -> Path:

@@ -26,8 +26,16 @@ trace's ``meta["sweep"]`` plus its ``env``, ``agent``, ``seed`` and ``steps``) i
 not run again; a missing file is run; a corrupt, truncated or mismatched file is
 reported and run again. Each run's trace is written atomically as soon as it
 finishes, so an interrupted study loses only the runs in flight. The summary and
-figures are rebuilt from the run files at the end. Every file is written
+figures are rebuilt at the end from every finished run. Every file is written
 atomically (a temporary file in the same folder, then a rename).
+
+Memory: no trace is kept in the process that runs the study. A run's file is
+written where the run ran, and its record comes back with the numbers the
+outputs need of it (:mod:`curlopt.experiments.outputs.aggregate`); a finished
+run found on resuming gives its numbers when its file is checked. Each
+configuration's numbers become one aggregate of arrays, which the summary,
+checkpoint table, figures and report read; the figures are drawn, written and
+let go one at a time.
 
 One writer per folder: a sweep holds ``study.lock`` in its output folder while
 it runs (see :mod:`curlopt.experiments.outputs.lock`); a second sweep on the
@@ -51,7 +59,7 @@ import math
 import os
 import sys
 import time as clock
-from collections.abc import Callable, Set
+from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,6 +67,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CurloptError
 from ..fileio import WriteError, atomic_write_text, write_error
 from .executors import LocalExecutor, RayExecutor, SavedRun, _check_jobs, make_executor
+from .outputs.aggregate import AggregateBuilder
 from .outputs.figures.style import SUMMARY_HASH_KEY
 from .outputs.lock import FolderLock
 from .outputs.runs import TraceCache
@@ -68,6 +77,7 @@ from .study.reader import load_study
 from .study.spec import EXECUTORS, Study
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .outputs.aggregate import RunsAggregate
     from .outputs.runs import ConfigurationRuns
 
 __all__ = ["StudyResult", "run_study", "task_status", "format_duration", "write_json"]
@@ -324,15 +334,19 @@ def _run_plan(plan: Plan, runner: LocalExecutor | RayExecutor, out: Path, result
 
     check_one_study(out, plan.study.name, plan.study.profile)  # a folder holds one study: never replace another's
     _write_descriptions(plan, out)
-    # Traces are never all held: each run's file is written where it ran, and only its record comes back; the
-    # outputs read the files again through one cache of bounded size (the memory is flat in the number of runs).
-    cache = TraceCache()
+    # Traces are never held: each run's file is written where it ran, and only its record comes back, with the
+    # numbers the outputs need of it (outputs/aggregate.py), gathered per configuration; a finished run found on
+    # resuming gives its numbers when it is checked. So the outputs read no run file again, and what is kept is
+    # arrays of numbers, not traces. The cache keeps no trace (limit 0): a configuration whose numbers are not all
+    # there is read from its files, one at a time.
+    cache = TraceCache(limit=0)
+    builders: dict[int, AggregateBuilder] = {id(c): AggregateBuilder() for c in plan.configurations}
     unsolved: dict[str, str] = {}  # task key -> the warning of a finished run in which most epochs failed to solve
-    pending = _pending_tasks(plan, out, result, unsolved, say, cache)
+    pending = _pending_tasks(plan, out, result, unsolved, say, cache, builders)
     say(f"{len(result.skipped)} runs already finished in {out}, {len(pending)} to run; executor {runner.describe()}")
-    _execute(pending, runner, out, result, progress, say, plan.study.name, unsolved)
+    _execute(pending, runner, out, result, progress, say, plan.study.name, unsolved, builders)
     result.unsolved = [(task, unsolved[task.key]) for task in plan.tasks if task.key in unsolved]
-    _summarise(result, plan, out, cache, figures, say)
+    _summarise(result, plan, out, cache, figures, say, builders)
 
 
 def _run_settings(study: Study | str | os.PathLike, jobs: int | None, executor: str | None, address: str | None,
@@ -363,7 +377,8 @@ def _new_result(plan: Plan, out: Path, executor: str, dry_run: bool) -> StudyRes
 
 
 def _pending_tasks(plan: Plan, out: Path, result: StudyResult, unsolved: dict[str, str],
-                   say: Callable[[str], None], cache: TraceCache) -> list[Task]:
+                   say: Callable[[str], None], cache: TraceCache,
+                   builders: Mapping[int, AggregateBuilder] | None = None) -> list[Task]:
     """The tasks to run, seed-major; a finished run goes to ``result.skipped`` (and its warning to ``unsolved``
     when most of its epochs failed to solve).
 
@@ -374,6 +389,8 @@ def _pending_tasks(plan: Plan, out: Path, result: StudyResult, unsolved: dict[st
         status, reason, trace = _check_run_file(task, out, cache)
         if status == "done":
             result.skipped.append(task)
+            if builders is not None:
+                builders[id(task.configuration)].add(trace)
             warning = failed_solves_warning(trace)
             if warning is not None:
                 unsolved[task.key] = warning
@@ -392,10 +409,10 @@ def _pending_tasks(plan: Plan, out: Path, result: StudyResult, unsolved: dict[st
 
 
 def _summarise(result: StudyResult, plan: Plan, out: Path, cache: TraceCache, figures: bool,
-               say: Callable[[str], None]) -> None:
+               say: Callable[[str], None], builders: Mapping[int, AggregateBuilder] | None = None) -> None:
     """Group the finished runs by configuration and write the tables, figures and report (when any run finished)."""
     study = plan.study
-    result.groups = collect_runs(plan, out, {task.key for task, _ in result.failed}, cache)
+    result.groups = collect_runs(plan, out, {task.key for task, _ in result.failed}, cache, builders)
     empty = [c.label for c, g in zip(plan.configurations, result.groups, strict=True) if g is None]
     result.groups = [g for g in result.groups if g is not None]
     notes = list(plan.notes) + [f"{label}: no finished run." for label in empty]
@@ -475,7 +492,8 @@ def _write_descriptions(plan: Plan, out: Path) -> None:
 
 
 def _execute(pending: list[Task], runner: LocalExecutor | RayExecutor, out: Path, result: StudyResult,
-             progress: bool | None, say: Callable[[str], None], name: str, unsolved: dict[str, str]) -> None:
+             progress: bool | None, say: Callable[[str], None], name: str, unsolved: dict[str, str],
+             builders: Mapping[int, AggregateBuilder] | None = None) -> None:
     """Run the pending tasks; each run's file is written as it finishes (by the executor), and only its record kept.
 
     A run file that could not be written (a full disk) stops the study with one line,
@@ -504,6 +522,8 @@ def _execute(pending: list[Task], runner: LocalExecutor | RayExecutor, out: Path
                 result.run_cpu_time += record.cpu_time
                 if record.unsolved is not None:
                     unsolved[task.key] = record.unsolved
+                if builders is not None and record.numbers is not None:
+                    builders[id(task.configuration)].add_numbers(record.numbers)
             else:
                 error = error or "the run gave neither a trace nor an error"
                 result.failed.append((task, error))
@@ -515,12 +535,14 @@ def _execute(pending: list[Task], runner: LocalExecutor | RayExecutor, out: Path
             bar.close()
 
 
-def collect_runs(plan: Plan, out: Path, failed: Set[str] = frozenset(),
-                 cache: TraceCache | None = None) -> list[ConfigurationRuns | None]:
+def collect_runs(plan: Plan, out: Path, failed: Set[str] = frozenset(), cache: TraceCache | None = None,
+                 builders: Mapping[int, AggregateBuilder] | None = None) -> list[ConfigurationRuns | None]:
     """One :class:`ConfigurationRuns` per configuration (None for one without a finished run), in study order.
 
     Each configuration's runs are its run files (sorted by seed), read when used through ``cache`` (a new
-    :class:`~curlopt.experiments.outputs.runs.TraceCache` when not given): nothing is read here.
+    :class:`~curlopt.experiments.outputs.runs.TraceCache` when not given): nothing is read here. ``builders``
+    (keyed by the configuration's ``id``) hold the numbers of runs already gathered: a configuration whose
+    builder has every one of its finished runs gets its aggregate from it, and its files are not read.
     """
     from .outputs.runs import ConfigurationRuns, TraceFiles
 
@@ -534,8 +556,18 @@ def collect_runs(plan: Plan, out: Path, failed: Set[str] = frozenset(),
             setting=configuration.setting, algorithm=configuration.algorithm.key, agent=configuration.algorithm.agent,
             label=configuration.label, key=configuration.key, options=dict(configuration.options),
             varied=dict(configuration.varied),
-            traces=TraceFiles([out / task.relative_path for task in mine], cache)) if mine else None)
+            traces=TraceFiles([out / task.relative_path for task in mine], cache),
+            aggregate=_gathered(builders, configuration, mine)) if mine else None)
     return groups
+
+
+def _gathered(builders: Mapping[int, AggregateBuilder] | None, configuration: Configuration,
+              mine: list[Task]) -> RunsAggregate | None:
+    """The aggregate of a configuration's finished runs from the numbers gathered, None unless they are all there."""
+    builder = None if builders is None else builders.get(id(configuration))
+    if builder is None or builder.seeds != [task.seed for task in mine]:
+        return None
+    return builder.finish()
 
 
 def _write_outputs(result: StudyResult, study: Study, out: Path, notes: list[str], figures: bool,

@@ -1,5 +1,5 @@
 """What a study writes after its runs, and the one public door to it: the runs of one configuration read back
-(:mod:`.runs`), the summary (:mod:`.summary`), the checkpoint table (:mod:`.checkpoints`), the HTML report
+(:mod:`.runs`) and reduced to the numbers the outputs read (:mod:`.aggregate`), the summary (:mod:`.summary`), the checkpoint table (:mod:`.checkpoints`), the HTML report
 (:mod:`.report`), the figures (:mod:`.figures`), the output folder's lock (:mod:`.lock`) and the warning for runs
 whose solves mostly failed (:mod:`.solve_failures`). Nothing here imports matplotlib at import time."""
 

@@ -34,6 +34,7 @@ import numpy as np
 
 from ...fileio import atomic_write_text
 from ..simulation.trace import Trace
+from .aggregate import step_shares
 from .runs import ConfigurationRuns
 
 __all__ = ["checkpoint_rows", "write_checkpoint_table", "violating_step_shares"]
@@ -64,21 +65,13 @@ def violating_step_shares(trace: Trace, times: np.ndarray) -> np.ndarray:
         lengths.append(float(max(int(epoch.length), 0)))
         evaluated.append(known)
         flags.append(bool(values is not None and known and values.size and np.max(values) > 0.0))
-    if not starts:
-        return np.full(times.shape, np.nan)
-    start, length = np.asarray(starts), np.asarray(lengths)
-    # steps of each epoch within 1..t: from its start to the earlier of t and its last step
-    played = np.clip(np.minimum(times[:, None], start + length - 1.0) - start + 1.0, 0.0, length)
-    total = played @ np.asarray(evaluated, dtype=float)
-    bad = played @ np.asarray(flags, dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(total > 0, bad / np.where(total > 0, total, 1.0), np.nan)
+    return step_shares(times, starts, lengths, flags, evaluated)
 
 
 def checkpoint_rows(groups: Sequence[ConfigurationRuns]) -> tuple[list[str], list[list]]:
     """The header and rows of ``checkpoints.csv`` (configurations whose runs have different times are skipped)."""
-    n_constraints = max((trace.checkpoints["constraints"].shape[1] for g in groups if g is not None for trace in g.traces),
-                        default=0)
+    runs = [group.aggregated() for group in groups if group is not None]
+    n_constraints = max((int(count) for r in runs for count in r.constraint_columns), default=0)
     header = ["setting", "algorithm", "key", "label", "t", "seeds", "objective_mean", "regret_mean"]
     header += [f"g{m}_mean" for m in range(1, n_constraints + 1)] + ["violation_mean", "zero_violation_share",
                                                                       "violating_steps_mean"]
@@ -86,17 +79,17 @@ def checkpoint_rows(groups: Sequence[ConfigurationRuns]) -> tuple[list[str], lis
     for group in groups:
         if group is None or not group.traces:
             continue
-        times = group.traces[0].checkpoints["t"]
-        if any(not np.array_equal(trace.checkpoints["t"], times) for trace in group.traces):
+        aggregate = group.aggregated()
+        if not aggregate.same_times:
             continue
-        columns = {name: np.stack([np.asarray(trace.checkpoints[name], dtype=float) for trace in group.traces])
-                   for name in ("objective", "regret", "violation", "constraints")}
+        times = aggregate.times
+        columns = aggregate.curves
         objective, seeds = _finite_mean(columns["objective"])
         regret, _ = _finite_mean(columns["regret"])
         violation, _ = _finite_mean(columns["violation"])
         constraints, _ = _finite_mean(columns["constraints"])
         zero = (columns["violation"] <= 0.0).mean(axis=0)
-        violating_steps, _ = _finite_mean(np.stack([violating_step_shares(trace, times) for trace in group.traces]))
+        violating_steps, _ = _finite_mean(aggregate.violating_steps)
         m = constraints.shape[1] if constraints.ndim == 2 else 0
         for i, t in enumerate(times):
             row = [group.setting.name, group.algorithm, group.key, group.label, int(t), int(seeds[i]),

@@ -51,7 +51,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...agents.base import PlanSource
+import numpy as np
+
 from ...errors import CurloptError
 from ...fileio import atomic_write_text
 from .figures.epochs import SOURCES
@@ -60,7 +61,7 @@ from .summary import DASH, LOCATION_DIGITS, clean_label, count_cell, percent, si
 
 if TYPE_CHECKING:  # pragma: no cover
     from .figures.report import ReportFigure
-    from .runs import ConfigurationRuns
+    from .runs import ConfigurationRuns, TraceCache
 
 __all__ = ["StudyOutput", "load_study_output", "write_report", "render_report", "print_summary",
            "MAX_LISTED_EPOCHS", "REPORT_NAME", "SECTIONS", "ANSWER_COLUMNS"]
@@ -69,9 +70,6 @@ __all__ = ["StudyOutput", "load_study_output", "write_report", "render_report", 
 REPORT_NAME = "report.html"
 #: fallback and failed epochs listed per configuration (the rest are counted)
 MAX_LISTED_EPOCHS = 50
-#: policy sources, in table order (others follow alphabetically)
-#: the epoch sources whose program was not solved as planned (flagged in the report)
-_FAILED = (PlanSource.FALLBACK, PlanSource.LEAST_VIOLATION, PlanSource.KEPT, PlanSource.UNIFORM)
 
 
 # -- reading a study output -------------------------------------------------------------------------------------------
@@ -138,24 +136,28 @@ def _settings(study: dict[str, Any]) -> dict[str, Any]:
 
 
 def _load_group(folder: Path, config: dict[str, Any], study: dict[str, Any], setting: Any,
-                notes: list[str]) -> ConfigurationRuns:
+                notes: list[str], cache: TraceCache) -> ConfigurationRuns:
+    """A configuration's readable runs in ``folder`` (each checked here; kept in ``cache`` while it has room, read
+    again when its aggregate is built otherwise)."""
     from ..simulation.trace import load_trace
-    from .runs import ConfigurationRuns
+    from .runs import ConfigurationRuns, TraceFiles
 
-    traces = []
+    found = []
     for seed in study.get("seeds") or []:
         path = folder / str(config.get("path", "")) / f"T{study.get('steps')}-seed{int(seed):03d}.json.gz"
         if not path.exists():
             continue
         try:
-            traces.append(load_trace(path))
+            cache.put(path, load_trace(path))
         except CurloptError as exc:
             notes.append(f"left out an unreadable run: {' '.join(str(exc).split())}")
+            continue
+        found.append(path)
     algorithm = config.get("algorithm") or {}
     return ConfigurationRuns(setting=setting, algorithm=str(algorithm.get("key", "")),
                              agent=str(algorithm.get("agent", "")), label=str(config.get("label", "")),
                              key=str(config.get("key", "")), options=dict(config.get("options") or {}),
-                             varied=dict(config.get("varied") or {}), traces=traces)
+                             varied=dict(config.get("varied") or {}), traces=TraceFiles(found, cache))
 
 
 def load_study_output(folder: str | Path, groups: Sequence[ConfigurationRuns] | None = None) -> StudyOutput:
@@ -172,13 +174,16 @@ def load_study_output(folder: str | Path, groups: Sequence[ConfigurationRuns] | 
     settings = _settings(study)
     notes = [str(note) for note in (record.get("profile") or {}).get("notes", [])] if groups is None else []
     notes += [str(note) for note in record.get("notes") or []] if groups is None else []
+    from .runs import TraceCache
+
+    cache = TraceCache()  # one for the folder: the runs are read through it, a bounded number held
     loaded = {(_setting_name(g), g.algorithm, g.key): g for g in groups or []}
     output = StudyOutput(folder, record, [], notes=notes, from_folder=groups is None)
     for config in record["configurations"]:
         setting_name = str((config.get("setting") or {}).get("setting", ""))
         setting = settings.get(setting_name, setting_name)
         key = (setting_name, str((config.get("algorithm") or {}).get("key", "")), str(config.get("key", "")))
-        group = loaded.get(key) if groups is not None else _load_group(folder, config, study, setting, notes)
+        group = loaded.get(key) if groups is not None else _load_group(folder, config, study, setting, notes, cache)
         found = len(group.traces) if group is not None else 0
         output.configurations.append({"record": config, "setting": setting_name, "found": found,
                                       "expected": len(study.get("seeds") or [])})
@@ -319,15 +324,14 @@ def _backend_versions(used_backends: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def _versions_section(output: StudyOutput) -> str:
-    written = sorted({str(trace.meta.get("curlopt_version", "?")) for g in output.groups for trace in g.traces})
-    used = sorted({f"{trace.meta['backend']} ({trace.meta['backend_version']})" for g in output.groups
-                   for trace in g.traces if trace.meta.get("backend_version")})
+    written = sorted({version for g in output.groups for version in g.aggregated().curlopt_versions})
+    used = sorted({used for g in output.groups for used in g.aggregated().backend_versions})
     lines = [f"study.json written by curlopt {output.record.get('curlopt_version', '?')}; the runs by curlopt"
              f" {', '.join(written)}" + (f", with the backend(s) {', '.join(used)}" if used else "") + "."]
     return ('<h2 id="versions">Versions</h2><p class="muted">Installed where this report was rendered. '
             + _e(lines[0]) + "</p>"
-            + _table(["package", "version"], _versions(sorted({str(trace.meta.get("backend")) for g in output.groups
-                                                                for trace in g.traces})), left=2))
+            + _table(["package", "version"], _versions(sorted({backend for g in output.groups
+                                                                for backend in g.aggregated().backends})), left=2))
 
 
 def _constraint_count(row: dict[str, Any]) -> int:
@@ -474,19 +478,25 @@ def _seconds(value: float) -> str:
 
 
 def _epoch_rows(groups: Sequence[ConfigurationRuns]) -> tuple[list[str], list[list[Any]]]:
-    epochs = [(g, [e for trace in g.traces for e in trace.epochs]) for g in groups]
-    seen_sources = {e.source for _, es in epochs for e in es}
+    runs = [g.aggregated() for g in groups]
+    seen_sources = {source for r in runs for source in r.sources}
     sources = [s for s in SOURCES if s in seen_sources] + sorted(seen_sources - set(SOURCES))
-    statuses = sorted({e.status or "" for _, es in epochs for e in es})
+    statuses = sorted({status for r in runs for status in r.statuses})
     header = ["configuration", "runs", "epochs"] + [f"source: {s}" for s in sources] + \
         [f"status: {s or '(none)'}" for s in statuses] + ["mean solve time", "max solve time"]
     rows = []
-    for group, mine in epochs:
-        times = [float(e.solve_time) for e in mine]
-        rows.append([group.label, len(group.traces), len(mine)] + [sum(e.source == s for e in mine) for s in sources]
-                    + [sum((e.status or "") == s for e in mine) for s in statuses]
+    for group, mine in zip(groups, runs, strict=True):
+        times = mine.epoch_solve_time.tolist()  # Python floats, summed in the order of the epochs as always
+        rows.append([group.label, len(group.traces), len(times)]
+                    + [_count(mine.epoch_source, mine.sources, s) for s in sources]
+                    + [_count(mine.epoch_status, mine.statuses, s) for s in statuses]
                     + [_seconds(sum(times) / len(times)) if times else DASH, _seconds(max(times)) if times else DASH])
     return header, rows
+
+
+def _count(codes: Any, names: Sequence[str], name: str) -> int:
+    """How many of ``codes`` stand for ``name`` (0 when ``name`` is not among ``names``)."""
+    return int(np.count_nonzero(codes == names.index(name))) if name in names else 0
 
 
 def _epochs_section(output: StudyOutput, figures: Sequence[ReportFigure]) -> str:
@@ -505,13 +515,10 @@ def _epochs_section(output: StudyOutput, figures: Sequence[ReportFigure]) -> str
 
 
 def _failure_rows(group: ConfigurationRuns) -> tuple[list[list[Any]], int]:
-    rows = []
-    for trace in group.traces:
-        for e in trace.epochs:
-            if e.source in _FAILED or e.status not in ("", "optimal"):
-                rows.append([trace.meta.get("seed", DASH), e.index, f"{int(e.start):,}", e.source, e.status or DASH,
-                             " ".join((e.message or "").split()) or DASH])
-    return rows[:MAX_LISTED_EPOCHS], max(len(rows) - MAX_LISTED_EPOCHS, 0)
+    runs = group.aggregated()
+    rows = [[DASH if seed is None else seed, index, f"{start:,}", source, status or DASH, message or DASH]
+            for seed, index, start, source, status, message in runs.failure_rows[:MAX_LISTED_EPOCHS]]
+    return rows, max(runs.failure_count - MAX_LISTED_EPOCHS, 0)
 
 
 def _failures_section(output: StudyOutput) -> str:

@@ -7,9 +7,11 @@ grid over the same seeds; the summary tables and figures
 list of :class:`ConfigurationRuns`, in the study's order, and never look at
 files or at how the runs were executed.
 
-A study's runs are read from their files when they are used (:class:`TraceFiles`), through one
-:class:`TraceCache` of bounded size: the summary and figures of a study of any number of runs take
-the memory of the cache, not of every trace at once.
+The outputs read a configuration's runs through its aggregate (:meth:`ConfigurationRuns.aggregated`,
+:mod:`.aggregate`): arrays of the numbers they need, built in one pass over the runs, or handed over by the
+study runner from the numbers each run sent back. The runs themselves are read from their files when they are
+used (:class:`TraceFiles`), through one :class:`TraceCache` of bounded size (none at all in a study): a study
+of any number of runs never holds every trace at once.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any, overload
 if TYPE_CHECKING:  # pragma: no cover
     from ..simulation.trace import Trace
     from ..study.spec import SettingSpec
+    from .aggregate import RunsAggregate
 
 __all__ = ["ConfigurationRuns", "TraceCache", "TraceFiles", "DEFAULT_CACHE_BYTES"]
 
@@ -120,7 +123,7 @@ class TraceFiles(Sequence["Trace"]):
         return self.cache.get(self.paths[index]) if self.cache.large(self) else self.cache.group(self)[index]
 
     def __iter__(self) -> Iterator[Trace]:
-        if self.cache.large(self):  # more than the cache holds: one trace at a time
+        if self.cache.limit <= 0 or self.cache.large(self):  # more than the cache holds: one trace at a time
             return (self.cache.get(path) for path in self.paths)
         return iter(self.cache.group(self))
 
@@ -149,6 +152,8 @@ class ConfigurationRuns:
         axis order; empty when the study has no grid.
     traces : sequence of Trace
         The finished runs, sorted by seed (a :class:`TraceFiles` in a study: read when used).
+    aggregate : RunsAggregate or None
+        What the outputs read of the runs (:meth:`aggregated` builds it, in one pass over ``traces``, when None).
     """
 
     setting: SettingSpec
@@ -159,7 +164,17 @@ class ConfigurationRuns:
     options: dict[str, Any]
     varied: dict[str, Any] = field(default_factory=dict)
     traces: Sequence[Trace] = field(default_factory=list)
+    aggregate: RunsAggregate | None = field(default=None, repr=False, compare=False)
+
+    def aggregated(self) -> RunsAggregate:
+        """The runs reduced to what the outputs read (:mod:`.aggregate`), built on first use in one pass over
+        ``traces`` and kept: the summary, the figures and the report read every run file once between them."""
+        if self.aggregate is None:
+            from .aggregate import aggregate_runs
+
+            self.aggregate = aggregate_runs(self.traces)
+        return self.aggregate
 
     @property
     def seeds(self) -> list[int]:
-        return [int(trace.meta.get("seed", -1)) for trace in self.traces]
+        return [int(seed) for seed in self.aggregated().seeds]

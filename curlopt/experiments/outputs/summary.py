@@ -82,6 +82,7 @@ import re
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -93,9 +94,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from .runs import ConfigurationRuns
 
 __all__ = ["write_study_summary", "study_rows", "study_columns", "study_csv_text", "study_markdown", "bootstrap_interval",
-           "epoch_violation_shares", "violating_shares", "anytime_violation", "ANYTIME_START_FRACTION", "mean_unreached", "mean_std",
+           "epoch_violation_shares", "violating_shares", "nan_mean", "anytime_violation", "ANYTIME_START_FRACTION", "mean_unreached", "mean_std",
            "STUDY_COLUMN_DOCS", "TIME_COLUMNS", "BOOTSTRAP_RESAMPLES",
            "BOOTSTRAP_SEED", "CONFIDENCE_LEVEL"]
+
+#: per-seed values: a list, or an array (a configuration's aggregate)
+Values = Sequence[float] | np.ndarray
 
 #: columns that measure time (differ between otherwise identical summaries)
 TIME_COLUMNS = ("wall_time_mean", "wall_time_std")
@@ -149,7 +153,7 @@ _RUN = ("trigger", "backend", "steps", "seeds", "optimum", "optimum_infeasible")
 
 
 # -- statistics -----------------------------------------------------------------------------------------------------
-def mean_std(values: Sequence[float]) -> tuple[float, float]:
+def mean_std(values: Values) -> tuple[float, float]:
     """Mean and sample standard deviation (ddof = 1); std NaN for one value, both NaN for none."""
     array = np.asarray(values, dtype=float)
     if array.size == 0:
@@ -168,7 +172,7 @@ def _bootstrap_keywords() -> dict[str, Any]:
     return {name: generator}
 
 
-def bootstrap_interval(values: Sequence[float]) -> tuple[float, float]:
+def bootstrap_interval(values: Values) -> tuple[float, float]:
     """95% percentile-bootstrap interval of the mean of ``values``.
 
     NaN, NaN for fewer than two values or a non-finite value; ``(v, v)`` when
@@ -182,12 +186,52 @@ def bootstrap_interval(values: Sequence[float]) -> tuple[float, float]:
         return math.nan, math.nan
     if np.all(array == array[0]):
         return float(array[0]), float(array[0])
+    keywords: dict[str, Any] = {"n_resamples": BOOTSTRAP_RESAMPLES}
+    if array.size * BOOTSTRAP_RESAMPLES > _DIRECT_BOOTSTRAP_DRAWS:  # the same resamples, a block at a time
+        keywords = {"n_resamples": 0, "bootstrap_result": SimpleNamespace(bootstrap_distribution=_resample_means(array))}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        result = stats.bootstrap((array,), np.mean, n_resamples=BOOTSTRAP_RESAMPLES, confidence_level=CONFIDENCE_LEVEL,
-                                 method="percentile", vectorized=True, axis=-1, **_bootstrap_keywords())
+        result = stats.bootstrap((array,), np.mean, confidence_level=CONFIDENCE_LEVEL, method="percentile",
+                                 vectorized=True, axis=-1, **keywords, **_bootstrap_keywords())
     interval = result.confidence_interval
     return float(interval.low), float(interval.high)
+
+
+#: up to this many resampled values (seeds × resamples) scipy draws them at once (16 bytes each: an index and a
+#: value); more seeds are resampled a block of this size at a time (:func:`_resample_means`)
+_DIRECT_BOOTSTRAP_DRAWS = 2 ** 20
+
+
+def _resample_means(values: np.ndarray) -> np.ndarray:
+    """The means of :data:`BOOTSTRAP_RESAMPLES` bootstrap resamples of ``values``: the very resamples that
+    :func:`scipy.stats.bootstrap` draws from a generator seeded with :data:`BOOTSTRAP_SEED`, a block of rows at a
+    time, so a configuration of thousands of seeds does not take gigabytes (scipy draws every resample at once).
+
+    scipy draws the (resamples × n) indices with ``Generator.integers(0, n, ...)``, which for n < 2^32 is
+    Lemire's method on the generator's 32-bit words, the low half of each 64-bit output first, a word whose
+    product with n has a low half below (2^32 − n) mod n rejected (numpy's ``buffered_bounded_lemire_uint32``).
+    The words are drawn here from the same bit generator and filtered the same way, as one stream across the
+    blocks (a block ends anywhere in a 64-bit output); each row's mean is taken as scipy takes it. The test suite
+    checks the result against scipy's own.
+    """
+    n = values.size
+    bits = np.random.default_rng(BOOTSTRAP_SEED).bit_generator
+    low, shift, size = np.uint64(0xFFFFFFFF), np.uint64(32), np.uint64(n)
+    threshold = np.uint64((2 ** 32 - n) % n)
+    rows_per_block = max(1, _DIRECT_BOOTSTRAP_DRAWS // n)
+    means, queue, done = [], np.zeros(0, dtype=np.int64), 0
+    while done < BOOTSTRAP_RESAMPLES:
+        rows = min(rows_per_block, BOOTSTRAP_RESAMPLES - done)
+        need = rows * n
+        while queue.size < need:
+            raw = bits.random_raw((need - queue.size) // 2 + 16)
+            words = np.empty(2 * raw.size, dtype=np.uint64)
+            words[0::2], words[1::2] = raw & low, raw >> shift
+            product = words * size
+            queue = np.concatenate([queue, (product[(product & low) >= threshold] >> shift).astype(np.int64)])
+        means.append(np.mean(values[queue[:need].reshape(rows, n)], axis=-1))
+        queue, done = queue[need:], done + rows
+    return np.concatenate(means)
 
 
 def epoch_violation_shares(trace: Trace) -> tuple[float, float]:
@@ -220,7 +264,7 @@ def violating_shares(traces: Sequence[Trace]) -> tuple[float, float]:
     :func:`epoch_violation_shares`, averaged over its seeds (runs without an exact evaluation left out). The one
     definition the summary, the report and the figures read."""
     shares = [epoch_violation_shares(trace) for trace in traces]
-    return _nanmean([share[0] for share in shares]), _nanmean([share[1] for share in shares])
+    return nan_mean([share[0] for share in shares]), nan_mean([share[1] for share in shares])
 
 
 def anytime_violation(trace: Trace, start_fraction: float = ANYTIME_START_FRACTION) -> tuple[float, bool]:
@@ -248,7 +292,8 @@ def mean_unreached(trace: Trace) -> float:
     return float(np.mean(counts)) if counts else math.nan
 
 
-def _nanmean(values: Sequence[float]) -> float:
+def nan_mean(values: Values) -> float:
+    """The mean of the values that are not NaN (NaN when none is)."""
     array = np.asarray(values, dtype=float)
     array = array[~np.isnan(array)]
     return float(np.mean(array)) if array.size else math.nan
@@ -285,52 +330,43 @@ def study_columns(n_constraints: int, varied: Sequence[str] = ()) -> list[str]:
     return columns
 
 
-def _interval_stats(row: dict[str, Any], name: str, values: Sequence[float]) -> None:
-    row[f"{name}_mean"], row[f"{name}_std"] = mean_std(values)
-    row[f"{name}_ci_low"], row[f"{name}_ci_high"] = bootstrap_interval(values)
-
-
 def _row(group: ConfigurationRuns) -> dict[str, Any]:
-    traces = list(group.traces)
-    summaries = [trace.summary() for trace in traces]
-    first_meta = traces[0].meta if traces else {}
-    steps = {s["steps"] for s in summaries}
+    runs = group.aggregated()
+    steps = {int(value) for value in runs.steps}
     if len(steps) > 1:
         from ...errors import CurloptError
 
         raise CurloptError(f"the runs of {group.label} have different horizons {sorted(steps)}; summarise them apart.")
-    optimum = summaries[0]["optimum"] if summaries else None
+    seeds = runs.runs
     row: dict[str, Any] = {
         "setting": _setting_name(group),
         "algorithm": group.algorithm,
         "label": group.label,
         "agent": group.agent,
         "key": group.key,
-        "trigger": first_meta.get("trigger", group.options.get("trigger", "")) or "",
-        "backend": first_meta.get("backend", group.options.get("backend", "")) or "",
-        "steps": summaries[0]["steps"] if summaries else None,
-        "seeds": len(traces),
-        "optimum": None if optimum is None else float(optimum),
-        "optimum_infeasible": any(s["optimum_infeasible"] for s in summaries),
+        "trigger": runs.first_meta.get("trigger", group.options.get("trigger", "")) or "",
+        "backend": runs.first_meta.get("backend", group.options.get("backend", "")) or "",
+        "steps": int(runs.steps[0]) if seeds else None,
+        "seeds": seeds,
+        "optimum": runs.optimum_value if seeds else None,
+        "optimum_infeasible": runs.optimum_infeasible,
     }
     for name, value in group.varied.items():
         row[OPTION_PREFIX + name] = value
-    n_constraints = len(summaries[0]["constraints"]) if summaries else 0
-    for name in _INTERVAL_STATS:
-        _interval_stats(row, name, [s[name] for s in summaries])
-    for m in range(n_constraints):
-        _interval_stats(row, f"g{m + 1}", [s["constraints"][m] for s in summaries])
-    _interval_stats(row, "violation", [s["violation"] for s in summaries])
-    row["zero_violation_share"] = float(np.mean([s["violation"] <= 0.0 for s in summaries])) if summaries else math.nan
-    row["violating_runs"] = sum(1 for s in summaries if s["violation"] > 0.0)
-    row["fallback_runs"] = sum(1 for s in summaries if s["fallback_epochs"] > 0)
-    row["violating_epoch_share"], row["violating_step_share"] = violating_shares(traces)
-    anytime = [anytime_violation(trace) for trace in traces]
-    row["violating_checkpoint_share"] = _nanmean([share for share, _ in anytime])
-    row["anytime_zero_share"] = float(np.mean([never for _, never in anytime])) if anytime else math.nan
-    row["unreached_states"] = _nanmean([mean_unreached(trace) for trace in traces])
+    n_constraints = runs.constraints.shape[1] if seeds else 0
+    for name, values in [(name, getattr(runs, name)) for name in _INTERVAL_STATS] + [
+            (f"g{m + 1}", runs.constraints[:, m]) for m in range(n_constraints)] + [("violation", runs.violation)]:
+        row[f"{name}_mean"], row[f"{name}_std"] = mean_std(values)
+        row[f"{name}_ci_low"], row[f"{name}_ci_high"] = runs.interval(name)  # the frontier reads the same
+    row["zero_violation_share"] = float(np.mean(runs.violation <= 0.0)) if seeds else math.nan
+    row["violating_runs"] = int(np.sum(runs.violation > 0.0))
+    row["fallback_runs"] = int(np.sum(runs.fallback_epochs > 0))
+    row["violating_epoch_share"], row["violating_step_share"] = runs.violating_shares()
+    row["violating_checkpoint_share"] = nan_mean(runs.anytime_share)
+    row["anytime_zero_share"] = float(np.mean(runs.anytime_never)) if seeds else math.nan
+    row["unreached_states"] = nan_mean(runs.unreached)
     for name in _COUNT_STATS:
-        row[f"{name}_mean"], row[f"{name}_std"] = mean_std([s[name] for s in summaries])
+        row[f"{name}_mean"], row[f"{name}_std"] = mean_std(getattr(runs, name))
     row["_constraints"] = n_constraints
     row["_varied"] = list(group.varied)
     return row

@@ -43,37 +43,29 @@ _SOURCE_COLOURS = {"tight": "#4c9a2a", "fallback": "#f0a030", "least-violation":
 
 
 def _source_order(groups: Sequence[ConfigurationRuns]) -> list[str]:
-    seen = {e.source for g in groups for trace in g.traces for e in trace.epochs}
+    seen = {source for g in groups for source in g.aggregated().sources}
     return [s for s in SOURCES if s in seen] + sorted(seen - set(SOURCES))
 
 
 def source_shares(group: ConfigurationRuns, sources: Sequence[str]) -> np.ndarray:
     """Share of each source among a run's epochs, averaged over the seeds (runs without epochs left out)."""
-    shares = []
-    for trace in group.traces:
-        if not trace.epochs:
-            continue
-        counts = np.array([sum(1 for e in trace.epochs if e.source == s) for s in sources], dtype=float)
-        shares.append(counts / len(trace.epochs))
-    return np.mean(shares, axis=0) if shares else np.zeros(len(sources))
+    return group.aggregated().source_shares(sources)
 
 
 # -- solve time per epoch --------------------------------------------------------------------------------------------
-def _epoch_times(group: ConfigurationRuns) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Start (at least 1), solve time and solver status of every epoch of every seed."""
-    starts, times, statuses = [], [], []
-    for trace in group.traces:
-        for e in trace.epochs:
-            starts.append(max(int(e.start), 1))
-            times.append(float(e.solve_time))
-            statuses.append(e.status or "")
-    return np.asarray(starts, dtype=float), np.asarray(times, dtype=float), statuses
+def _epoch_times(group: ConfigurationRuns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Start (at least 1), solve time and whether the solver status was other than optimal, of every epoch of
+    every seed."""
+    runs = group.aggregated()
+    odd = np.array([status not in ("", "optimal") for status in runs.statuses], dtype=bool)
+    return (np.maximum(runs.epoch_start, 1).astype(float), runs.epoch_solve_time,
+            odd[runs.epoch_status] if odd.size else np.zeros(runs.epoch_status.shape, dtype=bool))
 
 
 def _binned_median(group: ConfigurationRuns, starts: np.ndarray, times: np.ndarray,
                    positive: np.ndarray) -> tuple[list[float], list[float]]:
     """The median solve time in 24 log-spaced bins of the epoch start (bins without epochs left out)."""
-    t_end = max(float(trace.checkpoints["t"][-1]) for trace in group.traces)
+    t_end = float(np.max(group.aggregated().last_times))
     edges = np.geomspace(1.0, max(t_end, 2.0) * 1.0001, 25)
     centre, median = [], []
     for lo, hi in zip(edges[:-1], edges[1:], strict=True):
@@ -86,7 +78,7 @@ def _binned_median(group: ConfigurationRuns, starts: np.ndarray, times: np.ndarr
 
 def _draw_times(ax: Axes, c: Curves, group: ConfigurationRuns, label: str) -> tuple[int, int]:
     """One configuration's dots, median line and crosses; ``(epochs without a solve, epochs not optimal)``."""
-    starts, times, statuses = _epoch_times(group)
+    starts, times, not_optimal = _epoch_times(group)
     positive = times > 0
     unsolved = int(np.sum(~positive))
     if not np.any(positive):
@@ -95,7 +87,7 @@ def _draw_times(ax: Axes, c: Curves, group: ConfigurationRuns, label: str) -> tu
     centre, median = _binned_median(group, starts, times, positive)
     ax.plot(centre, median, color=c.color, ls=c.linestyle or "-", marker=c.marker, ms=4, lw=1.4,
             mfc="white" if c.infeasible else c.color, label=label, zorder=3)
-    flagged = positive & np.array([s not in ("", "optimal") for s in statuses], dtype=bool)
+    flagged = positive & not_optimal
     if np.any(flagged):
         ax.scatter(starts[flagged], times[flagged], marker="x", s=18, color="black", lw=0.9, zorder=4,
                    label="solver status not optimal")
@@ -154,7 +146,7 @@ def _source_bars(fig: matplotlib.figure.Figure, bars: Axes, view: SettingView) -
         left += shares[:, k]
     for position, c in zip(y, ordered, strict=True):
         # the summary table's own mean (epochs_mean) and rounding: the figure and the table say the same number
-        epochs = mean_std([len(trace.epochs) for trace in groups[c.position].traces])[0]
+        epochs = mean_std(groups[c.position].aggregated().epochs)[0]
         bars.text(1.01, position, count_text(epochs), va="center", ha="left", fontsize=7,
                   gid="epochs-per-run")
     bars.text(1.01, len(ordered) - 0.35, "epochs\nper run", va="bottom", ha="left", fontsize=7)
@@ -172,7 +164,7 @@ def epochs_figure(view_or_groups: SettingView | Sequence[ConfigurationRuns]) -> 
     """Solve time per epoch and the epochs' sources of one setting (None without epoch records), not saved."""
     Figure, Canvas = load_matplotlib()
     view = view_or_groups if isinstance(view_or_groups, SettingView) else setting_view(view_or_groups)
-    if not any(trace.epochs for g in view.groups for trace in g.traces):
+    if not any(g.aggregated().epoch_start.size for g in view.groups):
         return None
     rows = len(view.panels)
     fig = Figure(figsize=(14, max(5.2, 3.6 * rows + 1.2)), layout="constrained")

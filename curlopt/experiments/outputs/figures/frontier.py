@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ....errors import CurloptError
-from ..summary import BOOTSTRAP_RESAMPLES, bootstrap_interval
+from ..summary import BOOTSTRAP_RESAMPLES
 from .labels import draw_labels, place_labels
 from .style import MARKERS, PALETTE, agg_renderer, clean, load_matplotlib, note, plain_log_labels, seed_text
 from .titles import fit_suptitle
@@ -85,13 +85,13 @@ def frontier_points(groups: Sequence[ConfigurationRuns]) -> list[FrontierPoint]:
     for group in groups:
         if group is None or not group.traces:
             continue
-        regrets = [float(trace.checkpoints["regret"][-1]) for trace in group.traces]
-        violations = [float(trace.checkpoints["violation"][-1]) for trace in group.traces]
+        runs = group.aggregated()
+        regrets, violations = runs.regret, runs.violation  # each run's last checkpoint, as the summary's
         points.append(FrontierPoint(
             group.label, short_label(group), group.algorithm, algorithm_label(group),
-            float(np.mean(regrets)), bootstrap_interval(regrets), float(np.mean(violations)),
-            bootstrap_interval(violations), all(v <= 0.0 for v in violations), len(regrets),
-            int(group.traces[0].checkpoints["t"][-1])))
+            float(np.mean(regrets)), runs.interval("regret"), float(np.mean(violations)),
+            runs.interval("violation"), bool(np.all(violations <= 0.0)), len(regrets),
+            int(runs.last_times[0])))
     return points
 
 
@@ -137,8 +137,7 @@ def _axes(ax: Axes, points: Sequence[FrontierPoint], groups: Sequence[Configurat
         ax.set_ylabel("constraint violation C(T) = max_m (g_m(ζ^(T)))_+  (linear axis)")
         ax.set_ylim(-0.06 * top, top * 1.1)
     else:  # nothing to show on the C axis: the points on its middle line, room for their labels above and below
-        constrained = any(np.asarray(g.traces[0].checkpoints["constraints"]).reshape(
-            len(g.traces[0].checkpoints["t"]), -1).shape[1] for g in groups)
+        constrained = any(g.aggregated().constraint_columns[0] for g in groups)
         ax.set_ylim(-1.0, 1.0)
         ax.set_yticks([0.0], ["0"])
         ax.set_ylabel("constraint violation C(T)")

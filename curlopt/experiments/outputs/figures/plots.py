@@ -93,7 +93,7 @@ from typing import TYPE_CHECKING, Any
 from .curves import curve_figure
 from .epochs import epochs_figure
 from .frontier import frontier_figure
-from .style import load_matplotlib, save_png
+from .style import load_matplotlib, release, save_png
 from .view import setting_view
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -150,6 +150,7 @@ def plot_study(groups: Sequence[ConfigurationRuns], out_dir: str | Path,
     out_dir = Path(out_dir)
     paths: list[Path] = []
     for members in _by_setting(groups):
-        for name, figure in setting_figures(members):
+        for name, figure in setting_figures(members):  # drawn, written and let go one at a time
             paths.append(save_png(figure, out_dir / name, metadata))
+            release(figure)
     return paths

@@ -31,8 +31,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ....errors import CurloptError
-from ..summary import percent, violating_shares
-from .style import DPI, SUMMARY_HASH_KEY, ZERO_STYLE, dedupe_legend, load_matplotlib, note, outside_legend, plural
+from ..summary import percent
+from .style import (
+    DPI,
+    SUMMARY_HASH_KEY,
+    ZERO_STYLE,
+    dedupe_legend,
+    load_matplotlib,
+    note,
+    outside_legend,
+    plural,
+    release,
+)
 from .titles import fit_axes_titles, fit_suptitle
 from .view import setting_view
 
@@ -169,17 +179,10 @@ def study_figures(folder: Path, groups: Sequence[ConfigurationRuns],
 # -- exact constraint values per epoch -------------------------------------------------------------------------------
 def _epoch_maxima(group: ConfigurationRuns) -> tuple[np.ndarray, np.ndarray, int]:
     """Start (at least 1) and max_m exact g_m of every epoch of every seed; the count of epochs without one."""
-    starts, values, missing = [], [], 0
-    for trace in group.traces:
-        for epoch in trace.epochs:
-            exact = epoch.exact_constraints
-            array = np.asarray(exact if exact is not None else [], dtype=float)
-            if exact is None or array.size == 0 or np.any(np.isnan(array)):
-                missing += 1
-                continue
-            starts.append(max(int(epoch.start), 1))
-            values.append(float(np.max(array)))
-    return np.asarray(starts, dtype=float), np.asarray(values, dtype=float), missing
+    runs = group.aggregated()
+    known = ~np.isnan(runs.epoch_exact_max)
+    starts = np.maximum(runs.epoch_start[known], 1).astype(float)
+    return starts, runs.epoch_exact_max[known], int(np.sum(~known))
 
 
 def _binned_median(starts: np.ndarray, values: np.ndarray) -> tuple[list[float], list[float]]:
@@ -205,7 +208,7 @@ def _exact_panel(ax: Axes, title: str, curves: Sequence[Curves], groups: Sequenc
         drawn = True
         finite = np.isfinite(values)
         # the summary table's share (per run, then the mean over seeds), not the share of the pooled epochs
-        share = percent(violating_shares(groups[c.position].traces)[0])
+        share = percent(groups[c.position].aggregated().violating_shares()[0])
         ax.scatter(starts[finite], values[finite], s=5, color=c.color, alpha=0.25, lw=0, zorder=2)
         centre, median = _binned_median(starts[finite], values[finite]) if np.any(finite) else ([], [])
         ax.plot(centre, median, color=c.color, ls=c.linestyle or "-", marker=c.marker, ms=4, lw=1.4, zorder=3,
@@ -246,4 +249,8 @@ def exact_constraint_figure(groups: Sequence[ConfigurationRuns]) -> matplotlib.f
 def exact_constraint_png(groups: Sequence[ConfigurationRuns]) -> bytes | None:
     """:func:`exact_constraint_figure` as PNG bytes (None when there is nothing to draw)."""
     figure = exact_constraint_figure(groups)
-    return None if figure is None else png_bytes(figure)
+    if figure is None:
+        return None
+    data = png_bytes(figure)
+    release(figure)
+    return data

@@ -24,9 +24,10 @@ from .style import LINESTYLES, MARKERS, PALETTE, clean, seed_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...simulation.trace import Trace
+    from ..aggregate import RunsAggregate
     from ..runs import ConfigurationRuns
 
-__all__ = ["Curves", "curves_from_traces", "SettingView", "setting_view", "short_label", "algorithm_label",
+__all__ = ["Curves", "curves_from_traces", "curves_from_aggregate", "SettingView", "setting_view", "short_label", "algorithm_label",
            "SINGLE_PANEL_MAX", "MAX_LINES"]
 
 #: a setting with at most this many configurations draws its curves in one panel per quantity
@@ -78,25 +79,29 @@ class Curves:
 
 def curves_from_traces(label: str, color: Any, traces: Sequence[Trace]) -> Curves:
     """Stack the traces of one configuration (same checkpoint times, as in a study)."""
+    from ..aggregate import aggregate_runs
+
     if not traces:
         raise CurloptError(f"no traces to plot for {label}.")
-    t = np.asarray(traces[0].checkpoints["t"])
-    for trace in traces[1:]:
-        if not np.array_equal(trace.checkpoints["t"], t):
-            raise CurloptError(f"the traces of {label} have different checkpoint times (different T); plot them apart.")
+    return curves_from_aggregate(label, color, aggregate_runs(traces))
 
-    def stack(key: str) -> np.ndarray:
-        return np.stack([np.asarray(tr.checkpoints[key], dtype=float) for tr in traces])
 
-    optimum = traces[0].optimum.get("objective") if traces[0].optimum else None
-    violation = stack("violation")
-    constraints = stack("constraints")
+def curves_from_aggregate(label: str, color: Any, runs: RunsAggregate) -> Curves:
+    """The curves of one configuration from its :class:`~curlopt.experiments.outputs.aggregate.RunsAggregate`."""
+    if not runs.runs:
+        raise CurloptError(f"no traces to plot for {label}.")
+    if not runs.same_times:
+        raise CurloptError(f"the traces of {label} have different checkpoint times (different T); plot them apart.")
+    t = np.asarray(runs.times)
+    optimum = runs.optimum.get("objective") if runs.optimum else None
+    violation = runs.column("violation")
+    constraints = runs.column("constraints")
     if constraints.ndim == 2:  # no constraints: (seeds, time) -> (seeds, time, 0)
         constraints = constraints.reshape(constraints.shape[0], len(t), -1)
-    costs = stack("costs")
+    costs = runs.column("costs")
     if costs.ndim == 2:
         costs = costs.reshape(costs.shape[0], len(t), -1)
-    return Curves(label, color, t, stack("objective"), stack("regret"), constraints, costs,
+    return Curves(label, color, t, runs.column("objective"), runs.column("regret"), constraints, costs,
                   None if optimum is None else float(optimum), final_violation=violation[:, -1])
 
 
@@ -210,7 +215,7 @@ def setting_view(groups: Sequence[ConfigurationRuns]) -> SettingView:
         raise CurloptError(f"one setting per figure, got {sorted(names)}.")
     curves = []
     for position, group in enumerate(groups):
-        c = curves_from_traces(group.label, None, group.traces)
+        c = curves_from_aggregate(group.label, None, group.aggregated())
         c.position = position
         c.short = short_label(group)
         c.algorithm = group.algorithm
