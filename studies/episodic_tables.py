@@ -18,7 +18,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-ORDER = ("opt-cmdp", "uc-curl", "ps-curl", "optpess-lp", "dope", "conrl", "moma", "moma-program", "triple-q")
+#: the algorithms (study keys) in table order: each agent at its defaults, the chosen-constant variants after their agent
+ORDER = ("opt-cmdp", "uc-curl", "uc-curl-chosen", "ps-curl", "optpess-lp", "optpess-lp-chosen", "dope",
+         "optpess-primal-dual", "conrl", "moma", "moma-program", "triple-q")
 
 
 def _rows(name: str) -> list[dict[str, str]]:
@@ -43,30 +45,30 @@ def table(name: str) -> str:
     rows = _rows(name)
     lines = []
     for setting in dict.fromkeys(row["setting"] for row in rows):
-        mine = sorted((r for r in rows if r["setting"] == setting), key=lambda r: ORDER.index(r["agent"]))
+        mine = sorted((r for r in rows if r["setting"] == setting), key=lambda r: ORDER.index(r["algorithm"]))
         first = mine[0]
         lines += [f"**{setting}** (H = {first['horizon']}, K = {int(first['episodes']):,}, {first['seeds']} seeds,"
                   f" f(λ*) = {_g(first['optimum'], 4)} per episode)", "",
-                  "| agent | regret | strong violation | runs without violation | violating episodes | slope |",
+                  "| algorithm | regret | strong violation | runs without violation | violating episodes | slope |",
                   "|---|---:|---:|---:|---:|---:|"]
         for row in mine:
             runs = round(float(row["zero_violation_share"]) * int(row["seeds"]))
-            lines.append(f"| {row['agent']} | {_interval(row, 'regret')} | {_interval(row, 'strong_violation')} |"
+            lines.append(f"| {row['algorithm']} | {_interval(row, 'regret')} | {_interval(row, 'strong_violation')} |"
                          f" {runs}/{row['seeds']} | {100 * float(row['violating_episode_share']):.1f}% |"
                          f" {_g(row['slope'], 2)} |")
         lines.append("")
     lines += [f"**All models of the {name} study**", "",
-              "| agent | runs without violation | violating episodes | regret per episode, each model |",
+              "| algorithm | runs without violation | violating episodes | regret per episode, each model |",
               "|---|---:|---:|---|"]
-    for agent in ORDER:
-        mine = [r for r in rows if r["agent"] == agent]
+    for algorithm in ORDER:
+        mine = [r for r in rows if r["algorithm"] == algorithm]
         if not mine:
             continue
         zero = sum(round(float(r["zero_violation_share"]) * int(r["seeds"])) for r in mine)
         total = sum(int(r["seeds"]) for r in mine)
         share = sum(float(r["violating_episode_share"]) for r in mine) / len(mine)
         per_episode = ", ".join(f"{float(r['regret_mean']) / int(r['episodes']):.2f}" for r in mine)
-        lines.append(f"| {agent} | {zero}/{total} | {100 * share:.1f}% | {per_episode} |")
+        lines.append(f"| {algorithm} | {zero}/{total} | {100 * share:.1f}% | {per_episode} |")
     return "\n".join(lines) + "\n"
 
 

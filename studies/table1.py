@@ -310,7 +310,7 @@ def _pooled_row(system: System, ih_rows: list[dict[str, str]], ih_summary: Path,
     else:
         if fh_rows is None:
             return f"| {system.name} | `{fh_summary.parent.name}` | – | – | {NOT_MEASURED} | – | – |"
-        rows = [row for row in fh_rows if row["agent"] == system.agent]
+        rows = [row for row in fh_rows if row["algorithm"] == system.agent]  # the agent at its defaults
         if not rows:
             missing = "no agent" if system.agent not in fh_agents else "not in the committed study"
             return f"| {system.name} | `{fh_summary.parent.name}` | – | – | {missing} | – | – |"
