@@ -1,0 +1,62 @@
+"""Episodic corners: sparse per-step kernels under the learning agents, agents without a backend, the per-step
+signals' messages, and the mdp-columns residual check on long horizons."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from curlopt.agents.episodic import EPISODIC_AGENTS, make_episodic_agent
+from curlopt.experiments.simulation.episodes import run_episodes
+from curlopt.models.episodic import EpisodicCMDP
+from curlopt.utilities.library import Linear, LinearBound
+
+S, A, H = 4, 2, 4
+
+
+def sparse_kernels(seed: int = 0) -> np.ndarray:
+    """H − 1 kernels where every pair reaches two successors, a different pair of them at every step (so the
+    union of the steps' patterns is wider than any one step's)."""
+    rng = np.random.default_rng(seed)
+    kernels = np.zeros((H - 1, S, A, S))
+    for h in range(H - 1):
+        for s in range(S):
+            for a in range(A):
+                kernels[h, s, a, rng.choice(S, 2, replace=False)] = rng.dirichlet(np.ones(2))
+    return kernels
+
+
+def per_step_model(storage: str) -> EpisodicCMDP:
+    kernels = sparse_kernels()
+    given = [sp.csr_array(k.reshape(S * A, S)) for k in kernels] if storage == "sparse" else kernels
+    rng = np.random.default_rng(1)
+    rewards, costs = rng.random((1, S, A)), rng.random((1, S, A))
+    costs[:, :, 0] = 0.0                                   # action 0 costs nothing: the safe policy
+    safe = np.tile([1.0, 0.0], (S, 1))
+    return EpisodicCMDP(rewards, costs, Linear([1.0]), [LinearBound([1.0], 0.5 * H)], given, horizon=H,
+                        safe_policy=safe, storage=storage)
+
+
+def test_the_two_storages_hold_the_same_model():
+    dense, sparse = per_step_model("dense"), per_step_model("sparse")
+    assert sp.issparse(sparse.step_kernel(0)) and not sp.issparse(dense.step_kernel(0))
+    for h in range(H - 1):
+        assert np.array_equal(sparse.step_kernel_dense(h), dense.step_kernel_dense(h))
+        # every step's pattern leaves out successors the union of the steps lets in
+        assert np.count_nonzero(dense.step_kernel_dense(h)) == S * A * 2
+
+
+@pytest.mark.parametrize("name", sorted(EPISODIC_AGENTS))
+def test_every_agent_runs_on_sparse_per_step_kernels_as_on_dense_ones(name):
+    traces = []
+    for storage in ("dense", "sparse"):
+        model = per_step_model(storage)
+        agent = make_episodic_agent(name, model, episodes=50, seed=3)
+        traces.append(run_episodes(model, agent, episodes=50, seed=3))
+    dense, sparse = traces
+    assert dense.columns.keys() == sparse.columns.keys()
+    timings = {column for column in dense.columns if column.endswith("_time")}   # wall-clock, never equal
+    for column in dense.columns.keys() - timings:
+        assert np.array_equal(dense.columns[column], sparse.columns[column], equal_nan=True), column
+    assert dense.sources == sparse.sources and dense.statuses == sparse.statuses
