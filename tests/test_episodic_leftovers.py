@@ -3,11 +3,18 @@ signals' messages, and the mdp-columns residual check on long horizons."""
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from cli_helpers import invoke
+from curlopt.agents import AGENTS, agent_options, make_agent
 from curlopt.agents.episodic import EPISODIC_AGENTS, make_episodic_agent
+from curlopt.errors import AgentError
+from curlopt.models import build_model
+from curlopt.models.files import save_model
 from curlopt.experiments.simulation.episodes import run_episodes
 from curlopt.models.episodic import EpisodicCMDP
 from curlopt.utilities.library import Linear, LinearBound
@@ -60,3 +67,37 @@ def test_every_agent_runs_on_sparse_per_step_kernels_as_on_dense_ones(name):
     for column in dense.columns.keys() - timings:
         assert np.array_equal(dense.columns[column], sparse.columns[column], equal_nan=True), column
     assert dense.sources == sparse.sources and dense.statuses == sparse.statuses
+
+
+# -- an agent that solves no program is given a backend ---------------------------------------------------------------
+NO_BACKEND = sorted(name for name, cls in EPISODIC_AGENTS.items()
+                    if "backend" not in inspect.signature(cls.__init__).parameters)
+
+
+def test_some_episodic_agents_take_no_backend():
+    assert {"triple-q", "moma"} <= set(NO_BACKEND)
+
+
+@pytest.mark.parametrize("name", NO_BACKEND)
+def test_an_episodic_agent_without_a_program_refuses_a_backend_by_name(name):
+    with pytest.raises(AgentError, match=rf"^{name} solves no program: it takes no backend"):
+        make_episodic_agent(name, per_step_model("dense"), backend="highs")
+
+
+def test_an_episodic_agent_refuses_an_unknown_option_naming_what_it_takes():
+    with pytest.raises(AgentError, match=r"^triple-q does not take 'warmth'; its options are .*frame_exponent"):
+        make_episodic_agent("triple-q", per_step_model("dense"), warmth=1)
+
+
+@pytest.mark.parametrize("name", sorted(name for name in AGENTS if "backend" not in agent_options(name)))
+def test_an_infinite_horizon_agent_without_a_program_refuses_a_backend_by_name(name):
+    with pytest.raises(AgentError, match=rf"^{name} does not take 'backend': it solves no optimisation program"):
+        make_agent(name, build_model("queue"), horizon=100, backend="highs")
+
+
+def test_curlopt_run_says_an_episodic_agent_takes_no_backend(tmp_path, capsys):
+    path = save_model(per_step_model("sparse"), tmp_path / "model.json")
+    code, out, err = invoke(["run", str(path), "--agent", "triple-q", "--backend", "highs", "-T", "5"], capsys)
+    assert code != 0
+    assert "triple-q solves no program: it takes no backend" in out + err
+    assert "unexpected keyword" not in out + err
