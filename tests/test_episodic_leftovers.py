@@ -8,15 +8,15 @@ import inspect
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
 from cli_helpers import invoke
+
 from curlopt.agents import AGENTS, agent_options, make_agent
 from curlopt.agents.episodic import EPISODIC_AGENTS, make_episodic_agent
-from curlopt.errors import AgentError
-from curlopt.models import build_model
-from curlopt.models.files import save_model
+from curlopt.errors import AgentError, ModelError
 from curlopt.experiments.simulation.episodes import run_episodes
+from curlopt.models import build_model
 from curlopt.models.episodic import EpisodicCMDP
+from curlopt.models.files import save_model
 from curlopt.utilities.library import Linear, LinearBound
 
 S, A, H = 4, 2, 4
@@ -101,3 +101,23 @@ def test_curlopt_run_says_an_episodic_agent_takes_no_backend(tmp_path, capsys):
     assert code != 0
     assert "triple-q solves no program: it takes no backend" in out + err
     assert "unexpected keyword" not in out + err
+
+
+# -- per-step signals of the wrong size name the array that is wrong ------------------------------------------------
+def signal_model(rewards, costs, kernel_storage="dense"):
+    kernels = sparse_kernels()
+    given = [sp.csr_array(k.reshape(S * A, S)) for k in kernels] if kernel_storage == "sparse" else kernels
+    return EpisodicCMDP(rewards, costs, Linear([1.0]), [LinearBound([1.0], 1.0)], given, horizon=H)
+
+
+@pytest.mark.parametrize("kernel_storage", ["dense", "sparse"])
+def test_per_step_rewards_with_a_wrong_state_count_are_named(kernel_storage):
+    with pytest.raises(ModelError, match=r"^rewards has shape \(4, 1, 5, 2\), but the kernel has S=4 states and A=2"):
+        signal_model(np.ones((H, 1, S + 1, A)), np.ones((1, S, A)), kernel_storage)
+    with pytest.raises(ModelError, match=r"^rewards has shape \(4, 1, 4, 3\)"):
+        signal_model(np.ones((H, 1, S, A + 1)), np.ones((H, 1, S, A)), kernel_storage)
+    with pytest.raises(ModelError, match=r"^costs has shape \(4, 1, 5, 2\)"):
+        signal_model(np.ones((1, S, A)), np.ones((H, 1, S + 1, A)), kernel_storage)
+    with pytest.raises(ModelError, match=r"^the kernel has S=4 states and A=2 actions, but the rewards and the costs"):
+        signal_model(np.ones((H, 1, S + 1, A)), np.ones((H, 1, S + 1, A)), kernel_storage)
+    assert signal_model(np.ones((H, 1, S, A)), np.ones((H, 1, S, A)), kernel_storage).n_states == S
