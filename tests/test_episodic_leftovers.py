@@ -121,3 +121,61 @@ def test_per_step_rewards_with_a_wrong_state_count_are_named(kernel_storage):
     with pytest.raises(ModelError, match=r"^the kernel has S=4 states and A=2 actions, but the rewards and the costs"):
         signal_model(np.ones((H, 1, S + 1, A)), np.ones((H, 1, S + 1, A)), kernel_storage)
     assert signal_model(np.ones((H, 1, S, A)), np.ones((H, 1, S, A)), kernel_storage).n_states == S
+
+
+# -- the residual check on totals of long episodes --------------------------------------------------------------------
+def occupancy_point(model, program, shift=0.0):
+    """The program's variables at the uniform policy (occupancy by a forward recursion written here), with the cost
+    total moved by ``shift``; and the totals' exact values."""
+    H_, S_, A_ = model.horizon, model.n_states, model.n_actions
+    kernel = np.asarray(model.kernel)
+    q = np.empty((H_, S_, A_))
+    d = np.asarray(model.initial, dtype=float)
+    for h in range(H_):
+        q[h] = d[:, None] / A_
+        d = np.einsum("sa,sat->t", q[h], kernel)
+    x = np.zeros(program.n_vars)
+    x[program.blocks["occupancy"].slice] = q.ravel()
+    rewards = np.einsum("ksa,hsa->k", np.asarray(model.rewards), q)
+    costs = np.einsum("dsa,hsa->d", np.asarray(model.costs), q)
+    x[program.blocks["reward_totals"].slice] = rewards
+    x[program.blocks["cost_totals"].slice] = costs + shift
+    return x, costs
+
+
+def long_model(horizon: int, bound: float) -> EpisodicCMDP:
+    kernel = sparse_kernels()[0]
+    rewards, costs = np.full((1, S, A), 0.5), np.full((1, S, A), 0.5)
+    return EpisodicCMDP(rewards, costs, Linear([1.0]), [LinearBound([1.0], bound)], kernel, horizon=horizon)
+
+
+def test_a_long_episodes_totals_are_checked_relative_to_their_size():
+    from curlopt.programs import EpisodicOccupancyProgram
+
+    model = long_model(4000, 0.5 * 4000)          # totals 2,000
+    program = EpisodicOccupancyProgram(model)
+    x, costs = occupancy_point(model, program, shift=2e-6)
+    assert costs[0] == pytest.approx(2000.0)
+    residuals = program.residuals(x)
+    # 2e-6 absolute on totals of 2,000 is 1e-9 relative: far inside the solvers' accuracy, not a failed point
+    assert residuals["cost_totals"] == pytest.approx(2e-6 / 2000.0, rel=1e-6)
+    assert residuals["constraints"] == pytest.approx(2e-6 / 2000.0, rel=1e-3)
+    assert residuals["flow"] < 1e-12 and residuals["initial"] < 1e-12
+
+
+def test_a_small_models_totals_keep_the_absolute_check():
+    from curlopt.programs import EpisodicOccupancyProgram, OccupancyProgram
+
+    model = long_model(1, 0.5)                    # one step: totals 0.5
+    program = EpisodicOccupancyProgram(model)
+    x, _ = occupancy_point(model, program, shift=2e-6)
+    residuals = program.residuals(x)
+    assert residuals["cost_totals"] == pytest.approx(2e-6, rel=1e-6)
+    assert residuals["constraints"] == pytest.approx(2e-6, rel=1e-6)
+    # and an infinite-horizon program keeps every row absolute, whatever the size of its totals
+    average = OccupancyProgram(build_model("queue"))
+    assert average.SCALED_GROUPS == frozenset()
+    occupancy = average.blocks["occupancy"]
+    y = np.zeros(average.n_vars)
+    y[occupancy.slice] = 1000.0 / occupancy.size              # the row Σ ρ = 1 then misses by 999
+    assert average.residuals(y)["mass"] == pytest.approx(999.0)

@@ -199,6 +199,9 @@ class _EpisodicProgram(Program):
     model: EpisodicCMDP
     _rewards: np.ndarray
     _costs: np.ndarray
+    #: the totals are sums over the H steps of an episode, of order H (the residual check measures their rows and
+    #: the constraints on them relative to that size; the masses' rows stay absolute)
+    SCALED_GROUPS = frozenset({"reward_totals", "cost_totals", "constraints"})
 
     def __init__(self, model: EpisodicCMDP, blocks: list[tuple[str, tuple[int, ...]]]):
         K, d = model.n_rewards, model.n_costs
