@@ -78,11 +78,24 @@ def test_a_tight_solve_without_verdict_is_solved_from_scratch(first_run_without_
 
 
 def test_a_verdict_still_missing_after_the_retry_is_unknown_and_says_what_was_tried(first_run_without_verdict):
-    first_run_without_verdict("kNotset", attempts=2)
+    first_run_without_verdict("kNotset", attempts=3)
     program = OccupancyProgram(build_model("queue"))
     result = get_backend("highs").solve(program)
     assert result.status is Status.UNKNOWN and result.x is None
     assert "HiGHS model status kNotset" in result.message and "re-solved from scratch" in result.message
+    assert "re-solved by the interior-point method: kNotset" in result.message
+
+
+def test_a_verdict_missing_after_the_cold_retry_is_asked_of_the_interior_point_method(first_run_without_verdict):
+    seen = first_run_without_verdict("kUnknown", attempts=2)   # the hot start and the simplex from scratch
+    program = OccupancyProgram(_infeasible_random())
+    compiled = get_backend("highs").compile(program)
+    result = compiled.solve()
+    assert seen == ["kUnknown", "kUnknown"]
+    assert result.tight_status is Status.INFEASIBLE and result.program is ProgramVariant.FALLBACK, result.message
+    assert result.status is Status.OPTIMAL
+    assert "re-solved by the interior-point method: kInfeasible" in result.message
+    assert compiled.highs.getOptionValue("solver")[1] == "choose"   # the backend's own solver option is back
 
 
 def test_the_infeasible_model_is_infeasible():

@@ -183,7 +183,7 @@ def test_triple_q_is_registered_and_refuses_bad_inputs():
                              horizon=2))
     with pytest.raises(AgentError, match="has none"):
         TripleQ(EpisodicCMDP(REWARDS, COSTS, Linear([1.0]), [], kernel=KERNEL, horizon=2))
-    with pytest.raises(AgentError, match="unexpected keyword"):
+    with pytest.raises(AgentError, match="triple-q solves no program: it takes no backend"):
         make_episodic_agent("triple-q", episodic_model(), backend="highs")
 
 

@@ -81,6 +81,47 @@ def _per_step_kernels(kernel: Any, horizon: int, storage: str, n_states: int, n_
     return stored
 
 
+def _kernel_size(kernel: Any, per_step: bool) -> tuple[int, int] | None:
+    """``(S, A)`` as the kernel states them (a kernel fixes S twice: its rows' states and its successors), or None
+    when they cannot be read from its shape (the kernel's own checks then say what is wrong with it)."""
+    first = kernel[0] if per_step and len(kernel) > 0 else kernel
+    if sp.issparse(first):
+        rows, S = first.shape
+        return (S, rows // S) if S > 0 and rows % S == 0 else None
+    try:
+        shape = np.shape(first)
+    except ValueError:   # a ragged nested list
+        return None
+    return (shape[0], shape[1]) if len(shape) == 3 and shape[0] == shape[2] else None
+
+
+def _check_signal_sizes(rewards: np.ndarray, costs: np.ndarray | None, kernel: Any, per_step: bool) -> None:
+    """Name the array whose states or actions disagree with the others.
+
+    Without this, the base model reads S and A from the rewards and blames whichever array is checked next (the
+    costs, or the kernel) when the rewards are the odd one. A kernel states S twice (its rows and its successors),
+    so when it is given its (S, A) is the reference; without one the rewards are, as in the base model.
+    """
+    # an array of another number of axes is refused by the base model's checks, with its own message
+    signals = [(name, array) for name, array in (("rewards", rewards), ("costs", costs))
+               if array is not None and array.ndim in (2, 3, 4)]
+    sizes = {name: tuple(array.shape[-2:]) for name, array in signals}
+    given = None if kernel is None else _kernel_size(kernel, per_step)
+    if given is None or all(size == given for size in sizes.values()):
+        return
+    if len(sizes) == 2 and len(set(sizes.values())) == 1:
+        S, A = sizes["rewards"]
+        raise ModelError(
+            f"the kernel has S={given[0]} states and A={given[1]} actions, but the rewards and the costs have S={S}"
+            f" and A={A}.")
+    for name, array in signals:
+        if sizes[name] != given:
+            expected = (*array.shape[:-2], *given)
+            raise ModelError(
+                f"{name} has shape {array.shape}, but the kernel has S={given[0]} states and A={given[1]} actions:"
+                f" expected {expected}.")
+
+
 class EpisodicCMDP(CMDP):
     """A constrained MDP played in episodes of ``horizon`` steps.
 
@@ -136,6 +177,8 @@ class EpisodicCMDP(CMDP):
             (isinstance(kernel, np.ndarray) and kernel.ndim == 4)
             or (isinstance(kernel, (list, tuple)) and (len(kernel) == 0 or sp.issparse(kernel[0])
                                                        or np.ndim(kernel[0]) == 3)))
+        _check_signal_sizes(step_rewards if step_rewards is not None else base_rewards,
+                            step_costs if step_costs is not None else base_costs, kernel, per_step_kernel)
         super().__init__(base_rewards, base_costs, objective, constraints, None if per_step_kernel else kernel,
                          initial, name=name, labels=labels, storage=storage)
         self.horizon: int = H

@@ -185,6 +185,13 @@ class LinearRows:
         terms = self.param_values * x[self.param_cols]
         return self.fixed @ x + np.bincount(self.param_rows, weights=terms, minlength=self.n_rows)
 
+    def magnitude(self, x: np.ndarray) -> np.ndarray:
+        """``max_j |a_ij x_j|`` of every row: the size of the largest term its value is summed from."""
+        x = np.abs(np.asarray(x, dtype=float))
+        out = np.asarray(abs(self.fixed).multiply(x[None, :]).max(axis=1).todense()).ravel()
+        np.maximum.at(out, self.param_rows, np.abs(self.param_values) * x[self.param_cols])
+        return out
+
     def is_equality(self) -> np.ndarray:
         """Boolean mask of equality rows."""
         return self.lower == self.upper
@@ -214,6 +221,9 @@ class Program:
 
     kind: str = "program"
     support: Support | None = None
+    #: row groups (and ``constraints``) whose violation :meth:`residuals` measures relative to their own magnitude
+    #: (see there); none by default: every row then holds masses or averages of signals, of order 1
+    SCALED_GROUPS: frozenset[str] = frozenset()
     #: ``update(**data)``: new data and/or ε on the same structure (each program takes its own keywords, e.g.
     #: ``kernel``, ``counts``, ``time``, ``epsilon``); it increases :attr:`version`
     update: Callable[..., None]
@@ -319,18 +329,32 @@ class Program:
         """Largest violation of each group of rows at ``x`` (0 when satisfied).
 
         Groups: ``bounds`` (variable bounds), each linear row group, and
-        ``constraints`` (``g_m(ζ) + ε``) when ``include_constraints``.
+        ``constraints`` (``g_m(ζ) + ε``) when ``include_constraints``. A group of :attr:`SCALED_GROUPS` is
+        divided by ``max(1, largest term of the row)`` (for ``constraints``, ``max(1, max_i |ζ_i|)``).
         """
         x = np.asarray(x, dtype=float)
         lower, upper = self.column_bounds()
         out = {"bounds": float(max(0.0, np.max(lower - x), np.max(x - upper)))}
         values = self.linear.product(x)
         violation = np.maximum(self.linear.lower - values, values - self.linear.upper)
+        if self.SCALED_GROUPS:
+            # A group of SCALED_GROUPS is measured relative to max(1, max_j |a_ij x_j|), its largest term (for a
+            # totals row ``ζ − Σ c q = 0``, the total ζ itself): a row that holds a total of order T (an episode of
+            # H steps) is computed, by the solver and here, to a relative accuracy, so an absolute 1e-7 would ask of
+            # it T times what a row of masses is asked. The max with 1 leaves every row whose terms are at most 1
+            # (totals of order 1: a small model's, and every row of masses) measured exactly as before.
+            magnitude = np.maximum(1.0, self.linear.magnitude(x))
+            for name in self.SCALED_GROUPS & self.linear.groups.keys():
+                rows = self.linear.groups[name]
+                violation[rows] = violation[rows] / magnitude[rows]
         for name, rows in self.linear.groups.items():
             out[name] = float(max(0.0, violation[rows].max())) if rows.stop > rows.start else 0.0
         if include_constraints and self.constraints:
             costs = self.cost_map @ x
-            out["constraints"] = float(max(0.0, max(g.value(costs) + self.epsilon for g in self.constraints)))
+            excess = max(g.value(costs) + self.epsilon for g in self.constraints)
+            if "constraints" in self.SCALED_GROUPS:   # g(ζ) is as accurate as the totals ζ it reads
+                excess /= max(1.0, float(np.max(np.abs(costs), initial=0.0)))
+            out["constraints"] = float(max(0.0, excess))
         return out
 
     def __repr__(self) -> str:

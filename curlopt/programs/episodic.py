@@ -113,11 +113,17 @@ def _checked_steps(items: list[Any], homogeneous: bool, check: Any, horizon: int
 def episodic_support(model: EpisodicCMDP, support: Any = None) -> Support:
     """The successors an episodic program's kernel entries (or joint variables) exist for, one for every step.
 
-    ``support`` (a scipy sparse (S·A, S) pattern) when given; else the model's own: the kernel's pattern when the
-    model stores one sparse kernel, the union of its per-step kernels' patterns when it stores them all sparse, and
-    every successor otherwise. Every kernel given to a program on it must be zero outside it.
+    ``support`` (a scipy sparse (S·A, S) pattern, or a :class:`~curlopt.programs.support.Support` of the model's
+    S and A, taken as it is) when given; else the model's own: the kernel's pattern when the model stores one sparse
+    kernel, the union of its per-step kernels' patterns when it stores them all sparse, and every successor
+    otherwise. Every kernel given to a program on it must be zero outside it.
     """
     S, A = model.n_states, model.n_actions
+    if isinstance(support, Support):
+        if (support.n_states, support.n_actions) != (S, A):
+            raise ProgramError(f"support is for (S, A) = ({support.n_states}, {support.n_actions}), the model has"
+                               f" ({S}, {A}).")
+        return support
     if support is not None or model.time_homogeneous:
         return Support.of_model(model, support)
     kernels = [model.step_kernel(h) for h in range(model.horizon - 1)]
@@ -193,6 +199,9 @@ class _EpisodicProgram(Program):
     model: EpisodicCMDP
     _rewards: np.ndarray
     _costs: np.ndarray
+    #: the totals are sums over the H steps of an episode, of order H (the residual check measures their rows and
+    #: the constraints on them relative to that size; the masses' rows stay absolute)
+    SCALED_GROUPS = frozenset({"reward_totals", "cost_totals", "constraints"})
 
     def __init__(self, model: EpisodicCMDP, blocks: list[tuple[str, tuple[int, ...]]]):
         K, d = model.n_rewards, model.n_costs
@@ -329,7 +338,7 @@ class EpisodicOccupancyProgram(_EpisodicProgram):
         Reward signals, (K, S, A) for every step or (H, K, S, A) per step; default the model's (its ``step_rewards``).
     costs : array_like, optional
         Cost signals, (d, S, A) or (H, d, S, A); default the model's.
-    support : scipy sparse matrix (S·A, S), optional
+    support : scipy sparse matrix (S·A, S) or Support, optional
         The successors the flow rows can give a kernel entry, at every step (see :func:`episodic_support` for the
         default). Every kernel given (here or to :meth:`update`) must be zero outside it; a sparse support keeps
         the program sparse for large S.
@@ -503,7 +512,7 @@ class EpisodicExtendedProgram(_EpisodicProgram):
         Default: the model's.
     epsilon : float, default 0
         Tightness ε >= 0.
-    support : scipy sparse matrix (S·A, S), optional
+    support : scipy sparse matrix (S·A, S) or Support, optional
         The successors ``z`` (and α) exist for, at every step — a modelling choice (see
         :class:`~curlopt.programs.optimistic.JointProgram`); default as :func:`episodic_support`.
 

@@ -7,6 +7,7 @@ each algorithm, its paper, bonuses and constants.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from ...errors import AgentError
@@ -41,7 +42,24 @@ def make_episodic_agent(name: str, model: EpisodicCMDP, **options: Any) -> Episo
         cls = EPISODIC_AGENTS[name]
     except KeyError:
         raise AgentError(f"unknown episodic agent {name!r}; known: {', '.join(EPISODIC_AGENTS)}.") from None
+    _refuse_unknown(name, cls, options)
     try:
         return cls(model, **options)
     except TypeError as exc:
         raise AgentError(f"episodic agent {name!r}: {exc}") from None
+
+
+def _refuse_unknown(name: str, cls: type[EpisodicAgent], options: dict[str, Any]) -> None:
+    """Refuse, in the project's words, an option the agent's constructor has no parameter for (Python's own
+    message, "__init__() got an unexpected keyword argument", names neither the agent nor what it takes). An agent
+    that passes extra options on to its backend (``**backend_options``) leaves them to the backend to check."""
+    parameters = inspect.signature(cls.__init__).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return
+    takes = [key for key, p in parameters.items() if key not in ("self", "model") and p.kind in (
+        inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+    unknown = [key for key in options if key not in takes]
+    if "backend" in unknown:
+        raise AgentError(f"{name} solves no program: it takes no backend (its options are {', '.join(takes)}).")
+    if unknown:
+        raise AgentError(f"{name} does not take {', '.join(map(repr, unknown))}; its options are {', '.join(takes)}.")

@@ -33,7 +33,7 @@ from ..signals import PESSIMISTIC, SignalEstimates
 from .estimates import EpisodeCounts, empirical_kernel
 
 __all__ = ["EpisodeSource", "EpisodePlan", "EpisodicAgent", "ProgramEpisodicAgent", "REPLAN_RULES", "SafePolicy",
-           "require_safe_policy"]
+           "require_safe_policy", "learner_support"]
 
 #: when an agent solves its program: every episode (the papers' rule), or only when the visits of some pair have
 #: doubled since the last solve (an option, to cut the per-episode cost; never the default)
@@ -108,6 +108,20 @@ def require_safe_policy(model: EpisodicCMDP, agent: str) -> SafePolicy:
             f"{agent}: the safe policy model {model.name!r} declares is not strictly safe: max_m g_m(ζ) ="
             f" {-slack:.6g} >= 0 for its per-episode costs ζ = {np.round(costs, 6).tolist()}.")
     return SafePolicy(model.safe_policy, costs, slack)
+
+
+def learner_support(model: EpisodicCMDP) -> Any:
+    """The support an episodic agent's program is built on: every successor of every pair.
+
+    A learner does not know which successors the kernel can reach: its estimate ``P̂`` (uniform over all S
+    successors for a pair never tried) and its confidence sets put mass anywhere. A program left to the model's
+    default support would take the sparsity pattern of a sparse-stored model (the union of its per-step kernels'
+    patterns), refuse such an estimate, and make the agent's run depend on how the model is stored; on the dense
+    support a model stored sparse or dense gives the same programs and the same run.
+    """
+    from ...programs import Support
+
+    return Support.dense(model.n_states, model.n_actions)
 
 
 def _check_count(value: Any, name: str, lower: int = 1) -> int | None:

@@ -26,7 +26,15 @@ import numpy as np
 
 from ...errors import AgentError
 from ...models.episodic import EpisodicCMDP
-from .base import EpisodePlan, EpisodeSource, EpisodicAgent, ProgramEpisodicAgent, _check_probability, _check_scale
+from .base import (
+    EpisodePlan,
+    EpisodeSource,
+    EpisodicAgent,
+    ProgramEpisodicAgent,
+    _check_probability,
+    _check_scale,
+    learner_support,
+)
 from .optimistic import DELTA, _add_per_step
 
 __all__ = ["ConRl", "Moma", "MomaProgram", "optimistic_backward_induction"]
@@ -38,7 +46,7 @@ def _occupancy_program(model: EpisodicCMDP) -> Any:
     from ...programs import EpisodicOccupancyProgram
 
     S, A = model.n_states, model.n_actions
-    return EpisodicOccupancyProgram(model, kernels=np.full((S, A, S), 1.0 / S))
+    return EpisodicOccupancyProgram(model, kernels=np.full((S, A, S), 1.0 / S), support=learner_support(model))
 
 
 def _shifted(rewards: np.ndarray, costs: np.ndarray, bonus: np.ndarray,

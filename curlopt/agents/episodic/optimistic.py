@@ -22,6 +22,7 @@ from .base import (
     ProgramEpisodicAgent,
     _check_probability,
     _check_scale,
+    learner_support,
     require_safe_policy,
 )
 from .estimates import bernstein_width, l1_width
@@ -44,7 +45,8 @@ def _extended_program(model: EpisodicCMDP, confidence: str) -> Any:
     from ...programs import EpisodicExtendedProgram
 
     S, A = model.n_states, model.n_actions
-    return EpisodicExtendedProgram(model, kernel=np.full((S, A, S), 1.0 / S), radius=1.0, confidence=confidence)
+    return EpisodicExtendedProgram(model, kernel=np.full((S, A, S), 1.0 / S), radius=1.0, confidence=confidence,
+                                   support=learner_support(model))
 
 
 class _PerEntryAgent(ProgramEpisodicAgent):

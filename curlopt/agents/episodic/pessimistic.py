@@ -15,6 +15,7 @@ from .base import (
     ProgramEpisodicAgent,
     _check_probability,
     _check_scale,
+    learner_support,
     require_safe_policy,
 )
 from .estimates import hoeffding_width, policy_totals
@@ -67,7 +68,8 @@ class OptPessLp(ProgramEpisodicAgent):
 
         S, A = self.model.n_states, self.model.n_actions
         # a uniform placeholder kernel, replaced before every solve (the agent never reads the model's kernel)
-        return EpisodicOccupancyProgram(self.model, kernels=np.full((S, A, S), 1.0 / S))
+        return EpisodicOccupancyProgram(self.model, kernels=np.full((S, A, S), 1.0 / S),
+                                        support=learner_support(self.model))
 
     def log_term(self) -> float:
         """``L = ln(32 S² H K / δ)``."""

@@ -10,7 +10,7 @@ import numpy as np
 from ...errors import AgentError
 from ...models.episodic import EpisodicCMDP
 from ...programs.tightness import TIGHTNESS_CONSTANT_MAX
-from .base import ProgramEpisodicAgent, _check_scale
+from .base import ProgramEpisodicAgent, _check_scale, learner_support
 from .optimistic import episode_tightness
 
 __all__ = ["EpisodicPsCurl", "MAX_PRIOR"]
@@ -63,7 +63,8 @@ class EpisodicPsCurl(ProgramEpisodicAgent):
 
         S, A = self.model.n_states, self.model.n_actions
         # a uniform placeholder kernel, replaced before every solve (the agent never reads the model's kernel)
-        return EpisodicOccupancyProgram(self.model, kernels=np.full((S, A, S), 1.0 / S))
+        return EpisodicOccupancyProgram(self.model, kernels=np.full((S, A, S), 1.0 / S),
+                                        support=learner_support(self.model))
 
     def sample_kernel(self) -> np.ndarray:
         """One posterior draw: (S, A, S) for pooled counts, (H − 1, S, A, S) per step (Gamma draws normalised,

@@ -477,6 +477,15 @@ class CompiledHighs(CompiledProgram):
             solver_time += extra_time
             notes.append(f"HiGHS ended with model status {first} from its hot start; re-solved from scratch"
                          f" (no basis, presolve on): {name}")
+        if name in COLD_RETRY and self._time_is_left():
+            # The simplex from scratch can still end without a verdict on a program that is clearly infeasible:
+            # PS-CURL's ε-tight programs on the (10, 4, 10) episodic benchmark model, whose constraint row misses
+            # by more than 1 (scipy's linprog), end kUnknown at the 1e-9 feasibility tolerances here, hot or
+            # cold, with or without presolve, while HiGHS's interior-point method certifies them infeasible.
+            name, more, extra_time = self._run_interior_point()
+            iterations += more
+            solver_time += extra_time
+            notes.append(f"re-solved by the interior-point method: {name}")
         status = STATUS_MAP.get(name, Status.UNKNOWN)
         if name not in STATUS_MAP or status is Status.UNKNOWN:
             notes.insert(0, f"HiGHS model status {name}")
@@ -491,6 +500,16 @@ class CompiledHighs(CompiledProgram):
         if x is not None:
             statistics["objective_value"] = float(info.objective_function_value)
         return RawSolution(status, x, iterations, "HiGHS", "; ".join(notes), solver_time, statistics)
+
+    def _run_interior_point(self) -> tuple[str, int, float]:
+        """One run from scratch with HiGHS's interior-point solver (crossover on, HiGHS's default), then the
+        backend's own solver option back."""
+        self.highs.clearSolver()
+        self.highs.setOptionValue("solver", "ipm")
+        try:
+            return self._run()
+        finally:
+            self.highs.setOptionValue("solver", self.backend.options.get("solver", "choose"))
 
     def _time_is_left(self) -> bool:
         left = self.time_left()
