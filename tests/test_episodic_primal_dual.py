@@ -111,7 +111,7 @@ def test_refusals():
         make_episodic_agent("optpess-primal-dual", model(), bonus_scale=-1)
     with pytest.raises(AgentError, match="delta"):
         make_episodic_agent("optpess-primal-dual", model(), delta=1.0)
-    with pytest.raises(AgentError, match="does not take|unexpected keyword"):
+    with pytest.raises(AgentError, match="solves no program: it takes no backend"):
         make_episodic_agent("optpess-primal-dual", model(), backend="highs")
     unconstrained = EpisodicCMDP(REWARDS, COSTS, Linear([1.0]), [], kernel=KERNEL, initial=INITIAL, horizon=H)
     with pytest.raises(AgentError, match="has none"):
