@@ -17,7 +17,10 @@ more than the runs in flight, whatever the number of runs.
     ``jobs == 1`` runs the tasks one after the other in this process; otherwise a
     :class:`concurrent.futures.ProcessPoolExecutor` of ``jobs`` worker processes
     (``spawn`` start method: the same behaviour on every platform, and no fork of
-    a process that already runs threads). Each worker dies with the process that
+    a process that already runs threads), fed from a window of at most
+    :data:`IN_FLIGHT_PER_WORKER` tasks per worker: a task is submitted as a result is
+    taken, so neither the pool's bookkeeping nor the wait for the next result grows
+    with the number of runs. Each worker dies with the process that
     started it, even when that process is killed with SIGKILL (``prctl(PR_SET_PDEATHSIG)``
     on Linux, plus a thread that checks the parent every second), so no worker
     outlives an interrupted sweep; multiprocessing's resource tracker then reads
