@@ -119,3 +119,31 @@ def test_the_cache_holds_at_most_its_limit(tmp_path):
     for path in paths:  # the ones kept are not read again; the others are
         cache.get(path)
     assert len(paths) < cache.loads < 2 * len(paths)
+
+
+def test_a_local_pool_has_at_most_its_window_of_tasks_submitted(tmp_path, monkeypatch):
+    import concurrent.futures
+
+    from curlopt.experiments import executors
+
+    class CountingPool(concurrent.futures.ProcessPoolExecutor):
+        submitted = 0
+
+        def submit(self, *args, **kwargs):  # type: ignore[override]
+            CountingPool.submitted += 1
+            return super().submit(*args, **kwargs)
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", CountingPool)
+    study = _study(tmp_path)
+    study.write_text(STUDY.replace("seeds = 3", "seeds = 10"), encoding="utf-8")
+    tasks = plan_study(load_study(study)).tasks
+    window = executors.IN_FLIGHT_PER_WORKER * 2
+    assert len(tasks) == 20 > window
+    received, in_flight = [], []
+    for task, record, error in LocalExecutor(2, force=True).run(tasks, out=tmp_path / "out"):
+        assert error is None and isinstance(record, SavedRun)
+        received.append(task.key)
+        in_flight.append(CountingPool.submitted - len(received))  # submitted and not yet handed back
+    assert sorted(received) == sorted(task.key for task in tasks) and CountingPool.submitted == len(tasks)
+    # never more than the window submitted ahead of the consumer, and the window filled (the workers kept busy)
+    assert max(in_flight) == window

@@ -17,7 +17,10 @@ more than the runs in flight, whatever the number of runs.
     ``jobs == 1`` runs the tasks one after the other in this process; otherwise a
     :class:`concurrent.futures.ProcessPoolExecutor` of ``jobs`` worker processes
     (``spawn`` start method: the same behaviour on every platform, and no fork of
-    a process that already runs threads). Each worker dies with the process that
+    a process that already runs threads), fed from a window of at most
+    :data:`IN_FLIGHT_PER_WORKER` tasks per worker: a task is submitted as a result is
+    taken, so neither the pool's bookkeeping nor the wait for the next result grows
+    with the number of runs. Each worker dies with the process that
     started it, even when that process is killed with SIGKILL (``prctl(PR_SET_PDEATHSIG)``
     on Linux, plus a thread that checks the parent every second), so no worker
     outlives an interrupted sweep; multiprocessing's resource tracker then reads
@@ -73,6 +76,8 @@ from ..errors import CurloptError
 #: set to 1 to allow more local workers than cores (what ``--force-jobs`` does)
 FORCE_JOBS_VARIABLE = "CURLOPT_FORCE_JOBS"
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+#: tasks submitted to a local pool per worker process at any time (the rest wait in this process as tasks)
+IN_FLIGHT_PER_WORKER = 4
 
 if TYPE_CHECKING:  # pragma: no cover
     from .outputs.aggregate import RunNumbers
@@ -398,7 +403,7 @@ class LocalExecutor:
 
     def _pool(self, tasks: list[Task], per_run_progress: bool, out: str | None) -> Iterator[Outcome]:
         import multiprocessing
-        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+        from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
         from concurrent.futures.process import BrokenProcessPool
 
         from tqdm import tqdm
@@ -410,16 +415,35 @@ class LocalExecutor:
         workers = min(self.jobs, len(tasks))
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
                                    initargs=(lock, counter, per_run_progress, os.getpid()))
-        futures = {pool.submit(_pool_task, task, per_run_progress, out): task for task in tasks}
+        # A bounded window of futures: submitting every task at once would keep a future, its pickled call and
+        # its work item for each of thousands of runs in this process for the whole sweep. A few tasks per
+        # worker keep the workers busy (a finished run's slot is refilled as soon as its result is taken).
+        window = IN_FLIGHT_PER_WORKER * workers
+        queue = iter(tasks)
+        futures: dict[Future, Task] = {}
+
+        unsent: list[Task] = []  # tasks the pool refused (it broke: a worker died), failed as the runs in it
+
+        def submit() -> None:
+            while len(futures) < window:
+                task = next(queue, None)
+                if task is None:
+                    return
+                try:
+                    futures[pool.submit(_pool_task, task, per_run_progress, out)] = task
+                except BrokenProcessPool:
+                    unsent.append(task)
+                    unsent.extend(queue)
+                    return
+
         finished = False
         registry: dict = {}
         try:
-            remaining = set(futures)
-            while remaining:
-                done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
+            submit()
+            while futures:
+                done, _ = wait(futures, return_when=FIRST_COMPLETED)
                 for future in done:
-                    task = futures[future]
-                    del futures[future]  # the finished future (and its result) is not kept
+                    task = futures.pop(future)  # the finished future (and its result) is not kept
                     caught: list[CaughtWarning] = []
                     try:
                         trace, error, caught = future.result()
@@ -428,7 +452,10 @@ class LocalExecutor:
                     except Exception as exc:  # e.g. a result that could not be unpickled
                         trace, error = None, f"{type(exc).__name__}: {exc}"
                     reissue_warnings(caught, registry)
+                    submit()
                     yield task, trace, error
+            for task in unsent:
+                yield task, None, "a worker process died; run the command again to resume"
             finished = True
         finally:
             if finished:
