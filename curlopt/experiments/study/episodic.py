@@ -27,7 +27,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import CurloptError
-from .planning import Configuration, Plan, StudySize, _combinations, check_size, configuration_key, option_label
+from .planning import (
+    Configuration,
+    Plan,
+    RunOfConfiguration,
+    StudySize,
+    _combinations,
+    check_size,
+    configuration_key,
+    option_label,
+)
 from .spec import SettingSpec, Study, StudyAlgorithm, StudyError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -171,7 +180,7 @@ def _read_algorithms(reader: StudyReader, entries: list[Any],
 
 # -- tasks ----------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class EpisodicTask:
+class EpisodicTask(RunOfConfiguration):
     """One episodic run: a configuration, a seed, K episodes. It identifies its run completely (``identity``)."""
 
     configuration: Configuration
@@ -183,18 +192,6 @@ class EpisodicTask:
     signals: str = "known"
 
     @property
-    def setting(self) -> SettingSpec:
-        return self.configuration.setting
-
-    @property
-    def algorithm(self) -> StudyAlgorithm:
-        return self.configuration.algorithm
-
-    @property
-    def options(self) -> tuple[tuple[str, Any], ...]:
-        return self.configuration.options
-
-    @property
     def key(self) -> str:
         return f"{self.configuration.name}/K{self.episodes}-seed{self.seed:03d}"
 
@@ -204,13 +201,8 @@ class EpisodicTask:
 
     def identity(self) -> dict[str, Any]:
         """What a run file must record to count as this task (its ``meta["sweep"]``)."""
-        return {
-            **self.setting.describe(), "algorithm": self.algorithm.key, "agent": self.algorithm.agent,
-            "configuration": self.configuration.key, "options": dict(self.options), "seed": self.seed,
-            "episodes": self.episodes,
-            **({"optimum_backend": self.optimum_backend} if self.optimum_backend is not None else {}),
-            **({"signals": self.signals} if self.signals != "known" else {}),  # recorded only when noisy
-        }
+        return {**self._configuration_identity(), "seed": self.seed, "episodes": self.episodes,
+                **self._study_identity()}
 
 
 # -- planning -------------------------------------------------------------------------------------------------------

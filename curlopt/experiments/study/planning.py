@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...agents.options import AgentOption
     from ...models.cmdp import CMDP
 
-__all__ = ["Configuration", "Task", "Plan", "StudySize", "plan_study", "study_size", "check_size", "configuration_key",
+__all__ = ["Configuration", "RunOfConfiguration", "Task", "Plan", "StudySize", "plan_study", "study_size", "check_size", "configuration_key",
            "agent_parameters", "option_label", "value_label", "MAX_KEY_LENGTH", "OPTION_NAMES"]
 
 #: configuration keys longer than this are shortened and given a hash
@@ -164,19 +164,14 @@ class Configuration:
         }
 
 
-@dataclass(frozen=True)
-class Task:
-    """One run: a configuration, a seed, a horizon. It identifies its run completely (``identity``)."""
+class RunOfConfiguration:
+    """What every run of a study (a :class:`Task`, an episodic task) reads from its configuration, and the tail of
+    its identity: ``optimum_backend`` and ``signals`` only when the study sets them, so the identities (and the reuse
+    of stored runs) of studies without them are unchanged."""
 
     configuration: Configuration
-    seed: int
-    steps: int
-    checkpoints: int = 100
-    #: the backend of the run's reference optimum (``[study] optimum_backend``); None: the learning loop's default
-    optimum_backend: str | None = None
-    #: what the run's agent observes (``[study] signals``: known, bernoulli or gaussian); the executors pass
-    #: :func:`~curlopt.experiments.study.spec.loop_signals` of it to the learning loop
-    signals: str = "known"
+    optimum_backend: str | None
+    signals: str
 
     @property
     def setting(self) -> SettingSpec:
@@ -190,6 +185,29 @@ class Task:
     def options(self) -> tuple[tuple[str, Any], ...]:
         return self.configuration.options
 
+    def _configuration_identity(self) -> dict[str, Any]:
+        return {**self.setting.describe(), "algorithm": self.algorithm.key, "agent": self.algorithm.agent,
+                "configuration": self.configuration.key, "options": dict(self.options)}
+
+    def _study_identity(self) -> dict[str, Any]:
+        return {**({"optimum_backend": self.optimum_backend} if self.optimum_backend is not None else {}),
+                **({"signals": self.signals} if self.signals != "known" else {})}
+
+
+@dataclass(frozen=True)
+class Task(RunOfConfiguration):
+    """One run: a configuration, a seed, a horizon. It identifies its run completely (``identity``)."""
+
+    configuration: Configuration
+    seed: int
+    steps: int
+    checkpoints: int = 100
+    #: the backend of the run's reference optimum (``[study] optimum_backend``); None: the learning loop's default
+    optimum_backend: str | None = None
+    #: what the run's agent observes (``[study] signals``: known, bernoulli or gaussian); the executors pass
+    #: :func:`~curlopt.experiments.study.spec.loop_signals` of it to the learning loop
+    signals: str = "known"
+
     @property
     def key(self) -> str:
         return f"{self.configuration.name}/T{self.steps}-seed{self.seed:03d}"
@@ -200,19 +218,8 @@ class Task:
 
     def identity(self) -> dict[str, Any]:
         """What a run file must record to count as this task (stored as ``meta["sweep"]``)."""
-        return {
-            **self.setting.describe(),
-            "algorithm": self.algorithm.key,
-            "agent": self.algorithm.agent,
-            "configuration": self.configuration.key,
-            "options": dict(self.options),
-            "seed": self.seed,
-            "steps": self.steps,
-            "checkpoints": self.checkpoints,
-            # only when the study sets it, so the identity (and the reuse of stored runs) of other studies is unchanged
-            **({"optimum_backend": self.optimum_backend} if self.optimum_backend is not None else {}),
-            **({"signals": self.signals} if self.signals != "known" else {}),  # likewise
-        }
+        return {**self._configuration_identity(), "seed": self.seed, "steps": self.steps,
+                "checkpoints": self.checkpoints, **self._study_identity()}
 
 
 @dataclass
