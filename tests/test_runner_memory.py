@@ -147,3 +147,48 @@ def test_a_local_pool_has_at_most_its_window_of_tasks_submitted(tmp_path, monkey
     assert sorted(received) == sorted(task.key for task in tasks) and CountingPool.submitted == len(tasks)
     # never more than the window submitted ahead of the consumer, and the window filled (the workers kept busy)
     assert max(in_flight) == window
+
+
+def test_runs_arriving_in_any_order_give_the_aggregate_in_seed_order(tmp_path, monkeypatch):
+    from curlopt.experiments.outputs import aggregate as aggregate_module
+
+    result = run_study(_study(tmp_path), out=tmp_path / "out", jobs=1, progress=False, figures=False, echo=None)
+    monkeypatch.setattr(aggregate_module._Column, "FIRST_BYTES", 16)  # many small chunks: rows cross their ends
+    monkeypatch.setattr(aggregate_module._Column, "CHUNK_BYTES", 64)
+    for group in result.groups:
+        traces = [load_trace(path) for path in group.traces.paths]  # by seed: 0, 1, 2
+        builder = aggregate_module.AggregateBuilder()
+        for trace in (traces[2], traces[0], traces[1]):
+            builder.add(trace)
+        assert builder.seeds == [0, 1, 2]
+        runs = builder.finish()
+        assert builder.seeds == []  # emptied
+        assert list(runs.seeds) == [0, 1, 2]
+        assert list(runs.objective) == [trace.checkpoints["objective"][-1] for trace in traces]
+        assert list(runs.epochs) == [len(trace.epochs) for trace in traces]
+        assert list(runs.epoch_start) == [epoch.start for trace in traces for epoch in trace.epochs]
+        assert list(runs.epoch_solve_time) == [epoch.solve_time for trace in traces for epoch in trace.epochs]
+        assert [runs.sources[code] for code in runs.epoch_source] == [e.source for t in traces for e in t.epochs]
+        assert [runs.statuses[c] for c in runs.epoch_status] == [e.status or "" for t in traces for e in t.epochs]
+        for row, trace in zip(runs.source_counts, traces, strict=True):
+            assert {name: int(row[code]) for code, name in enumerate(runs.sources) if row[code]} == \
+                {name: sum(e.source == name for e in trace.epochs) for name in {e.source for e in trace.epochs}}
+        for name in ("objective", "regret", "constraints", "costs"):
+            assert np.array_equal(runs.curves[name], np.stack([trace.checkpoints[name] for trace in traces]))
+        assert runs.optimum == traces[0].optimum and np.array_equal(runs.times, traces[0].checkpoints["t"])
+
+
+def test_a_growing_column_keeps_every_value_and_widens_integers_that_do_not_fit(monkeypatch):
+    from curlopt.experiments.outputs.aggregate import _Column
+
+    monkeypatch.setattr(_Column, "FIRST_BYTES", 8)  # chunks of 2, 4, 4, ... int32 values
+    monkeypatch.setattr(_Column, "CHUNK_BYTES", 16)
+    column = _Column(np.int32)
+    column.extend(np.arange(7))
+    column.extend(np.array([3_000_000_000, 5]))  # beyond int32: the column becomes int64, nothing cut
+    assert column.size == 9
+    taken = column.take(np.array([8, 7, 0, 6]))
+    assert taken.dtype == np.int64 and list(taken) == [5, 3_000_000_000, 0, 6]
+    rows = _Column(np.float64, (3,))
+    rows.extend(np.arange(6.0).reshape(2, 3))
+    assert rows.take(np.array([1, 0])).tolist() == [[3.0, 4.0, 5.0], [0.0, 1.0, 2.0]]

@@ -69,6 +69,7 @@ from ..fileio import WriteError, atomic_write_text, write_error
 from .executors import LocalExecutor, RayExecutor, SavedRun, _check_jobs, make_executor
 from .outputs.aggregate import AggregateBuilder
 from .outputs.figures.style import SUMMARY_HASH_KEY
+from .outputs.heap import give_back_memory
 from .outputs.lock import FolderLock
 from .outputs.runs import TraceCache
 from .outputs.solve_failures import failed_solves_warning
@@ -413,6 +414,7 @@ def _summarise(result: StudyResult, plan: Plan, out: Path, cache: TraceCache, fi
     """Group the finished runs by configuration and write the tables, figures and report (when any run finished)."""
     study = plan.study
     result.groups = collect_runs(plan, out, {task.key for task, _ in result.failed}, cache, builders)
+    give_back_memory()  # the records' and builders' freed memory, before the outputs' peaks
     empty = [c.label for c, g in zip(plan.configurations, result.groups, strict=True) if g is None]
     result.groups = [g for g in result.groups if g is not None]
     notes = list(plan.notes) + [f"{label}: no finished run." for label in empty]

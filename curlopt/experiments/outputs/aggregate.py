@@ -258,89 +258,240 @@ def _shares(flags: list[bool], lengths: list[int]) -> tuple[float, float]:
 
 class AggregateBuilder:
     """Builds a :class:`RunsAggregate` from runs given one at a time, in any order (:meth:`add` a trace, or
-    :meth:`add_numbers` its :class:`RunNumbers`), then :meth:`finish`: the runs in the order of their seeds."""
+    :meth:`add_numbers` its :class:`RunNumbers`), then :meth:`finish`: the runs in the order of their seeds.
+
+    A run's numbers are folded in as they arrive, so no run's arrays or dicts are kept: its per-epoch values are
+    appended to the configuration's growing columns (:class:`_Column`), its checkpoint curves to one row of a
+    growing table, its per-seed values to one row of numbers; what stays per run is a small tuple (seed, where its
+    epochs are, its codes). :meth:`finish` puts them in the order of the seeds, a column at a time, freeing each
+    column as it goes: one configuration's arrays are copied once, never the study's.
+    """
 
     def __init__(self) -> None:
-        self._runs: list[RunNumbers] = []
-        self._lowest: RunNumbers | None = None  # the run of the lowest seed so far
+        self._reset()
+
+    def _reset(self) -> None:
+        """Empty: nothing gathered."""
+        self._rows: list[_RunRow] = []
+        self._scalars = _Column(np.float64, (len(_SCALARS) - 1,))  # every per-seed number but the seed, as floats
+        self._constraints: list[tuple[float, ...]] = []
+        self._epochs = {name: _Column(kind) for name, kind in _EPOCH_STORE.items()}
+        self._curves: _Column | None = None  # each run's curves and shares of violating steps, one row per run
+        self._curve_shapes: tuple[tuple[int, ...], ...] | None = None
+        self._times: np.ndarray | None = None  # the first run's checkpoint times: the others are compared with them
+        self._same_times = True
+        self._sources: list[str] = []  # names of the codes in the order the runs came (put in seed order at the end)
+        self._statuses: list[str] = []
+        self._lowest: _Lowest | None = None  # what the aggregate takes from the run of the lowest seed
+        self._infeasible = False
+        self._versions: tuple[set[str], set[str], set[str]] = (set(), set(), set())
+        self._failure_count = 0
 
     def add(self, trace: Trace) -> None:
         """Take what the outputs need from one run (the trace can be let go afterwards)."""
         self.add_numbers(run_numbers(trace))
 
     def add_numbers(self, numbers: RunNumbers) -> None:
-        """Take one run's numbers. Only the run of the lowest seed keeps its optimum record and its meta (the
-        aggregate takes them from it): the others' copies are let go, as they would be held to the end."""
-        lowest = self._lowest
-        if lowest is not None:
-            later = numbers if numbers.seed >= lowest.seed else lowest
-            later.optimum, later.first_meta = None, {}
-        if lowest is None or numbers.seed < lowest.seed:
-            self._lowest = numbers
-        self._runs.append(numbers)
+        """Fold one run's numbers into the configuration's columns (the numbers can be let go afterwards)."""
+        count = int(numbers.epochs["start"].size)
+        source_codes = tuple(_code(self._sources, name) for name in numbers.sources)
+        status_codes = tuple(_code(self._statuses, name) for name in numbers.statuses)
+        source = np.asarray(source_codes, dtype=np.int16)[numbers.epochs["source"]] if source_codes \
+            else numbers.epochs["source"]
+        status = np.asarray(status_codes, dtype=np.int16)[numbers.epochs["status"]] if status_codes \
+            else numbers.epochs["status"]
+        offset = self._epochs["start"].size
+        for name, values in (("start", numbers.epochs["start"]), ("solve_time", numbers.epochs["solve_time"]),
+                             ("source", source), ("status", status), ("exact_max", numbers.epochs["exact_max"])):
+            self._epochs[name].extend(values)
+        self._scalars.extend(np.asarray([[numbers.scalars[name] for name in _SCALARS if name != "seeds"]],
+                                        dtype=np.float64))
+        self._constraints.append(tuple(numbers.constraints))
+        self._add_curves(numbers)
+        if self._lowest is None or numbers.seed < self._lowest.seed:
+            self._lowest = _Lowest(numbers.seed, numbers.times, numbers.optimum_value, numbers.optimum,
+                                   numbers.first_meta)
+        self._infeasible = self._infeasible or numbers.infeasible
+        self._versions[0].add(numbers.versions[0])
+        self._versions[1].add(numbers.versions[1])
+        if numbers.versions[2] is not None:
+            self._versions[2].add(numbers.versions[2])
+        self._failure_count += numbers.failure_count
+        counts = tuple(np.bincount(source, minlength=0).tolist())  # epochs per source, in the arrival codes
+        self._rows.append(_RunRow(numbers.seed, offset, count, source_codes, status_codes, counts,
+                                  numbers.failures or None))
+
+    def _add_curves(self, numbers: RunNumbers) -> None:
+        """One row of the curves table, while every run has the first run's checkpoint times (else none)."""
+        if self._times is None:
+            self._times = numbers.times
+        elif self._same_times and not np.array_equal(numbers.times, self._times):
+            self._same_times, self._curves = False, None  # no curves then: the figures and table skip them
+        if not self._same_times:
+            return
+        parts = [np.asarray(numbers.columns[name], dtype=float) for name in CURVE_COLUMNS]
+        parts.append(np.asarray(numbers.violating_steps, dtype=float))
+        shapes = tuple(part.shape for part in parts)
+        if self._curves is None:
+            self._curve_shapes = shapes
+            self._curves = _Column(np.float64, (sum(part.size for part in parts),))
+        elif shapes != self._curve_shapes:
+            raise CurloptError("runs of one configuration have checkpoint curves of different shapes"
+                               f" ({self._curve_shapes} and {shapes}); they cannot be stacked.")
+        self._curves.extend(np.concatenate([part.ravel() for part in parts])[None, :])
 
     @property
     def seeds(self) -> list[int]:
         """The seeds of the runs added, in order."""
-        return sorted(numbers.seed for numbers in self._runs)
+        return sorted(row.seed for row in self._rows)
 
     def finish(self) -> RunsAggregate:
         """The aggregate of the runs added, in the order of their seeds (the builder is emptied)."""
-        runs = sorted(self._runs, key=lambda numbers: numbers.seed)
-        self._runs, self._lowest = [], None
-        count = len(runs)
-        scalars = {name: np.asarray([numbers.scalars[name] for numbers in runs] if name != "seeds"
-                                    else [numbers.seed for numbers in runs], dtype=kind)
-                   for name, kind in _SCALARS.items()}
-        first = runs[0] if runs else None
-        times = first.times if first is not None else np.zeros(0)
-        same_times = all(np.array_equal(numbers.times, times) for numbers in runs[1:])
+        rows = sorted(self._rows, key=lambda row: row.seed)  # a stable sort, as the runs' order was before
+        order = np.asarray(sorted(range(len(self._rows)), key=lambda i: self._rows[i].seed), dtype=np.int64)
+        count = len(rows)
+        table = self._scalars.take(order)
+        self._scalars = _Column(np.float64, (len(_SCALARS) - 1,))
+        scalars = {name: np.asarray(table[:, i], dtype=kind)
+                   for i, (name, kind) in enumerate((n, k) for n, k in _SCALARS.items() if n != "seeds")}
+        del table
+        scalars["seeds"] = np.asarray([row.seed for row in rows], dtype=_SCALARS["seeds"])
+        constraints = np.asarray([self._constraints[i] for i in order], dtype=float).reshape(count, -1) if rows \
+            else np.zeros((0, 0))
+        lowest = self._lowest
+        times = lowest.times if lowest is not None else np.zeros(0)
         curves: dict[str, np.ndarray] = {}
-        violating = np.zeros((0, 0))
-        if runs and same_times:  # otherwise no curves: the figures refuse them, the checkpoint table skips them
-            curves = {name: np.stack([numbers.columns[name] for numbers in runs]) for name in CURVE_COLUMNS}
-            violating = np.stack([numbers.violating_steps for numbers in runs])
+        violating: np.ndarray = np.zeros((0, 0))
+        if rows and self._same_times and self._curves is not None and self._curve_shapes is not None:
+            packed = self._curves.take(order)
+            self._curves = None
+            split = np.cumsum([int(np.prod(shape)) for shape in self._curve_shapes])[:-1]
+            pieces = [np.ascontiguousarray(piece).reshape((count, *shape))
+                      for piece, shape in zip(np.split(packed, split, axis=1), self._curve_shapes, strict=True)]
+            del packed
+            curves = dict(zip(CURVE_COLUMNS, pieces[:-1], strict=True))
+            violating = pieces[-1]
+        # the codes in the order the runs' seeds give them (as when the runs were put together in that order)
         sources: list[str] = []
         statuses: list[str] = []
-        counts = []
-        parts: dict[str, list[np.ndarray]] = {name: [] for name in _EPOCH_ARRAYS}
-        for numbers in runs:  # the run's own codes to the configuration's
-            source_map = np.array([_code(sources, name) for name in numbers.sources], dtype=np.int16)
-            status_map = np.array([_code(statuses, name) for name in numbers.statuses], dtype=np.int16)
-            source = source_map[numbers.epochs["source"]] if source_map.size else numbers.epochs["source"]
-            status = status_map[numbers.epochs["status"]] if status_map.size else numbers.epochs["status"]
-            counts.append(np.bincount(source, minlength=0))
-            parts["source"].append(source)
-            parts["status"].append(status)
-            for name in ("start", "solve_time", "exact_max"):
-                parts[name].append(numbers.epochs[name])
+        source_map = np.zeros(len(self._sources), dtype=np.int16)
+        status_map = np.zeros(len(self._statuses), dtype=np.int16)
+        for row in rows:
+            for code in row.source_codes:
+                source_map[code] = _code(sources, self._sources[code])
+            for code in row.status_codes:
+                status_map[code] = _code(statuses, self._statuses[code])
         source_counts = np.zeros((count, len(sources)), dtype=np.int64)
-        for row, mine in enumerate(counts):
-            source_counts[row, : mine.size] = mine
-        epoch = {name: np.concatenate(arrays) if arrays else np.zeros(0, dtype=_EPOCH_ARRAYS[name])
-                 for name, arrays in parts.items()}
-        failures = [row for numbers in runs for row in numbers.failures][:MAX_FAILURE_ROWS]
-        return RunsAggregate(
+        for index, row in enumerate(rows):
+            for code, epochs in enumerate(row.source_counts):
+                source_counts[index, source_map[code]] = epochs
+        # every epoch of every run, run after run in the order of the seeds
+        where = np.concatenate([np.arange(row.offset, row.offset + row.count) for row in rows]) if rows \
+            else np.zeros(0, dtype=np.int64)
+        epoch: dict[str, np.ndarray] = {}
+        for name in _EPOCH_ARRAYS:
+            values = self._epochs[name].take(where)
+            self._epochs[name] = _Column(_EPOCH_STORE[name])
+            if name == "source" and source_map.size:
+                values = source_map[values]
+            elif name == "status" and status_map.size:
+                values = status_map[values]
+            epoch[name] = values
+        failures = [failure for row in rows if row.failures for failure in row.failures][:MAX_FAILURE_ROWS]
+        aggregate = RunsAggregate(
             seeds=scalars["seeds"], steps=scalars["steps"], objective=scalars["objective"], regret=scalars["regret"],
-            violation=scalars["violation"],
-            constraints=np.asarray([n.constraints for n in runs], dtype=float).reshape(count, -1) if runs
-            else np.zeros((0, 0)),
+            violation=scalars["violation"], constraints=constraints,
             epochs=scalars["epochs"], fallback_epochs=scalars["fallback_epochs"],
             failed_epochs=scalars["failed_epochs"], wall_time=scalars["wall_time"],
-            optimum_value=None if first is None or first.optimum_value is None else float(first.optimum_value),
-            optimum_infeasible=any(numbers.infeasible for numbers in runs),
-            optimum=None if first is None else first.optimum, first_meta={} if first is None else first.first_meta,
+            optimum_value=None if lowest is None or lowest.optimum_value is None else float(lowest.optimum_value),
+            optimum_infeasible=self._infeasible,
+            optimum=None if lowest is None else lowest.optimum, first_meta={} if lowest is None else lowest.meta,
             epoch_share=scalars["epoch_share"], step_share=scalars["step_share"],
             anytime_share=scalars["anytime_share"], anytime_never=scalars["anytime_never"],
-            unreached=scalars["unreached"], times=times, same_times=same_times,
+            unreached=scalars["unreached"], times=times, same_times=self._same_times,
             last_times=scalars["last_times"], constraint_columns=scalars["constraint_columns"], curves=curves,
             violating_steps=violating, sources=sources, statuses=statuses, source_counts=source_counts,
             epoch_start=epoch["start"], epoch_solve_time=epoch["solve_time"], epoch_source=epoch["source"],
             epoch_status=epoch["status"], epoch_exact_max=epoch["exact_max"], failure_rows=failures,
-            failure_count=sum(numbers.failure_count for numbers in runs),
-            curlopt_versions={numbers.versions[0] for numbers in runs},
-            backends={numbers.versions[1] for numbers in runs},
-            backend_versions={numbers.versions[2] for numbers in runs if numbers.versions[2] is not None})
+            failure_count=self._failure_count, curlopt_versions=self._versions[0], backends=self._versions[1],
+            backend_versions=self._versions[2])
+        self._reset()  # the aggregate owns what was gathered
+        return aggregate
+
+
+@dataclass
+class _RunRow:
+    """What stays of one run in an :class:`AggregateBuilder`: its seed, where its epochs are in the columns, the
+    codes it used (in the order of its own names) and its epochs per source code."""
+
+    seed: int
+    offset: int
+    count: int
+    source_codes: tuple[int, ...]
+    status_codes: tuple[int, ...]
+    source_counts: tuple[int, ...]
+    failures: list[list[Any]] | None
+
+
+@dataclass
+class _Lowest:
+    """What the aggregate takes from the run of the lowest seed."""
+
+    seed: int
+    times: np.ndarray
+    optimum_value: float | None
+    optimum: dict[str, Any] | None
+    meta: dict[str, Any]
+
+
+class _Column:
+    """A growing array of rows of one dtype and shape, kept in chunks: no per-run objects, and little slack (the
+    chunks double from :data:`FIRST_BYTES` up to :data:`CHUNK_BYTES`, so a small configuration takes little and a
+    large one's chunks are large enough to go back to the system when freed)."""
+
+    FIRST_BYTES = 1 << 13
+    CHUNK_BYTES = 1 << 19
+
+    def __init__(self, dtype: Any, shape: tuple[int, ...] = ()) -> None:
+        self.dtype = np.dtype(dtype)
+        self.shape = shape
+        self.chunks: list[np.ndarray] = []
+        self.size = 0
+        self._free = 0  # rows left in the last chunk
+
+    def _row_bytes(self) -> int:
+        return max(1, self.dtype.itemsize * int(np.prod(self.shape, dtype=np.int64)))
+
+    def extend(self, values: np.ndarray) -> None:
+        values = np.asarray(values)
+        if self.dtype.kind == "i" and values.size and values.dtype.kind in "iu":
+            info = np.iinfo(self.dtype)
+            if int(values.min()) < info.min or int(values.max()) > info.max:  # widen: never a value cut
+                self.dtype = np.dtype(np.int64)
+                self.chunks = [chunk.astype(np.int64) for chunk in self.chunks]
+        done = 0
+        while done < len(values):
+            if self._free == 0:
+                last = len(self.chunks[-1]) * self._row_bytes() if self.chunks else self.FIRST_BYTES // 2
+                rows = max(1, min(2 * last, self.CHUNK_BYTES) // self._row_bytes())
+                self.chunks.append(np.empty((rows, *self.shape), dtype=self.dtype))
+                self._free = rows
+            chunk = self.chunks[-1]
+            used = len(chunk) - self._free
+            n = min(self._free, len(values) - done)
+            chunk[used:used + n] = values[done:done + n]
+            done += n
+            self.size += n
+            self._free -= n
+
+    def take(self, index: np.ndarray) -> np.ndarray:
+        """The rows at ``index`` (a new array); the chunks are freed."""
+        chunks, self.chunks, self._free = self.chunks, [], 0
+        if not chunks:
+            return np.zeros((0, *self.shape), dtype=self.dtype)
+        whole = np.concatenate(chunks)[: self.size] if len(chunks) > 1 else chunks[0][: self.size]
+        del chunks
+        return whole[index]
 
 
 #: the per-seed numbers and their types
@@ -353,6 +504,8 @@ _SCALARS: dict[str, Any] = {
 #: the per-epoch arrays and their types
 _EPOCH_ARRAYS: dict[str, Any] = {"start": np.int64, "solve_time": float, "source": np.int16, "status": np.int16,
                                  "exact_max": float}
+#: how a builder keeps them: epoch starts as int32 while they fit (widened to int64 otherwise)
+_EPOCH_STORE: dict[str, Any] = {**_EPOCH_ARRAYS, "start": np.int32}
 
 
 def _code(names: list[str], name: str) -> int:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ....errors import CurloptError
 from ....fileio import atomic_write_bytes
+from ..heap import give_back_memory
 from ..summary import LOCATION_DIGITS, clean_label, significant
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -91,6 +92,7 @@ def release(figure: Figure) -> None:
     figure.clear()
     vars(figure.canvas).pop("renderer", None)  # the Agg canvas keeps its last renderer (the pixel buffer)
     gc.collect()
+    give_back_memory()
 
 
 # -- text ------------------------------------------------------------------------------------------------------------
