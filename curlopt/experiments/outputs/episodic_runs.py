@@ -27,11 +27,9 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import io
 import json
 import math
 import os
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,8 +37,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...errors import CurloptError
-from ...fileio import atomic_write_bytes, read_bytes_limited
-from ..simulation.trace import MAX_TRACE_BYTES, _bytes_match_checksum, _check_checksum, _compact
+from ...fileio import atomic_write_bytes
+from ..simulation.trace import _bytes_match_checksum, _check_checksum, _compact, read_json_document
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..study.episodic import EpisodicTask
@@ -149,21 +147,7 @@ def load_episodic_run(path: str | os.PathLike) -> EpisodicRun:
         checksum), or not an episodic run file — and no other exception.
     """
     path = Path(path)
-    try:
-        raw = read_bytes_limited(path, MAX_TRACE_BYTES, "run file")
-        with gzip.GzipFile(fileobj=io.BytesIO(raw), mode="rb") as stream:
-            raw = stream.read(MAX_TRACE_BYTES + 1)
-        if len(raw) > MAX_TRACE_BYTES:
-            raise CurloptError(f"the run file {path} decompresses to more than {MAX_TRACE_BYTES // 2 ** 20} MiB.")
-        data = json.loads(raw)
-    except FileNotFoundError:
-        raise CurloptError(f"no run file at {path}.") from None
-    except IsADirectoryError:
-        raise CurloptError(f"{path} is a directory, not a run file.") from None
-    except CurloptError:
-        raise
-    except (OSError, EOFError, ValueError, zlib.error, RecursionError, MemoryError) as exc:
-        raise CurloptError(f"the run file {path} is corrupt or truncated ({type(exc).__name__}: {exc}).") from None
+    data, raw = read_json_document(path, "run file", gzipped=True)
     try:
         return _from_dict(data, _bytes_match_checksum(raw))
     except CurloptError as exc:

@@ -59,7 +59,7 @@ import numpy as np
 from ...errors import CurloptError
 from ...fileio import atomic_write_bytes, read_bytes_limited
 
-__all__ = ["EpochRecord", "Trace", "load_trace", "TRACE_FORMAT", "TRACE_VERSION", "READABLE_VERSIONS"]
+__all__ = ["EpochRecord", "Trace", "load_trace", "read_json_document", "TRACE_FORMAT", "TRACE_VERSION", "READABLE_VERSIONS"]
 
 TRACE_FORMAT = "curlopt-trace"
 TRACE_VERSION = 2
@@ -302,6 +302,28 @@ def _upgrade_version_1(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def read_json_document(path: Path, what: str, gzipped: bool) -> tuple[Any, bytes]:
+    """A run's JSON document (trace or episodic run file) and its bytes, read within :data:`MAX_TRACE_BYTES` before and
+    after decompression; every failure is one :class:`CurloptError` naming the file as ``what``."""
+    try:
+        raw = read_bytes_limited(path, MAX_TRACE_BYTES, what)
+        if gzipped:
+            with gzip.GzipFile(fileobj=io.BytesIO(raw), mode="rb") as stream:
+                raw = stream.read(MAX_TRACE_BYTES + 1)
+            if len(raw) > MAX_TRACE_BYTES:
+                raise CurloptError(f"the {what} {path} decompresses to more than"
+                                   f" {MAX_TRACE_BYTES // 2 ** 20} MiB; refusing to read it.")
+        return json.loads(raw), raw
+    except FileNotFoundError:
+        raise CurloptError(f"no {what} at {path}.") from None
+    except IsADirectoryError:
+        raise CurloptError(f"{path} is a directory, not a {what}.") from None
+    except CurloptError:
+        raise
+    except (OSError, EOFError, ValueError, zlib.error, RecursionError, MemoryError) as exc:
+        raise CurloptError(f"the {what} {path} is corrupt or truncated ({type(exc).__name__}: {exc}).") from None
+
+
 def load_trace(path: str | os.PathLike) -> Trace:
     """Read a trace written by :meth:`Trace.save`.
 
@@ -320,23 +342,7 @@ def load_trace(path: str | os.PathLike) -> Trace:
         inconsistent or not a trace — and no other exception.
     """
     path = Path(path)
-    try:
-        raw = read_bytes_limited(path, MAX_TRACE_BYTES, "trace file")
-        if path.suffix == ".gz":
-            with gzip.GzipFile(fileobj=io.BytesIO(raw), mode="rb") as stream:
-                raw = stream.read(MAX_TRACE_BYTES + 1)
-            if len(raw) > MAX_TRACE_BYTES:
-                raise CurloptError(f"the trace file {path} decompresses to more than"
-                                   f" {MAX_TRACE_BYTES // 2 ** 20} MiB; refusing to read it.")
-        data = json.loads(raw)
-    except FileNotFoundError:
-        raise CurloptError(f"no trace file at {path}.") from None
-    except IsADirectoryError:
-        raise CurloptError(f"{path} is a directory, not a trace file.") from None
-    except CurloptError:
-        raise
-    except (OSError, EOFError, ValueError, zlib.error, RecursionError, MemoryError) as exc:
-        raise CurloptError(f"the trace file {path} is corrupt or truncated ({type(exc).__name__}: {exc}).") from None
+    data, raw = read_json_document(path, "trace file", gzipped=path.suffix == ".gz")
     try:  # the checksum checked on the bytes read when they are as written (no second serialisation)
         return Trace.from_dict(data, checksum_checked=_bytes_match_checksum(raw))
     except CurloptError as exc:
