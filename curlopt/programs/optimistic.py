@@ -266,15 +266,28 @@ class OptimisticProgram(JointProgram):
     @property
     def radius(self) -> np.ndarray:
         """``β(s,a)`` at the current counts and time (the chosen radius times ``radius_scale``)."""
-        beta = l1_radius(self.visits, self.time, self.model.n_states, self.model.n_actions, self.radius_kind)
+        return self._radius_of(self.visits)
+
+    def _radius_of(self, visits: np.ndarray) -> np.ndarray:
+        """:attr:`radius` for the visits ``N(s,a)`` (S, A) of the current counts."""
+        beta = l1_radius(visits, self.time, self.model.n_states, self.model.n_actions, self.radius_kind)
         return beta if self.radius_scale == 1.0 else self.radius_scale * beta
 
     def _set_confidence(self) -> None:
-        p_hat = self.empirical_entries()
+        """Write ``-P^``, ``P^`` and ``-β`` into the parameter entries (every epoch: β moves with the time).
+
+        The visits are summed once for both (:meth:`empirical_entries` and :attr:`radius` would each sum them),
+        and ``P^`` is the same elementwise quotient as :meth:`empirical_entries`, so the values are bit-identical.
+        """
+        visits = self.visits
+        if self.support.is_dense:
+            p_hat = (self._counts / np.maximum(1.0, visits)[:, :, None]).ravel()
+        else:
+            p_hat = self._counts / np.maximum(1.0, visits.ravel())[self.support.pairs]
         values, groups = self.linear.writable_values(), self.linear.param_groups
         values[groups["deviation_upper"]] = -p_hat
         values[groups["deviation_lower"]] = p_hat
-        values[groups["radius"]] = -self.radius.ravel()
+        values[groups["radius"]] = -self._radius_of(visits).ravel()
 
 
 def box_radius(visits: np.ndarray, horizon: float, n_states: int, n_actions: int) -> np.ndarray:
