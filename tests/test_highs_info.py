@@ -42,6 +42,17 @@ def test_a_run_reports_the_iteration_count_and_objective_of_highs_info():
     assert result.statistics["model_status"] == compiled.highs.getModelStatus().name == "kOptimal"
 
 
+def test_an_invalid_info_record_is_read_as_it_stands():
+    """HiGHS answers "unavailable" (and 0) for a value of an info record it has marked invalid; the backend then
+    reads the record itself, whose counts say -1 (no value), as it did when it always copied the record."""
+    model = queue_model()
+    compiled = get_backend("highs").compile(OptimisticProgram(model, counts=_counts(0, model.kernel, False)))
+    assert compiled.solve().ok
+    compiled.highs.clearSolver()  # invalidates the info record
+    assert compiled.highs.getInfoValue("simplex_iteration_count")[1] == 0
+    assert compiled._info("simplex_iteration_count") == compiled.highs.getInfo().simplex_iteration_count == -1
+
+
 def test_an_unknown_info_value_is_a_backend_error_naming_it():
     model = queue_model()
     compiled = get_backend("highs").compile(OptimisticProgram(model))

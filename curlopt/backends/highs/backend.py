@@ -452,11 +452,17 @@ class CompiledHighs(CompiledProgram):
 
     def _info(self, name: str) -> Any:
         """One value of HiGHS's info (``highs.getInfo().<name>``), read without copying the whole info record
-        (which took ~10 µs after every run, twice a solve)."""
+        (which took ~10 µs after every run, twice a solve).
+
+        After a run that left HiGHS's info marked invalid (one stopped before it began, e.g. a model error), HiGHS
+        answers "unavailable" (a warning) and no value: the record is then read as it stands (its counts are -1).
+        """
         status, value = self.highs.getInfoValue(name)
-        if status != self._highspy.HighsStatus.kOk:
-            raise BackendError(f"HiGHS has no info value {name!r} (highspy's getInfoValue answered {status.name}).")
-        return value
+        if status == self._highspy.HighsStatus.kOk:
+            return value
+        if status == self._highspy.HighsStatus.kWarning:
+            return getattr(self.highs.getInfo(), name)
+        raise BackendError(f"HiGHS has no info value {name!r} (highspy's getInfoValue answered {status.name}).")
 
     def _solve(self, with_constraints: bool) -> RawSolution:
         self._sync(with_constraints)
