@@ -29,13 +29,23 @@ def policy_from_occupancy(occupancy: np.ndarray, tolerance: float = VISIT_TOLERA
     Tiny negative entries (solver round-off) are clipped to zero first, so the
     result is always a proper distribution per state and never contains NaN.
     """
-    rho = np.clip(np.nan_to_num(np.asarray(occupancy, dtype=float), nan=0.0), 0.0, None)
+    rho = _proper_masses(occupancy)
     totals = rho.sum(axis=1, keepdims=True)
     visited = totals > tolerance * rho.shape[1]
     uniform = np.full_like(rho, 1.0 / rho.shape[1])
     with np.errstate(invalid="ignore", divide="ignore"):
         policy = np.where(visited, rho / np.where(visited, totals, 1.0), uniform)
     return policy
+
+
+def _proper_masses(occupancy: Any) -> np.ndarray:
+    """``occupancy`` as a new float array with NaN read as 0, infinities as the largest floats, and negative
+    round-off clipped to 0. Every solve's occupancy passes here, and nearly every one is finite: ``nan_to_num``,
+    which costs more than the rest, is called only when some entry is not (the result is the same either way)."""
+    rho = np.asarray(occupancy, dtype=float)
+    if not np.isfinite(rho).all():
+        rho = np.nan_to_num(rho, nan=0.0)
+    return np.clip(rho, 0.0, None)
 
 
 #: the rules for the policy in states the plan does not reach (see :func:`extract_policy`)
@@ -57,7 +67,7 @@ PER_STEP_TOLERANCE = 1e-9
 
 def unreached_states(occupancy: np.ndarray, tolerance: float = VISIT_TOLERANCE) -> np.ndarray:
     """Boolean mask (S,) of the states with ``Σ_b ρ(s,b) <= tolerance · A`` (as :func:`policy_from_occupancy` decides)."""
-    rho = np.clip(np.nan_to_num(np.asarray(occupancy, dtype=float), nan=0.0), 0.0, None)
+    rho = _proper_masses(occupancy)
     return ~(rho.sum(axis=1) > tolerance * rho.shape[1])
 
 
