@@ -360,7 +360,7 @@ class Program:
                 out[name] = float(max(0.0, violation[rows].max())) if rows.stop > rows.start else 0.0
         else:
             maxima = np.maximum.reduceat(violation, starts).tolist() if starts.size else []
-            for name, worst in zip(names, maxima):
+            for name, worst in zip(names, maxima, strict=True):
                 out[name] = float(max(0.0, worst))
         if include_constraints and self.constraints:
             costs = self.cost_map @ x
@@ -384,7 +384,7 @@ class Program:
         names = tuple(self.linear.groups)
         ranges = list(self.linear.groups.values())
         tiled = all(rows.step in (None, 1) and rows.stop > rows.start for rows in ranges) and all(
-            first.stop == second.start for first, second in zip(ranges, ranges[1:])) and (
+            first.stop == second.start for first, second in zip(ranges[:-1], ranges[1:], strict=True)) and (
             not ranges or (ranges[0].start == 0 and ranges[-1].stop == self.linear.n_rows))
         starts = np.array([rows.start for rows in ranges], dtype=np.intp) if tiled else None
         self._layout = (key, (lower, upper, names, starts))
