@@ -32,9 +32,9 @@ def policy_from_occupancy(occupancy: np.ndarray, tolerance: float = VISIT_TOLERA
     rho = _proper_masses(occupancy)
     totals = rho.sum(axis=1, keepdims=True)
     visited = totals > tolerance * rho.shape[1]
-    uniform = np.full_like(rho, 1.0 / rho.shape[1])
     with np.errstate(invalid="ignore", divide="ignore"):
-        policy = np.where(visited, rho / np.where(visited, totals, 1.0), uniform)
+        policy = rho / np.where(visited, totals, 1.0)
+    policy[~visited[:, 0]] = 1.0 / rho.shape[1]  # uniform in the states without mass
     return policy
 
 
