@@ -307,11 +307,11 @@ class Program:
             ``occupancy`` (clipped at 0), ``joint`` (clipped, or None), ``policy``, ``rewards`` (λ) and ``costs`` (ζ).
         """
         model = self.model
-        rho = np.clip(self.occupancy(x), 0.0, None)
+        rho = np.maximum(self.occupancy(x), 0.0)  # np.clip(·, 0.0, None) calls this ufunc (at every solve)
         joint = self.joint(x)
         return {
             "occupancy": rho,
-            "joint": None if joint is None else np.clip(joint, 0.0, None),
+            "joint": None if joint is None else np.maximum(joint, 0.0),
             "policy": policy_from_occupancy(rho),
             "rewards": model.average_rewards(rho),
             "costs": model.average_costs(rho),
@@ -342,7 +342,7 @@ class Program:
         x = np.asarray(x, dtype=float)
         lower, upper, names, starts = self._residual_layout()
         # Python's max: a NaN difference (none for a finite x) counts as satisfied, as it always has
-        out = {"bounds": float(max(0.0, (lower - x).max(initial=-math.inf), (x - upper).max(initial=-math.inf)))}
+        out = {"bounds": float(max(0.0, np.maximum.reduce(lower - x), np.maximum.reduce(x - upper)))}
         values = self.linear.product(x)
         violation = np.maximum(self.linear.lower - values, values - self.linear.upper)
         if self.SCALED_GROUPS:

@@ -30,22 +30,27 @@ def policy_from_occupancy(occupancy: np.ndarray, tolerance: float = VISIT_TOLERA
     result is always a proper distribution per state and never contains NaN.
     """
     rho = _proper_masses(occupancy)
-    totals = rho.sum(axis=1, keepdims=True)
+    totals = np.add.reduce(rho, axis=1, keepdims=True)  # what rho.sum(axis=1, keepdims=True) calls, one call
     visited = totals > tolerance * rho.shape[1]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        policy = rho / np.where(visited, totals, 1.0)
+    divisor = np.where(visited, totals, 1.0)
+    if tolerance >= 0:  # a visited state's total is then > 0: no 0/0 to silence (entering errstate costs more)
+        policy = rho / divisor
+    else:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            policy = rho / divisor
     policy[~visited[:, 0]] = 1.0 / rho.shape[1]  # uniform in the states without mass
     return policy
 
 
 def _proper_masses(occupancy: Any) -> np.ndarray:
     """``occupancy`` as a new float array with NaN read as 0, infinities as the largest floats, and negative
-    round-off clipped to 0. Every solve's occupancy passes here, and nearly every one is finite: ``nan_to_num``,
-    which costs more than the rest, is called only when some entry is not (the result is the same either way)."""
+    round-off clipped to 0. Every solve's occupancy passes here (twice), so the ufuncs are called directly
+    (``np.clip(a, 0.0, None)`` is ``np.maximum(a, 0.0)``), and ``nan_to_num``, which costs more than the rest, only
+    when some entry is not finite (the result is the same either way)."""
     rho = np.asarray(occupancy, dtype=float)
-    if not np.isfinite(rho).all():
+    if not np.logical_and.reduce(np.isfinite(rho), axis=None):
         rho = np.nan_to_num(rho, nan=0.0)
-    return np.clip(rho, 0.0, None)
+    return np.maximum(rho, 0.0)
 
 
 #: the rules for the policy in states the plan does not reach (see :func:`extract_policy`)
@@ -68,7 +73,7 @@ PER_STEP_TOLERANCE = 1e-9
 def unreached_states(occupancy: np.ndarray, tolerance: float = VISIT_TOLERANCE) -> np.ndarray:
     """Boolean mask (S,) of the states with ``Σ_b ρ(s,b) <= tolerance · A`` (as :func:`policy_from_occupancy` decides)."""
     rho = _proper_masses(occupancy)
-    return ~(rho.sum(axis=1) > tolerance * rho.shape[1])
+    return ~(np.add.reduce(rho, axis=1) > tolerance * rho.shape[1])
 
 
 def check_unreached(unreached: Any, error: type[Exception] | None = None) -> str:
