@@ -38,7 +38,7 @@ def policy_from_occupancy(occupancy: np.ndarray, tolerance: float = VISIT_TOLERA
     else:
         with np.errstate(invalid="ignore", divide="ignore"):
             policy = rho / divisor
-    policy[~visited[:, 0]] = 1.0 / rho.shape[1]  # uniform in the states without mass
+    np.copyto(policy, 1.0 / rho.shape[1], where=~visited)  # uniform in the states without mass
     return policy
 
 

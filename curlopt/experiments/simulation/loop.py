@@ -758,10 +758,11 @@ class _BatchedEvaluations:
 
     Evaluated between two solves, a policy's stationary law cost two to three times what it costs in a run of
     evaluations (measured on the queue: the solver's work between two epochs leaves the processor's caches cold
-    for numpy's and LAPACK's code), so each epoch's policy is kept, as its bytes (a copy: an agent may change its
-    policy array later), until :data:`BATCH_BYTES` of them or :data:`BATCH_EPOCHS` epochs are waiting, then
-    evaluated in epoch order into their records. The values are the same bits: the evaluation is a deterministic
-    function of the policy's bits. The run's loop evaluates the last batch (:meth:`flush`) before it returns.
+    for numpy's and LAPACK's code), so a copy of each epoch's policy is kept (an agent may change its policy array
+    later) until :data:`BATCH_BYTES` of them or :data:`BATCH_EPOCHS` epochs are waiting, then they are evaluated in
+    epoch order into their records. The values are the same bits: the evaluation is a deterministic function of the
+    policy's bits. The run's loop evaluates the last batch (:meth:`flush`) before it returns; an evaluation that
+    fails (a model error) stops the run when its batch is evaluated.
     """
 
     #: evaluate the waiting policies once they hold this many bytes ...
