@@ -140,3 +140,36 @@ def test_exact_evaluator_gives_the_stationary_performance_and_copies():
     assert remembered == evaluator.evaluate(policies[0].copy())  # the same bits give the same numbers
     remembered[0].append(99.0)  # a caller's list is its own
     assert len(evaluator.evaluate(policies[0])[0]) == model.n_rewards
+
+
+def test_batched_evaluations_fill_every_record_with_the_policy_it_was_given(monkeypatch):
+    """Records wait for their batch; each gets the stationary performance of the policy it was given, even when the
+    caller's array changes afterwards, and the last partial batch is filled by flush()."""
+    from curlopt.experiments.simulation.loop import _BatchedEvaluations
+    from curlopt.experiments.simulation.trace import EpochRecord
+
+    model = queue_model()
+    S, A = model.n_states, model.n_actions
+    rng = np.random.default_rng(8)
+    monkeypatch.setattr(_BatchedEvaluations, "BATCH_EPOCHS", 3)
+    batched = _BatchedEvaluations(_ExactEvaluator(model))
+    records, played = [], []
+    policy = rng.dirichlet(np.ones(A), size=S)
+    for index in range(7):
+        record = EpochRecord(index=index, start=index + 1, length=1, epsilon=0.0, source="tight")
+        batched.add(record, policy)
+        records.append(record)
+        played.append(policy.copy())
+        policy[:] = rng.dirichlet(np.ones(A), size=S)  # the agent's array changes in place after its epoch
+        if index == 3:  # the first batch of three is filled, the fourth record waits
+            assert all(r.exact_objective is not None for r in records[:3]) and records[3].exact_objective is None
+    batched.flush()
+    for record, policy_played in zip(records, played, strict=True):
+        rho = stationary_by_hand(model.kernel, policy_played)[:, None] * policy_played
+        lam = np.einsum("sa,ksa->k", rho, model.rewards)
+        zeta = np.einsum("sa,ksa->k", rho, model.costs)
+        np.testing.assert_allclose(record.exact_rewards, lam, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(record.exact_costs, zeta, rtol=1e-10, atol=1e-12)
+        assert record.exact_objective == pytest.approx(float(model.objective.value(lam)), rel=1e-10)
+        np.testing.assert_allclose(record.exact_constraints, [g.value(zeta) for g in model.constraints],
+                                   rtol=1e-10, atol=1e-12)

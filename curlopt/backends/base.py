@@ -528,6 +528,8 @@ class CompiledProgram(ABC):
 
     #: when the running ``solve()`` must end (a reading of the time-limit clock), None without a limit
     _deadline: float | None = None
+    #: ``(objective, is_lp_representable)`` of the last objective :meth:`_objective_undefined` looked at
+    _objective_form: tuple[Utility, bool] | None = None
 
     def __init__(self, backend: Backend, program: Program):
         self.backend = backend
@@ -708,7 +710,7 @@ class CompiledProgram(ABC):
         maximum. Checked for the programs whose objective is the model's own f of λ."""
         program = self.program
         utility = program.model.objective
-        if program.objective is not utility or utility.is_lp_representable:  # piecewise affine: finite everywhere
+        if program.objective is not utility or self._piecewise_affine(utility):  # finite everywhere
             return ""
         rewards = self._on_domain(utility, np.asarray(program.reward_map @ x, dtype=float))
         probes = [rewards] + [self._on_domain(utility, rewards + sign * OPTIMAL_TOLERANCE * np.eye(rewards.size)[k])
@@ -726,6 +728,14 @@ class CompiledProgram(ABC):
                         f" λ = {np.array2string(rewards, precision=3)} (outside its domain or unbounded there, e.g."
                         " a log of a zero average reward): the optimum is not finite, so there is no optimal policy")
         return ""
+
+    def _piecewise_affine(self, utility: Utility) -> bool:
+        """``utility.is_lp_representable``, asked once per objective object (it reads the utility's pieces, at
+        every solve's check otherwise; a utility's form does not change)."""
+        known = self._objective_form
+        if known is None or known[0] is not utility:
+            known = self._objective_form = (utility, bool(utility.is_lp_representable))
+        return known[1]
 
     @staticmethod
     def _on_domain(utility: Utility, rewards: np.ndarray) -> np.ndarray:

@@ -227,6 +227,8 @@ class Program:
     #: ``update(**data)``: new data and/or ε on the same structure (each program takes its own keywords, e.g.
     #: ``kernel``, ``counts``, ``time``, ``epsilon``); it increases :attr:`version`
     update: Callable[..., None]
+    #: what :meth:`residuals` keeps of the structure between solves, with the key it was computed for
+    _layout: tuple[Any, tuple[np.ndarray, np.ndarray, tuple[str, ...], np.ndarray | None]] | None = None
 
     def __init__(self, model: CMDP, blocks: list[tuple[str, tuple[int, ...]]]):
         if not isinstance(model, CMDP):
@@ -305,11 +307,11 @@ class Program:
             ``occupancy`` (clipped at 0), ``joint`` (clipped, or None), ``policy``, ``rewards`` (λ) and ``costs`` (ζ).
         """
         model = self.model
-        rho = np.clip(self.occupancy(x), 0.0, None)
+        rho = np.maximum(self.occupancy(x), 0.0)  # np.clip(·, 0.0, None) calls this ufunc (at every solve)
         joint = self.joint(x)
         return {
             "occupancy": rho,
-            "joint": None if joint is None else np.clip(joint, 0.0, None),
+            "joint": None if joint is None else np.maximum(joint, 0.0),
             "policy": policy_from_occupancy(rho),
             "rewards": model.average_rewards(rho),
             "costs": model.average_costs(rho),
@@ -331,10 +333,16 @@ class Program:
         Groups: ``bounds`` (variable bounds), each linear row group, and
         ``constraints`` (``g_m(ζ) + ε``) when ``include_constraints``. A group of :attr:`SCALED_GROUPS` is
         divided by ``max(1, largest term of the row)`` (for ``constraints``, ``max(1, max_i |ζ_i|)``).
+
+        Every solve's point is checked with this, so what does not change between solves (the variable bounds,
+        where each row group starts) is computed once per structure (:meth:`_residual_layout`), and the row
+        groups' maxima are taken in one pass; the values are those of a group-by-group computation, bit for bit
+        (a maximum does not depend on the order it is taken in).
         """
         x = np.asarray(x, dtype=float)
-        lower, upper = self.column_bounds()
-        out = {"bounds": float(max(0.0, np.max(lower - x), np.max(x - upper)))}
+        lower, upper, names, starts = self._residual_layout()
+        # Python's max: a NaN difference (none for a finite x) counts as satisfied, as it always has
+        out = {"bounds": float(max(0.0, np.maximum.reduce(lower - x), np.maximum.reduce(x - upper)))}
         values = self.linear.product(x)
         violation = np.maximum(self.linear.lower - values, values - self.linear.upper)
         if self.SCALED_GROUPS:
@@ -347,8 +355,13 @@ class Program:
             for name in self.SCALED_GROUPS & self.linear.groups.keys():
                 rows = self.linear.groups[name]
                 violation[rows] = violation[rows] / magnitude[rows]
-        for name, rows in self.linear.groups.items():
-            out[name] = float(max(0.0, violation[rows].max())) if rows.stop > rows.start else 0.0
+        if starts is None:  # groups out of row order, or empty ones: one at a time
+            for name, rows in self.linear.groups.items():
+                out[name] = float(max(0.0, violation[rows].max())) if rows.stop > rows.start else 0.0
+        else:
+            maxima = np.maximum.reduceat(violation, starts).tolist() if starts.size else []
+            for name, worst in zip(names, maxima, strict=True):
+                out[name] = float(max(0.0, worst))
         if include_constraints and self.constraints:
             costs = self.cost_map @ x
             excess = max(g.value(costs) + self.epsilon for g in self.constraints)
@@ -356,6 +369,26 @@ class Program:
                 excess /= max(1.0, float(np.max(np.abs(costs), initial=0.0)))
             out["constraints"] = float(max(0.0, excess))
         return out
+
+    def _residual_layout(self) -> tuple[np.ndarray, np.ndarray, tuple[str, ...], np.ndarray | None]:
+        """``(lower, upper, names, starts)`` for :meth:`residuals`: the variable bounds (:meth:`column_bounds`), the
+        row groups' names and the first row of each when the groups tile the rows in order, each non-empty (else
+        ``starts`` is None). Kept until the blocks or the row groups change (a program's structure is fixed once
+        built; the key makes a later change safe, not silent)."""
+        key = (tuple(self.blocks.values()), tuple(self.linear.groups.items()), self.linear.n_rows)
+        layout = self._layout
+        if layout is not None and layout[0] == key:
+            return layout[1]
+        lower, upper = self.column_bounds()
+        lower.flags.writeable = upper.flags.writeable = False
+        names = tuple(self.linear.groups)
+        ranges = list(self.linear.groups.values())
+        tiled = all(rows.step in (None, 1) and rows.stop > rows.start for rows in ranges) and all(
+            first.stop == second.start for first, second in zip(ranges[:-1], ranges[1:], strict=True)) and (
+            not ranges or (ranges[0].start == 0 and ranges[-1].stop == self.linear.n_rows))
+        starts = np.array([rows.start for rows in ranges], dtype=np.intp) if tiled else None
+        self._layout = (key, (lower, upper, names, starts))
+        return self._layout[1]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model.name!r}, n_vars={self.n_vars}, rows={self.linear.n_rows})"

@@ -29,13 +29,28 @@ def policy_from_occupancy(occupancy: np.ndarray, tolerance: float = VISIT_TOLERA
     Tiny negative entries (solver round-off) are clipped to zero first, so the
     result is always a proper distribution per state and never contains NaN.
     """
-    rho = np.clip(np.nan_to_num(np.asarray(occupancy, dtype=float), nan=0.0), 0.0, None)
-    totals = rho.sum(axis=1, keepdims=True)
+    rho = _proper_masses(occupancy)
+    totals = np.add.reduce(rho, axis=1, keepdims=True)  # what rho.sum(axis=1, keepdims=True) calls, one call
     visited = totals > tolerance * rho.shape[1]
-    uniform = np.full_like(rho, 1.0 / rho.shape[1])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        policy = np.where(visited, rho / np.where(visited, totals, 1.0), uniform)
+    divisor = np.where(visited, totals, 1.0)
+    if tolerance >= 0:  # a visited state's total is then > 0: no 0/0 to silence (entering errstate costs more)
+        policy = rho / divisor
+    else:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            policy = rho / divisor
+    np.copyto(policy, 1.0 / rho.shape[1], where=~visited)  # uniform in the states without mass
     return policy
+
+
+def _proper_masses(occupancy: Any) -> np.ndarray:
+    """``occupancy`` as a new float array with NaN read as 0, infinities as the largest floats, and negative
+    round-off clipped to 0. Every solve's occupancy passes here (twice), so the ufuncs are called directly
+    (``np.clip(a, 0.0, None)`` is ``np.maximum(a, 0.0)``), and ``nan_to_num``, which costs more than the rest, only
+    when some entry is not finite (the result is the same either way)."""
+    rho = np.asarray(occupancy, dtype=float)
+    if not np.logical_and.reduce(np.isfinite(rho), axis=None):
+        rho = np.nan_to_num(rho, nan=0.0)
+    return np.maximum(rho, 0.0)
 
 
 #: the rules for the policy in states the plan does not reach (see :func:`extract_policy`)
@@ -57,8 +72,8 @@ PER_STEP_TOLERANCE = 1e-9
 
 def unreached_states(occupancy: np.ndarray, tolerance: float = VISIT_TOLERANCE) -> np.ndarray:
     """Boolean mask (S,) of the states with ``Σ_b ρ(s,b) <= tolerance · A`` (as :func:`policy_from_occupancy` decides)."""
-    rho = np.clip(np.nan_to_num(np.asarray(occupancy, dtype=float), nan=0.0), 0.0, None)
-    return ~(rho.sum(axis=1) > tolerance * rho.shape[1])
+    rho = _proper_masses(occupancy)
+    return ~(np.add.reduce(rho, axis=1) > tolerance * rho.shape[1])
 
 
 def check_unreached(unreached: Any, error: type[Exception] | None = None) -> str:

@@ -660,6 +660,8 @@ def _play(agent: Agent, steps: int, state: int, step: Any, recorder: _Recorder, 
     S, A = agent.model.n_states, agent.model.n_actions
     epochs: list[EpochRecord] = []
     rate = _EpochRate(agent, steps)
+    # a policy that changed at every step has no one exact value: the record keeps none
+    exact = None if evaluator is None or agent.learns_per_step else _BatchedEvaluations(evaluator)
     t = 1
     while t <= steps:
         plan = agent.begin_epoch(t)
@@ -677,9 +679,9 @@ def _play(agent: Agent, steps: int, state: int, step: Any, recorder: _Recorder, 
         # counted in the agent's form: (S, A, S) on a dense support, on the support's entries for a sparse model
         counts = agent.transition_counts(pairs, nexts)
         visits = pair_visits.astype(float)  # = the counts' row sums: sums of integers, exact
-        # a policy that changed at every step has no one exact value: the record keeps none
-        epochs.append(_epoch_record(len(epochs), t, pairs.size, plan,
-                                    None if agent.learns_per_step else evaluator))
+        epochs.append(_epoch_record(len(epochs), t, pairs.size, plan))
+        if exact is not None:
+            exact.add(epochs[-1], plan.policy)
         reward_means, cost_means, reward_sum, cost_sum = observed.epoch(pairs, visits)
         agent.observe_signals(pair_visits, reward_means, cost_means)
         agent.end_epoch(counts, reward_sum, cost_sum, int(pairs.size))
@@ -687,6 +689,8 @@ def _play(agent: Agent, steps: int, state: int, step: Any, recorder: _Recorder, 
         if bar is not None:
             bar.update(pairs.size)
         rate.after_epoch(t - 1, len(epochs))
+    if exact is not None:
+        exact.flush()
     return epochs
 
 
@@ -749,13 +753,49 @@ class _ExactEvaluator:
         return list(rewards), list(costs), objective, list(constraints)
 
 
-def _epoch_record(index: int, start: int, length: int, plan: Any, evaluator: _ExactEvaluator | None) -> EpochRecord:
-    record = EpochRecord(
+class _BatchedEvaluations:
+    """The exact values of the epochs' policies (:class:`_ExactEvaluator`), computed a batch of epochs at a time.
+
+    Evaluated between two solves, a policy's stationary law cost two to three times what it costs in a run of
+    evaluations (measured on the queue: the solver's work between two epochs leaves the processor's caches cold
+    for numpy's and LAPACK's code), so a copy of each epoch's policy is kept (an agent may change its policy array
+    later) until :data:`BATCH_BYTES` of them or :data:`BATCH_EPOCHS` epochs are waiting, then they are evaluated in
+    epoch order into their records. The values are the same bits: the evaluation is a deterministic function of the
+    policy's bits. The run's loop evaluates the last batch (:meth:`flush`) before it returns; an evaluation that
+    fails (a model error) stops the run when its batch is evaluated.
+    """
+
+    #: evaluate the waiting policies once they hold this many bytes ...
+    BATCH_BYTES = 4 * 2 ** 20
+    #: ... or once this many epochs wait
+    BATCH_EPOCHS = 256
+
+    def __init__(self, evaluator: _ExactEvaluator):
+        self.evaluator = evaluator
+        self._waiting: list[tuple[EpochRecord, np.ndarray]] = []
+        self._bytes = 0
+
+    def add(self, record: EpochRecord, policy: Any) -> None:
+        """Fill ``record``'s exact values from ``policy`` (now or with its batch)."""
+        kept = np.array(policy)  # a copy: the bits played this epoch, whatever becomes of the agent's array
+        self._waiting.append((record, kept))
+        self._bytes += kept.nbytes
+        if self._bytes >= self.BATCH_BYTES or len(self._waiting) >= self.BATCH_EPOCHS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Evaluate every waiting policy into its record, in epoch order."""
+        for record, policy in self._waiting:
+            (record.exact_rewards, record.exact_costs, record.exact_objective,
+             record.exact_constraints) = self.evaluator.evaluate(policy)
+        self._waiting.clear()
+        self._bytes = 0
+
+
+def _epoch_record(index: int, start: int, length: int, plan: Any) -> EpochRecord:
+    """The record of an epoch's plan (its exact values are filled by :class:`_BatchedEvaluations`)."""
+    return EpochRecord(
         index=index, start=start, length=length, epsilon=plan.epsilon, source=plan.source, status=plan.status,
         solve_time=plan.solve_time, iterations=plan.iterations, message=plan.message,
         unreached=getattr(plan, "unreached", None),
     )
-    if evaluator is not None:
-        (record.exact_rewards, record.exact_costs, record.exact_objective,
-         record.exact_constraints) = evaluator.evaluate(plan.policy)
-    return record
