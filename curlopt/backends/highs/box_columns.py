@@ -118,7 +118,8 @@ class CompiledBoxColumns(CompiledColumnGeneration):
         keep = usable[pool_pair]
         keep &= self._pool_seen >= self._solves - self.backend.keep_solves     # basic in the last keep_solves
         centre = self._pool_ranking[:, 0] < 0
-        if np.logical_or.reduce(centre):
+        has_centre = bool(np.logical_or.reduce(centre))
+        if has_centre:
             keep &= ~centre | master.visited()[pool_pair]
         if self._block_pair.size:                               # a block holds every point of its pair's box
             keep_block = usable[self._block_pair]
@@ -135,13 +136,15 @@ class CompiledBoxColumns(CompiledColumnGeneration):
             seed = np.flatnonzero(master.visited() & ~covered)
         if seed.size or rearrange or not np.logical_and.reduce(keep):
             self._rearrange(keep, keep_block, seed)
+            has_centre = True                                   # seeds are P^ columns: let vertices() look
         again = moved[self._pool_pair].nonzero()[0]
         if again.size:
-            before = self._pool_vertex[again]
-            after = master.vertices(self._pool_pair[again], self._pool_ranking[again])
+            pairs, before = self._pool_pair[again], self._pool_vertex[again]
+            rankings = self._pool_ranking[again]
+            after = master.vertices(pairs, rankings) if has_centre else master.ranked_vertices(pairs, rankings)
             self._pool_vertex[again] = after
             if self._synced:
-                self._push_moved(again, before, after)
+                self._push_moved(again, pairs, before, after)
         if self._synced and self._block_pair.size:
             self._push_blocks(moved[self._block_pair].nonzero()[0])
 
@@ -170,11 +173,10 @@ class CompiledBoxColumns(CompiledColumnGeneration):
         self._pool_index = self._pool_index - np.searchsorted(columns, self._pool_index)
         self._block_index = self._block_index - np.searchsorted(columns, self._block_index)
 
-    def _push_moved(self, pool: np.ndarray, before: np.ndarray, after: np.ndarray) -> None:
-        """Rewrite in HiGHS the flow coefficients of the pool columns ``pool`` (positions in the pool) whose vertices
-        moved from ``before`` to ``after`` (an unchanged coefficient stays)."""
+    def _push_moved(self, pool: np.ndarray, pairs: np.ndarray, before: np.ndarray, after: np.ndarray) -> None:
+        """Rewrite in HiGHS the flow coefficients of the pool columns ``pool`` (positions in the pool; ``pairs``
+        their pairs) whose vertices moved from ``before`` to ``after`` (an unchanged coefficient stays)."""
         master = self.master
-        pairs = self._pool_pair[pool]
         changed = after != before
         changed &= master.on_flow[pairs]
         column, slot = changed.nonzero()

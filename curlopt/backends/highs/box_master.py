@@ -40,6 +40,8 @@ class BoxMaster(Master):
     ----------
     lower, upper : ndarray, shape (S·A, W)
         ``l = max(0, P^ - b)`` and ``u = P^ + b``, read from the program by :meth:`read`.
+    room, free : ndarray, shape (S·A, W) and (S·A, 1)
+        ``u - l``, and the mass ``1 - Σ l`` left after the lower ends: what pricing and the vertices pour.
     usable : ndarray of bool, shape (S·A,)
         Pairs whose box is not empty (the others can carry no mass).
     """
@@ -52,7 +54,7 @@ class BoxMaster(Master):
         self.shared_ranking = program.support.is_dense                   # every pair's slots are the same states
         groups = program.linear.param_groups
         self._upper_group, self._lower_group = groups["box_upper"], groups["box_lower"]
-        self.lower = self.upper = np.zeros((self.n_pairs, self.W))
+        self.lower = self.upper = self.room = np.zeros((self.n_pairs, self.W))
         self.free = np.ones((self.n_pairs, 1))
         self.usable = np.zeros(self.n_pairs, dtype=bool)
         self.unusable = np.arange(self.n_pairs)
@@ -80,7 +82,7 @@ class BoxMaster(Master):
         moved |= lower != self.lower
         moved = np.logical_or.reduce(moved, axis=1)
         lower_sum = np.add.reduce(lower, axis=1)
-        self.lower, self.upper = lower, upper
+        self.lower, self.upper, self.room = lower, upper, upper - lower
         self.free = (1.0 - lower_sum)[:, None]                   # the mass left after the lower ends
         self.usable = box_usable(lower, upper, lower_sum)
         self.unusable = (~self.usable).nonzero()[0]
@@ -112,20 +114,19 @@ class BoxMaster(Master):
         """The box vertex of each pair for its slot order (a row of -1: the pair's P^)."""
         ranked = orders[:, 0] >= 0
         if ranked.all():
-            return self._poured(pairs, orders)
+            return self.ranked_vertices(pairs, orders)
         out = self.centre(pairs)
         if np.any(ranked):
-            out[ranked] = self._poured(pairs[ranked], orders[ranked])
+            out[ranked] = self.ranked_vertices(pairs[ranked], orders[ranked])
         return out
 
-    def _poured(self, pairs: np.ndarray, orders: np.ndarray) -> np.ndarray:
-        """:func:`~.box_vertices.box_vertices` of the boxes of ``pairs`` for the slot orders ``orders`` (k, W), by
-        the same arithmetic, read from the current boxes by flat index (and ``1 - Σ l`` from ``free``, the same
-        sum): the warm start recomputes the vertices of the pool columns whose box moved at every solve."""
+    def ranked_vertices(self, pairs: np.ndarray, orders: np.ndarray) -> np.ndarray:
+        """:meth:`vertices` where every order is a ranking (none is -1): :func:`~.box_vertices.box_vertices` of the
+        boxes of ``pairs`` for the slot orders ``orders`` (k, W), by the same arithmetic, read from the current boxes
+        by flat index (``u - l`` from ``room``, ``1 - Σ l`` from ``free``: the same sums). The warm start recomputes
+        the vertices of the pool columns whose box moved at every solve."""
         at = orders + self.first_slot[pairs][:, None]
-        low = self.lower.ravel()[at]
-        room = self.upper.ravel()[at]
-        room -= low
+        low, room = self.lower.ravel()[at], self.room.ravel()[at]      # upper - lower, as box_vertices takes it
         before = np.add.accumulate(room, axis=1)
         before -= room                                       # the room of the slots ranked above
         poured = self.free[pairs] - before
@@ -192,13 +193,12 @@ class BoxMaster(Master):
             constant -= self.extra_of_pair @ duals[S:]
         if self.shared_ranking:     # one order of the states for every pair
             order = (-h).argsort(kind="stable").astype(np.int32)
-            low, room, ranked_h = self.lower[:, order], self.upper[:, order], h[order]
+            low, room, ranked_h = self.lower[:, order], self.room[:, order], h[order]
         else:
             slot_h = np.where(self.valid, h[np.maximum(self.successor, 0)], 0.0)
             order = np.argsort(np.where(self.valid, -slot_h, np.inf), axis=1, kind="stable").astype(np.int32)
             rows = np.arange(self.n_pairs)[:, None]
-            low, room, ranked_h = self.lower[rows, order], self.upper[rows, order], slot_h[rows, order]
-        room -= low
+            low, room, ranked_h = self.lower[rows, order], self.room[rows, order], slot_h[rows, order]
         # the mass left after the lower ends, poured by decreasing h (as box_vertices does)
         poured = np.add.accumulate(room, axis=1)
         poured -= room
