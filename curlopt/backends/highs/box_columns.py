@@ -33,6 +33,7 @@ backend with this backend's HiGHS options (``COMPILES`` and ``DELEGATES``); the 
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import replace
 from typing import ClassVar
 
@@ -200,10 +201,9 @@ class CompiledBoxColumns(CompiledColumnGeneration):
         self._change(rows[used], cols[used], values[used])
 
     def _change(self, rows: np.ndarray, cols: np.ndarray, values: np.ndarray) -> None:
-        """HiGHS's ``changeCoeff`` for each entry (Python lists: a loop over numpy scalars costs more)."""
-        change = self._master.changeCoeff
-        for row, col, value in zip(rows.tolist(), cols.tolist(), values.tolist(), strict=True):
-            change(row, col, value)
+        """HiGHS's ``changeCoeff`` for each entry, in order (Python lists: a loop over numpy scalars costs more; map
+        calls it without a Python loop body)."""
+        deque(map(self._master.changeCoeff, rows.tolist(), cols.tolist(), values.tolist()), maxlen=0)
 
     # -- the program's solution ---------------------------------------------------------------------------------------
 
