@@ -97,7 +97,7 @@ class CompiledBoxColumns(CompiledColumnGeneration):
 
     MASTER = BoxMaster
     master: BoxMaster
-    #: which of no block to keep (never written to)
+    #: the keep mask of the blocks when there is none (never written to)
     _NO_BLOCKS = np.zeros(0, dtype=bool)
 
     def _reset(self) -> None:

@@ -612,7 +612,7 @@ class CompiledColumnGeneration(CompiledProgram):
         if not reduced.size:
             return reduced.nonzero()[0], pricing, 0.0
         top, tolerance = float(np.maximum.reduce(reduced)), self.backend.pricing_tolerance
-        if top <= tolerance:                               # the usual end of a round: no column to add (never NaN)
+        if top <= tolerance:   # the usual end of a round: no column to add (a NaN maximum goes on to the comparison)
             return self._NO_PAIRS, pricing, max(0.0, top)
         return (reduced > tolerance).nonzero()[0], pricing, max(0.0, top)
 
