@@ -97,6 +97,48 @@ def test_one_order_serves_every_row_as_each_row_its_own():
     assert np.array_equal(shared, box_vertices(np.tile(order, (5, 1)), lower, upper))
 
 
+@given(st.integers(2, 6), st.integers(1, 3), st.integers(0, 10_000), st.booleans())
+def test_the_masters_kept_boxes_and_recomputed_vertices_are_the_closed_forms(S, A, seed, sparse):
+    """The warm start recomputes moved pool vertices from the boxes the master keeps (``u - l`` and ``1 - Σ l``
+    computed once per read): bit for bit the closed form on the program's own bounds, epoch after epoch."""
+    rng = np.random.default_rng(seed)
+    model = _model(S, A, seed, piecewise=False, successors=min(3, S) if sparse else None)
+    kernel = model.transitions.toarray().reshape(S, A, S) if model.sparse else model.kernel
+    program = BoxOptimisticProgram(model, 1e4)
+    master = get_backend(NAME).compile(program).master
+    counts, last_lower, last_upper = np.zeros((S, A, S)), None, None
+    for _ in range(3):
+        counts = counts + _counts(rng, kernel, scale=300, unvisited=0.5)    # radii small enough for l > 0
+        program.update(counts=counts)
+        moved = master.read()
+        low, high = program.kernel_bounds()
+        lower, upper = np.zeros((S * A, master.W)), np.zeros((S * A, master.W))
+        lower[master.valid], upper[master.valid] = np.maximum(low, 0.0).ravel(), high.ravel()
+        assert np.array_equal(master.lower, lower) and np.array_equal(master.upper, upper)
+        if last_lower is not None:
+            assert np.array_equal(moved, ((lower != last_lower) | (upper != last_upper)).any(axis=1))
+        last_lower, last_upper = lower, upper
+        assert np.array_equal(master.room, upper - lower)
+        assert np.array_equal(master.free[:, 0], 1.0 - lower.sum(axis=1))
+        assert np.array_equal(master.usable, box_usable(lower, upper))
+        pairs = rng.integers(0, S * A, size=4)
+        orders = np.argsort(rng.random((4, master.W)), axis=1).astype(np.int32)
+        if sparse:                                          # a pair's own slots first, as pricing ranks them
+            orders = np.argsort(np.where(master.valid[pairs], rng.random((4, master.W)), 2.0), axis=1).astype(np.int32)
+        assert np.array_equal(master.ranked_vertices(pairs, orders), box_vertices(orders, lower[pairs], upper[pairs]))
+        # pricing from the kept boxes: each pair's reduced cost is c - y·a of its best vertex's column in the master
+        duals = rng.normal(size=master.n_global)
+        reduced, order = master.price(duals, 2)
+        h = np.append(duals[1: S], 0.0)[np.maximum(master.successor, 0)]
+        best = box_vertices(np.argsort(np.where(master.valid, -h, np.inf), axis=1, kind="stable"), lower, upper)
+        columns = master.columns(np.arange(S * A), best)
+        dense = np.zeros(columns.shape)
+        for j in range(columns.shape[1]):
+            dense[columns.indices[columns.indptr[j]: columns.indptr[j + 1]], j] = columns.data[columns.indptr[j]: columns.indptr[j + 1]]
+        expected = np.where(master.usable, master.cost - duals @ dense, -np.inf)
+        assert reduced == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
 # -- the backend against the whole LP ------------------------------------------------------------------------------
 
 def _model(S: int, A: int, seed: int, piecewise: bool, successors: int | None = None) -> CMDP:

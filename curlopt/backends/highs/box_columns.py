@@ -33,6 +33,7 @@ backend with this backend's HiGHS options (``COMPILES`` and ``DELEGATES``); the 
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import replace
 from typing import ClassVar
 
@@ -96,6 +97,8 @@ class CompiledBoxColumns(CompiledColumnGeneration):
 
     MASTER = BoxMaster
     master: BoxMaster
+    #: the keep mask of the blocks when there is none (never written to)
+    _NO_BLOCKS = np.zeros(0, dtype=bool)
 
     def _reset(self) -> None:
         super()._reset()
@@ -112,28 +115,39 @@ class CompiledBoxColumns(CompiledColumnGeneration):
         counts (new counts need not extend the old ones): neither is a point of the box any more."""
         master = self.master
         moved = master.read()
-        usable = master.usable
-        keep = usable[self._pool_pair] & ((self._solves - self._pool_seen) <= self.backend.keep_solves)
+        usable, pool_pair = master.usable, self._pool_pair
+        keep = usable[pool_pair]
+        keep &= self._pool_seen >= self._solves - self.backend.keep_solves     # basic in the last keep_solves
         centre = self._pool_ranking[:, 0] < 0
-        if centre.any():
-            keep &= ~centre | master.visited()[self._pool_pair]
-        keep_block = usable[self._block_pair] & ((self._solves - self._block_seen) <= self.BLOCK_KEEP_SOLVES)
+        has_centre = bool(np.logical_or.reduce(centre))
+        if has_centre:
+            keep &= ~centre | master.visited()[pool_pair]
         if self._block_pair.size:                               # a block holds every point of its pair's box
-            keep &= ~np.isin(self._pool_pair, self._block_pair[keep_block])
-        seed = np.zeros(0, dtype=np.int64)
+            keep_block = usable[self._block_pair]
+            keep_block &= self._block_seen >= self._solves - self.BLOCK_KEEP_SOLVES
+            keep &= ~np.isin(pool_pair, self._block_pair[keep_block])
+            rearrange = not np.logical_and.reduce(keep_block)
+        else:
+            keep_block, rearrange = self._NO_BLOCKS, False
+        seed = self._NO_PAIRS
         if self._memory is None:
             covered = np.zeros(master.n_pairs, dtype=bool)
             covered[self._block_pair[keep_block]] = True
-            covered[self._pool_pair[keep]] = True
+            covered[pool_pair[keep]] = True
             seed = np.flatnonzero(master.visited() & ~covered)
-        if seed.size or not (keep.all() and keep_block.all()):
+        if seed.size or rearrange or not np.logical_and.reduce(keep):
             self._rearrange(keep, keep_block, seed)
-        again = np.flatnonzero(moved[self._pool_pair])
-        before = self._pool_vertex[again]
+            has_centre = True                                   # seeds are P^ columns: let vertices() look
+        again = moved[self._pool_pair].nonzero()[0]
         if again.size:
-            self._pool_vertex[again] = master.vertices(self._pool_pair[again], self._pool_ranking[again])
-        if self._synced:
-            self._push_moved(again, before, np.flatnonzero(moved[self._block_pair]))
+            pairs, before = self._pool_pair[again], self._pool_vertex[again]
+            rankings = self._pool_ranking[again]
+            after = master.vertices(pairs, rankings) if has_centre else master.ranked_vertices(pairs, rankings)
+            self._pool_vertex[again] = after
+            if self._synced:
+                self._push_moved(again, pairs, before, after)
+        if self._synced and self._block_pair.size:
+            self._push_blocks(moved[self._block_pair].nonzero()[0])
 
     def _rearrange(self, keep: np.ndarray, keep_block: np.ndarray, seed: np.ndarray) -> None:
         """Keep the pool columns ``keep`` and the blocks ``keep_block``, and add the seeds (P^ columns of ``seed``):
@@ -160,33 +174,36 @@ class CompiledBoxColumns(CompiledColumnGeneration):
         self._pool_index = self._pool_index - np.searchsorted(columns, self._pool_index)
         self._block_index = self._block_index - np.searchsorted(columns, self._block_index)
 
-    def _push_moved(self, pool: np.ndarray, before: np.ndarray, blocks: np.ndarray) -> None:
-        """Rewrite in HiGHS the flow coefficients of the pool columns ``pool`` (positions in the pool) that differ
-        from their vertices ``before``, and the ρ columns of the blocks ``blocks`` (positions among the blocks) on
-        their new boxes."""
+    def _push_moved(self, pool: np.ndarray, pairs: np.ndarray, before: np.ndarray, after: np.ndarray) -> None:
+        """Rewrite in HiGHS the flow coefficients of the pool columns ``pool`` (positions in the pool; ``pairs``
+        their pairs) whose vertices moved from ``before`` to ``after`` (an unchanged coefficient stays)."""
         master = self.master
-        pairs, after = self._pool_pair[pool], self._pool_vertex[pool]
-        flow_rows = master.flow_row[pairs]
-        column, slot = np.nonzero((after != before) & (flow_rows >= 0))     # an unchanged coefficient stays
-        rows = flow_rows[column, slot]
-        values = (rows == master.own_row[pairs[column]]) - after[column, slot]
-        self._change(rows, self._pool_index[pool[column]], values)
-        if blocks.size:
-            pairs, index = self._block_pair[blocks], self._block_index[blocks][:, None]
-            rows, values = master.flow_coefficients(pairs, master.lower[pairs])
-            own = master.block_rho_coefficients(pairs)
-            own_rows = self._block_row[blocks][:, None] + np.arange(own.shape[1])
-            rows, values = np.concatenate([rows.ravel(), own_rows.ravel()]), np.concatenate([values.ravel(), own.ravel()])
-            cols = np.concatenate([np.broadcast_to(index, pairs.shape + (master.W,)).ravel(),
-                                   np.broadcast_to(index, own.shape).ravel()])
-            used = rows >= 0
-            self._change(rows[used], cols[used], values[used])
+        changed = after != before
+        changed &= master.on_flow[pairs]
+        column, slot = changed.nonzero()
+        changed_pairs = pairs[column]
+        values = master.own_slot[changed_pairs, slot] - after[column, slot]     # 1 - v(s) in the own state's row
+        self._change(master.flow_row[changed_pairs, slot], self._pool_index[pool[column]], values)
+
+    def _push_blocks(self, blocks: np.ndarray) -> None:
+        """Rewrite in HiGHS the ρ columns of the blocks ``blocks`` (positions among the blocks) on their new boxes."""
+        if not blocks.size:
+            return
+        master = self.master
+        pairs, index = self._block_pair[blocks], self._block_index[blocks][:, None]
+        rows, values = master.flow_coefficients(pairs, master.lower[pairs])
+        own = master.block_rho_coefficients(pairs)
+        own_rows = self._block_row[blocks][:, None] + np.arange(own.shape[1])
+        rows, values = np.concatenate([rows.ravel(), own_rows.ravel()]), np.concatenate([values.ravel(), own.ravel()])
+        cols = np.concatenate([np.broadcast_to(index, pairs.shape + (master.W,)).ravel(),
+                               np.broadcast_to(index, own.shape).ravel()])
+        used = rows >= 0
+        self._change(rows[used], cols[used], values[used])
 
     def _change(self, rows: np.ndarray, cols: np.ndarray, values: np.ndarray) -> None:
-        """HiGHS's ``changeCoeff`` for each entry (Python lists: a loop over numpy scalars costs more)."""
-        change = self._master.changeCoeff
-        for row, col, value in zip(rows.tolist(), cols.tolist(), values.tolist(), strict=True):
-            change(row, col, value)
+        """HiGHS's ``changeCoeff`` for each entry, in order (Python lists: a loop over numpy scalars costs more; map
+        calls it without a Python loop body)."""
+        deque(map(self._master.changeCoeff, rows.tolist(), cols.tolist(), values.tolist()), maxlen=0)
 
     # -- the program's solution ---------------------------------------------------------------------------------------
 
@@ -197,17 +214,22 @@ class CompiledBoxColumns(CompiledColumnGeneration):
     def _program_solution(self) -> np.ndarray:
         """ρ and p (on the support) from the weights of the vertex columns and the blocks' ``ρ, d``."""
         master = self.master
-        values = self._solution[0]
-        pool_values = values[self._pool_index]
-        block_values = values[self._block_index[:, None] + np.arange(master.block_cols)[None, :]]
-        used = np.flatnonzero(pool_values > 0.0)                 # the basic columns, at most one per row
-        pairs, weights = self._pool_pair[used], pool_values[used]
-        rho = np.bincount(pairs, weights=weights, minlength=master.n_pairs).astype(float, copy=False)
-        slots = (pairs[:, None] * master.W + np.arange(master.W)).ravel()
-        p = np.bincount(slots, weights=(weights[:, None] * self._pool_vertex[used]).ravel(),
-                        minlength=master.n_pairs * master.W).astype(float, copy=False).reshape(master.n_pairs, master.W)
+        n_pairs = master.n_pairs
+        pool_values = self._solution[0][self._pool_index]
+        used = (pool_values > 0.0).nonzero()[0]                 # the basic columns, at most one per row
+        weights = pool_values[used]
+        weighted = self._pool_vertex[used]
+        weighted *= weights[:, None]
+        # ρ and p in one bincount (disjoint bins, each summed in the order of the columns)
+        pairs = self._pool_pair[used]
+        x = np.bincount(np.concatenate([pairs, master.solution_slot[pairs].ravel()]),
+                        weights=np.concatenate([weights, weighted.ravel()]),
+                        minlength=n_pairs * (master.W + 1)).astype(float, copy=False)  # no column: ints
+        rho, p = x[:n_pairs], x[n_pairs:].reshape(n_pairs, master.W)
         if self._block_pair.size:
-            block_values = np.maximum(block_values, 0.0)
+            values = self._solution[0]
+            block_values = np.maximum(values[self._block_index[:, None] + np.arange(master.block_cols)[None, :]], 0.0)
             rho[self._block_pair] += block_values[:, 0]
             p[self._block_pair] += block_values[:, :1] * master.lower[self._block_pair] + block_values[:, 1:]
-        return np.concatenate([rho, master.to_entries(np.maximum(p, 0.0))])
+        np.maximum(p, 0.0, out=p)
+        return x if master.all_valid else np.concatenate([rho, master.to_entries(p)])

@@ -40,6 +40,8 @@ class BoxMaster(Master):
     ----------
     lower, upper : ndarray, shape (S·A, W)
         ``l = max(0, P^ - b)`` and ``u = P^ + b``, read from the program by :meth:`read`.
+    room, free : ndarray, shape (S·A, W) and (S·A, 1)
+        ``u - l``, and the mass ``1 - Σ l`` left after the lower ends: what pricing and the vertices pour.
     usable : ndarray of bool, shape (S·A,)
         Pairs whose box is not empty (the others can carry no mass).
     """
@@ -52,10 +54,19 @@ class BoxMaster(Master):
         self.shared_ranking = program.support.is_dense                   # every pair's slots are the same states
         groups = program.linear.param_groups
         self._upper_group, self._lower_group = groups["box_upper"], groups["box_lower"]
-        self.lower = self.upper = np.zeros((self.n_pairs, self.W))
+        self.lower = self.upper = self.room = np.zeros((self.n_pairs, self.W))
         self.free = np.ones((self.n_pairs, 1))
         self.usable = np.zeros(self.n_pairs, dtype=bool)
         self.unusable = np.arange(self.n_pairs)
+        # Fixed by the structure, kept rather than recomputed at every solve: the flow coefficients' rows
+        # (flow_row >= 0) and where a pair's own state is among them (a vertex column's coefficient there is
+        # 1 - v(s), elsewhere -v(s')), and the flat index of each pair's first slot.
+        self.on_flow = self.flow_row >= 0
+        self.own_slot = (self.flow_row == self.own_row[:, None]).astype(float)
+        self.first_slot = np.arange(self.n_pairs) * self.W
+        #: each pair's slots in the program's solution vector (ρ, then p over slots): ``n_pairs + s·W + j``
+        self.solution_slot = self.n_pairs + np.arange(self.n_pairs * self.W).reshape(self.n_pairs, self.W)
+        self._h = np.zeros(self.S)               # pricing's flow duals, written in place
 
     # -- the epoch's data -----------------------------------------------------------------------------------------
 
@@ -65,11 +76,16 @@ class BoxMaster(Master):
         values = self.program.linear.param_values
         upper = self._to_slots(-values[self._upper_group])                       # box_upper holds -(P^ + b)
         lower = self._to_slots(np.maximum(values[self._lower_group], 0.0))      # box_lower: P^ - b; p >= 0 anyway
-        moved = ((upper != self.upper) | (lower != self.lower)).any(axis=1)
-        self.lower, self.upper = lower, upper
-        self.free = 1.0 - lower.sum(axis=1, keepdims=True)       # the mass left after the lower ends
-        self.usable = box_usable(lower, upper)
-        self.unusable = np.flatnonzero(~self.usable)
+        # ufuncs' own reduce and accumulate (what ndarray.sum, .any and np.cumsum call) spare the Python wrappers'
+        # cost, which on arrays this small is most of the cost, here and in the per-solve steps below
+        moved = upper != self.upper
+        moved |= lower != self.lower
+        moved = np.logical_or.reduce(moved, axis=1)
+        lower_sum = np.add.reduce(lower, axis=1)
+        self.lower, self.upper, self.room = lower, upper, upper - lower
+        self.free = (1.0 - lower_sum)[:, None]                   # the mass left after the lower ends
+        self.usable = box_usable(lower, upper, lower_sum)
+        self.unusable = (~self.usable).nonzero()[0]
         return moved
 
     def centre(self, pairs: np.ndarray) -> np.ndarray:
@@ -83,8 +99,9 @@ class BoxMaster(Master):
         return self.program.visits.ravel() > 0
 
     def _to_slots(self, entries: np.ndarray) -> np.ndarray:
+        """Per-entry values as (pairs, W) slots; ``entries`` is a new array, which may be returned reshaped."""
         if self.all_valid:
-            return entries.reshape(self.n_pairs, self.W).copy()
+            return entries.reshape(self.n_pairs, self.W)
         out = np.zeros((self.n_pairs, self.W))
         out[self.valid] = entries
         return out
@@ -97,11 +114,28 @@ class BoxMaster(Master):
         """The box vertex of each pair for its slot order (a row of -1: the pair's P^)."""
         ranked = orders[:, 0] >= 0
         if ranked.all():
-            return box_vertices(orders, self.lower[pairs], self.upper[pairs])
+            return self.ranked_vertices(pairs, orders)
         out = self.centre(pairs)
         if np.any(ranked):
-            out[ranked] = box_vertices(orders[ranked], self.lower[pairs[ranked]], self.upper[pairs[ranked]])
+            out[ranked] = self.ranked_vertices(pairs[ranked], orders[ranked])
         return out
+
+    def ranked_vertices(self, pairs: np.ndarray, orders: np.ndarray) -> np.ndarray:
+        """:meth:`vertices` where every order is a ranking (none is -1): :func:`~.box_vertices.box_vertices` of the
+        boxes of ``pairs`` for the slot orders ``orders`` (k, W), by the same arithmetic, read from the current boxes
+        by flat index (``u - l`` from ``room``, ``1 - Σ l`` from ``free``: the same sums). The warm start recomputes
+        the vertices of the pool columns whose box moved at every solve."""
+        at = orders + self.first_slot[pairs][:, None]
+        low, room = self.lower.ravel()[at], self.room.ravel()[at]      # upper - lower, as box_vertices takes it
+        before = np.add.accumulate(room, axis=1)
+        before -= room                                       # the room of the slots ranked above
+        poured = self.free[pairs] - before
+        np.maximum(poured, 0.0, out=poured)
+        np.minimum(poured, room, out=poured)
+        poured += low
+        vertices = np.empty_like(poured)
+        vertices[np.arange(pairs.size)[:, None], orders] = poured
+        return vertices
 
     # -- columns --------------------------------------------------------------------------------------------------
 
@@ -150,28 +184,36 @@ class BoxMaster(Master):
         """Every pair's best reduced cost ``c - y·a`` over its box under the global rows' duals ``y`` (``-inf`` for an
         unusable pair; phase 1 prices with cost 0), and the slot order that gives it: shape (W,), the same for
         every pair, on the dense support, else (pairs, W). :meth:`best_vertices` turns it into vertices."""
-        S = self.S
-        h = np.append(duals[1: S], 0.0)                      # the flow duals; the last state's row is left out
+        S, h = self.S, self._h
+        h[: S - 1] = duals[1: S]                             # the flow duals; the last state's row is left out (0)
         # c - y·a = c - y(mass) - h(own state) - y(extra rows)·(its coefficients) + h·v
-        constant = (self.cost if phase == 2 else 0.0) - duals[0] - h[self.own_state]
+        constant = (self.cost if phase == 2 else 0.0) - duals[0]
+        constant -= h[self.own_state]
         if self.n_extra:
             constant -= self.extra_of_pair @ duals[S:]
         if self.shared_ranking:     # one order of the states for every pair
-            order = np.argsort(-h, kind="stable").astype(np.int32)
-            low, room, ranked_h = self.lower[:, order], self.upper[:, order], h[order]
+            order = (-h).argsort(kind="stable").astype(np.int32)
+            low, room, ranked_h = self.lower[:, order], self.room[:, order], h[order]
         else:
             slot_h = np.where(self.valid, h[np.maximum(self.successor, 0)], 0.0)
             order = np.argsort(np.where(self.valid, -slot_h, np.inf), axis=1, kind="stable").astype(np.int32)
             rows = np.arange(self.n_pairs)[:, None]
-            low, room, ranked_h = self.lower[rows, order], self.upper[rows, order], slot_h[rows, order]
-        room -= low
+            low, room, ranked_h = self.lower[rows, order], self.room[rows, order], slot_h[rows, order]
         # the mass left after the lower ends, poured by decreasing h (as box_vertices does)
-        poured = np.minimum(np.maximum(self.free - (np.cumsum(room, axis=1) - room), 0.0), room)
+        poured = np.add.accumulate(room, axis=1)
+        poured -= room
+        np.subtract(self.free, poured, out=poured)
+        np.maximum(poured, 0.0, out=poured)
+        np.minimum(poured, room, out=poured)
         poured += low
-        reduced = constant + (poured @ ranked_h if self.shared_ranking else (poured * ranked_h).sum(axis=1))
+        if self.shared_ranking:
+            constant += poured @ ranked_h
+        else:
+            poured *= ranked_h
+            constant += np.add.reduce(poured, axis=1)
         if self.unusable.size:
-            reduced[self.unusable] = -np.inf
-        return reduced, order
+            constant[self.unusable] = -np.inf
+        return constant, order
 
     def best_vertices(self, pairs: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The orders (k, W) and vertices of ``pairs`` for the ``order`` :meth:`price` returned."""

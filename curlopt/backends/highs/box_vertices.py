@@ -24,13 +24,16 @@ __all__ = ["box_vertices", "box_usable", "USABLE_TOLERANCE"]
 USABLE_TOLERANCE = 1e-12
 
 
-def box_usable(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+def box_usable(lower: np.ndarray, upper: np.ndarray, lower_sum: np.ndarray | None = None) -> np.ndarray:
     """Which rows have a non-empty box: ``Σ l <= 1 <= Σ u`` (to :data:`USABLE_TOLERANCE`), shape (n,).
 
     A visited pair's box always holds its empirical kernel; an unvisited pair's (``l = 0``, ``u = b``) is
-    empty when its successors' upper ends add up to less than 1.
+    empty when its successors' upper ends add up to less than 1. ``lower_sum``, if given, is
+    ``lower.sum(axis=1)``, already computed by the caller.
     """
-    return (lower.sum(axis=1) <= 1.0 + USABLE_TOLERANCE) & (upper.sum(axis=1) >= 1.0 - USABLE_TOLERANCE)
+    if lower_sum is None:
+        lower_sum = lower.sum(axis=1)
+    return (lower_sum <= 1.0 + USABLE_TOLERANCE) & (np.add.reduce(upper, axis=1) >= 1.0 - USABLE_TOLERANCE)
 
 
 def box_vertices(order: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:

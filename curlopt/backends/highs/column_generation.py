@@ -391,6 +391,8 @@ class CompiledColumnGeneration(CompiledProgram):
     #: a block stays while its pair carried mass in one of this many last solves (blocks are few and were
     #: needed once: the same pair tends to stall the master again)
     BLOCK_KEEP_SOLVES = 25
+    #: no pair (pricing's answer when no column prices positive; never written to)
+    _NO_PAIRS = np.zeros(0, dtype=np.int64)
 
     backend: ColumnsBackend
     master: Master
@@ -550,14 +552,16 @@ class CompiledColumnGeneration(CompiledProgram):
             return
         cols, rows = found
         master = self.master
-        self._memory = {
-            "fixed": cols[: master.n_fixed],
-            "pool": cols[self._pool_index],
-            "block_cols": cols[self._block_index[:, None] + np.arange(master.block_cols)[None, :]],
-            "global_rows": rows[: master.n_global],
-            "block_rows": rows[self._block_row[:, None] + np.arange(master.block_rows)[None, :]],
-        }
-        self._pool_seen[self._memory["pool"] == self._basic] = self._solves
+        pool = cols[self._pool_index]
+        if self._block_pair.size:
+            block_cols = cols[self._block_index[:, None] + np.arange(master.block_cols)[None, :]]
+            block_rows = rows[self._block_row[:, None] + np.arange(master.block_rows)[None, :]]
+        else:                                                   # the usual case: no block, nothing to gather
+            block_cols = np.zeros((0, master.block_cols), dtype=cols.dtype)
+            block_rows = np.zeros((0, master.block_rows), dtype=rows.dtype)
+        self._memory = {"fixed": cols[: master.n_fixed], "pool": pool, "block_cols": block_cols,
+                        "global_rows": rows[: master.n_global], "block_rows": block_rows}
+        self._pool_seen[pool == self._basic] = self._solves
         if self._block_pair.size:
             self._block_seen[self._solution[0][self._block_index] > 0] = self._solves
 
@@ -605,8 +609,12 @@ class CompiledColumnGeneration(CompiledProgram):
         reduced, pricing = self.master.price(self._solution[1][: self.master.n_global], phase)
         if self._block_pair.size:
             reduced[self._block_pair] = -np.inf            # a block holds its pair's whole Q
-        gap = max(0.0, float(reduced.max())) if reduced.size else 0.0
-        return np.flatnonzero(reduced > self.backend.pricing_tolerance), pricing, gap
+        if not reduced.size:
+            return reduced.nonzero()[0], pricing, 0.0
+        top, tolerance = float(np.maximum.reduce(reduced)), self.backend.pricing_tolerance
+        if top <= tolerance:   # the usual end of a round: no column to add (a NaN maximum goes on to the comparison)
+            return self._NO_PAIRS, pricing, max(0.0, top)
+        return (reduced > tolerance).nonzero()[0], pricing, max(0.0, top)
 
     def _generate(self, phase: int, rounds: int, priced: np.ndarray) -> tuple[str, int, int, float]:
         """Column generation in one phase: (HiGHS status name, "round limit" or "time limit"; rounds used,
