@@ -38,6 +38,7 @@ from .style import (
     SUMMARY_HASH_KEY,
     ZERO_STYLE,
     dedupe_legend,
+    drop_layout_renderer,
     load_matplotlib,
     note,
     outside_legend,
@@ -113,6 +114,7 @@ def png_text(data: bytes) -> dict[str, str]:
 def png_bytes(figure: matplotlib.figure.Figure) -> bytes:
     """A figure rendered to PNG in memory (the resolution of the study's figures)."""
     buffer = io.BytesIO()
+    drop_layout_renderer(figure)
     figure.savefig(buffer, format="png", dpi=DPI)
     return buffer.getvalue()
 
