@@ -14,6 +14,7 @@ This package is the figures' one public door; its modules are the pieces:
 * :mod:`.frontier` and :mod:`.labels`: the regret–violation frontier and the
   placement of its point labels;
 * :mod:`.epochs`: solve time per epoch and the epochs' policy sources;
+* :mod:`.dots`: scatters of many dots whose positions are made when drawn, not kept;
 * :mod:`.report`: the figures of the HTML report.
 
 Nothing here imports matplotlib at import time.

@@ -20,6 +20,7 @@ import numpy as np
 
 from ....agents.base import PlanSource
 from ..summary import mean_std
+from .dots import Points, scatter_dots
 from .style import count_text, dedupe_legend, load_matplotlib, note, outside_legend, plain_log_labels, plural, shorten
 from .titles import fit_axes_titles, fit_suptitle
 from .view import Curves, SettingView, setting_view
@@ -62,6 +63,18 @@ def _epoch_times(group: ConfigurationRuns) -> tuple[np.ndarray, np.ndarray, np.n
             odd[runs.epoch_status] if odd.size else np.zeros(runs.epoch_status.shape, dtype=bool))
 
 
+def _dot_points(group: ConfigurationRuns, positive: np.ndarray) -> Points:
+    """The dots of the epochs with a solve: ``(start, solve time)``, made from the aggregate's arrays when drawn."""
+    runs = group.aggregated()
+    keep: slice | np.ndarray = slice(None) if positive.all() else positive
+
+    def points() -> tuple[np.ndarray, np.ndarray]:
+        # the values of _epoch_times, selected: the start at least 1, as floats
+        return np.maximum(runs.epoch_start[keep], 1).astype(float), runs.epoch_solve_time[keep]
+
+    return points
+
+
 def _binned_median(group: ConfigurationRuns, starts: np.ndarray, times: np.ndarray,
                    positive: np.ndarray) -> tuple[list[float], list[float]]:
     """The median solve time in 24 log-spaced bins of the epoch start (bins without epochs left out)."""
@@ -83,7 +96,7 @@ def _draw_times(ax: Axes, c: Curves, group: ConfigurationRuns, label: str) -> tu
     unsolved = int(np.sum(~positive))
     if not np.any(positive):
         return unsolved, 0
-    ax.scatter(starts[positive], times[positive], s=4, color=c.color, alpha=0.18, lw=0, zorder=2)
+    scatter_dots(ax, _dot_points(group, positive), s=4, color=c.color, alpha=0.18, lw=0, zorder=2)
     centre, median = _binned_median(group, starts, times, positive)
     ax.plot(centre, median, color=c.color, ls=c.linestyle or "-", marker=c.marker, ms=4, lw=1.4,
             mfc="white" if c.infeasible else c.color, label=label, zorder=3)

@@ -32,11 +32,13 @@ import numpy as np
 
 from ....errors import CurloptError
 from ..summary import percent
+from .dots import Points, scatter_dots
 from .style import (
     DPI,
     SUMMARY_HASH_KEY,
     ZERO_STYLE,
     dedupe_legend,
+    drop_layout_renderer,
     load_matplotlib,
     note,
     outside_legend,
@@ -112,6 +114,7 @@ def png_text(data: bytes) -> dict[str, str]:
 def png_bytes(figure: matplotlib.figure.Figure) -> bytes:
     """A figure rendered to PNG in memory (the resolution of the study's figures)."""
     buffer = io.BytesIO()
+    drop_layout_renderer(figure)
     figure.savefig(buffer, format="png", dpi=DPI)
     return buffer.getvalue()
 
@@ -185,6 +188,20 @@ def _epoch_maxima(group: ConfigurationRuns) -> tuple[np.ndarray, np.ndarray, int
     return starts, runs.epoch_exact_max[known], int(np.sum(~known))
 
 
+def _dot_points(group: ConfigurationRuns, finite: np.ndarray) -> Points:
+    """The dots of :func:`_epoch_maxima` where ``finite`` (a mask over its values): ``(start, max_m g_m)``, made
+    from the aggregate's arrays when drawn."""
+    runs = group.aggregated()
+    keep = ~np.isnan(runs.epoch_exact_max)
+    keep[keep] = finite
+    chosen: slice | np.ndarray = slice(None) if keep.all() else keep
+
+    def points() -> tuple[np.ndarray, np.ndarray]:
+        return np.maximum(runs.epoch_start[chosen], 1).astype(float), runs.epoch_exact_max[chosen]
+
+    return points
+
+
 def _binned_median(starts: np.ndarray, values: np.ndarray) -> tuple[list[float], list[float]]:
     """The median in 20 log-spaced bins of the epoch start (bins without epochs left out)."""
     edges = np.geomspace(1.0, max(float(np.max(starts)), 2.0) * 1.0001, 21)
@@ -209,7 +226,7 @@ def _exact_panel(ax: Axes, title: str, curves: Sequence[Curves], groups: Sequenc
         finite = np.isfinite(values)
         # the summary table's share (per run, then the mean over seeds), not the share of the pooled epochs
         share = percent(groups[c.position].aggregated().violating_shares()[0])
-        ax.scatter(starts[finite], values[finite], s=5, color=c.color, alpha=0.25, lw=0, zorder=2)
+        scatter_dots(ax, _dot_points(groups[c.position], finite), s=5, color=c.color, alpha=0.25, lw=0, zorder=2)
         centre, median = _binned_median(starts[finite], values[finite]) if np.any(finite) else ([], [])
         ax.plot(centre, median, color=c.color, ls=c.linestyle or "-", marker=c.marker, ms=4, lw=1.4, zorder=3,
                 label=f"{c.label} ({share} of epochs > 0)")
