@@ -147,6 +147,17 @@ def test_column_generation_does_not_certify_with_a_nan_bound():
     assert "no optimum is certified" in result.message
 
 
+def test_a_nan_bound_is_said_once_by_the_status_not_by_numpy_warnings():
+    pytest.importorskip("cvxpy")
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = get_backend("mdp-columns").compile(EpisodicOccupancyProgram(build_model("maxent", horizon=3))).solve()
+    assert result.status is Status.NUMERICAL_ERROR
+    assert [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)] == []
+
+
 def test_pyomo_says_why_an_episodic_entropy_cannot_start(capsys):
     pytest.importorskip("cyipopt")
     code, out, _ = invoke(["optimum", "maxent", "--horizon", "5", "--backend", "pyomo"], capsys)

@@ -102,13 +102,17 @@ class ConicMaster:
         weights /= weights.sum()
         mu = np.array([max(0.0, float(np.asarray(row.dual_value).reshape(-1)[0])) for row in self.rows.get(mode, [])]
                       if mode != "unconstrained" else [0.0] * len(self.problem.constraints))
-        if mode != "violation":
-            started = time.perf_counter()
-            polished = self._polish(rewards, costs, weights, mu, epsilon, mode == "objective")
-            elapsed += time.perf_counter() - started
-            if polished is not None:
-                weights, mu = polished
-        a, b, kappa = self._model(rewards @ weights, costs @ weights, mu, epsilon, mode)
+        # On the edge of a utility's domain (an entropy with a total no policy can raise) the gradients are
+        # infinite and the prices below NaN: the polish then gives up and the search reports the non-finite bound as
+        # a numerical error, so numpy's warnings about those products would say nothing the result does not.
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            if mode != "violation":
+                started = time.perf_counter()
+                polished = self._polish(rewards, costs, weights, mu, epsilon, mode == "objective")
+                elapsed += time.perf_counter() - started
+                if polished is not None:
+                    weights, mu = polished
+            a, b, kappa = self._model(rewards @ weights, costs @ weights, mu, epsilon, mode)
         return MasterSolution(status, weights, a, b, kappa, "; ".join(notes), elapsed)
 
     def _polish(self, rewards: np.ndarray, costs: np.ndarray, weights: np.ndarray, mu: np.ndarray, epsilon: float,

@@ -144,7 +144,8 @@ class ColumnSearch:
             if feasibility and value >= -self.settings.feasibility_tolerance:
                 return Outcome.ended("rows hold", weights)
             tolerance = self.settings.tolerance * max(1.0, abs(value))
-            bounds = self._price(solution, value - solution.constant, tolerance, mode, force)
+            with np.errstate(invalid="ignore"):  # NaN prices (see the master) end just below as a numerical error
+                bounds = self._price(solution, value - solution.constant, tolerance, mode, force)
             upper = solution.constant + bounds.upper
             if not (math.isfinite(upper) and math.isfinite(value)):
                 # max(0, nan) is 0: without this a NaN bound (an infinite gradient, e.g. an entropy's at a total of 0
