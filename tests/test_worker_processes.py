@@ -160,3 +160,27 @@ def test_force_jobs_flag(tmp_path, monkeypatch, capsys):
     assert code == 0, err
     assert f"local ({many} worker processes)" in out  # one run: executed in this process all the same
     assert "CURLOPT_FORCE_JOBS" not in os.environ
+
+
+def test_a_worker_terminated_mid_result_does_not_hang_the_pools_exit():
+    # half a message in the result pipe (as a worker terminated while writing its result leaves it): the pool's
+    # manager thread waits in recv for the rest; once the workers are gone the pipe's end must make it stop
+    import multiprocessing
+    import struct
+    from concurrent.futures import ProcessPoolExecutor
+
+    from curlopt.experiments.executors import _unblock_result_reader
+
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+    assert pool.submit(abs, -1).result(timeout=60) == 1  # the manager thread and the worker are running
+    thread = pool._executor_manager_thread
+    writer = pool._result_queue._writer
+    os.write(writer.fileno(), struct.pack("!i", 1000) + b"half")  # a header for 1,000 bytes, then 4 of them
+    time.sleep(0.5)  # the manager thread is now in recv, waiting for the other 996
+    processes, results = list(pool._processes.values()), pool._result_queue
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    _unblock_result_reader(results, processes)
+    thread.join(timeout=10)
+    assert not thread.is_alive()

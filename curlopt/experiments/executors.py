@@ -462,10 +462,30 @@ class LocalExecutor:
                 pool.shutdown(wait=True)
             else:  # interrupted (Ctrl-C, or the consumer stopped): drop queued runs, stop the ones in flight
                 processes = list((getattr(pool, "_processes", None) or {}).values())
+                results = getattr(pool, "_result_queue", None)  # shutdown lets go of it: taken before
                 pool.shutdown(wait=False, cancel_futures=True)
                 for process in processes:
                     if process.is_alive():
                         process.terminate()
+                _unblock_result_reader(results, processes)
+
+
+def _unblock_result_reader(results: Any, processes: list[Any]) -> None:
+    """Let the pool's manager thread end after its workers were terminated.
+
+    A worker terminated while it was writing a result leaves half a message in the result pipe: the pool's manager
+    thread then waits in ``recv`` for the rest, and the interpreter's exit, which joins that thread, never ends (an
+    interrupted sweep hung after saying so, about one time in six). Once the workers are gone, closing this
+    process's end of the pipe's write side makes that ``recv`` see the end of the pipe, which the thread takes as
+    a broken pool and ends.
+    """
+    for process in processes:
+        process.join(timeout=5)
+    if any(process.is_alive() for process in processes):
+        return  # a worker that is still writing may finish its message: leave the pipe open
+    writer = getattr(results, "_writer", None)  # the pool's result queue (a multiprocessing SimpleQueue)
+    if writer is not None:
+        writer.close()
 
 
 # -- Ray ------------------------------------------------------------------------------------------------------------
