@@ -38,6 +38,7 @@ import numpy as np
 
 from ...errors import CurloptError
 from ...fileio import atomic_write_bytes
+from ..simulation.episodes import json_plain
 from ..simulation.trace import _bytes_match_checksum, _check_checksum, _compact, read_json_document
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -96,7 +97,7 @@ class EpisodicRun:
 
     def file_bytes(self) -> bytes:
         """The bytes :meth:`save` writes: compact JSON with its ``sha256`` key last, gzip-compressed."""
-        payload = _compact(json.loads(json.dumps(self.to_dict(), default=_plain)))
+        payload = _compact(json.loads(json.dumps(self.to_dict(), default=json_plain)))
         payload = payload[:-1] + b',"sha256":' + json.dumps(hashlib.sha256(payload).hexdigest()).encode() + b"}"
         return gzip.compress(payload, mtime=0)
 
@@ -127,14 +128,6 @@ def run_episodic_task(task: EpisodicTask, progress: bool | None = False) -> Epis
         "algorithm": task.algorithm.key, "label": configuration.label, "configuration": configuration.key,
         "varied": dict(configuration.varied),
     })
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    return str(value)
 
 
 def load_episodic_run(path: str | os.PathLike) -> EpisodicRun:

@@ -149,11 +149,13 @@ class EpisodeTrace:
         self.to_csv(folder / "episodes.csv")
         payload = {"summary": self.summary, "meta": self.meta,
                    "messages": {str(k): v for k, v in self.messages.items()}}
-        atomic_write_text(folder / "summary.json", json.dumps(payload, indent=2, default=_plain) + "\n")
+        atomic_write_text(folder / "summary.json", json.dumps(payload, indent=2, default=json_plain) + "\n")
         return folder
 
 
-def _plain(value: Any) -> Any:
+def json_plain(value: Any) -> Any:
+    """``json.dumps``'s ``default`` for the values episode files hold: numpy scalars and arrays as Python ones,
+    anything else as its text."""
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray):
