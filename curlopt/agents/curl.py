@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -14,7 +14,7 @@ from ..programs.occupancy import OccupancyProgram
 from ..programs.optimistic import OptimisticProgram
 from ..programs.safe import SafeProgram
 from .base import ProgramAgent
-from .estimates import posterior_kernel, sample_posterior_kernel
+from .estimates import PosteriorSampler, sample_posterior_kernel
 from .options import (
     BACKEND,
     HORIZON_LOWER_BOUND,
@@ -208,11 +208,13 @@ class PsCurl(ProgramAgent):
         self.margin_scales = _margin_scales(model, self.margin)
         super().__init__(model, auto_backend(backend, model, OccupancyProgram), trigger, tightness_constant, horizon_lower_bound, seed, unreached,
                          support=support, min_epoch_length=min_epoch_length, rewards=rewards, **backend_options)
+        #: draws the epochs' posterior samples (the arrays they need allocated once)
+        self.sampler = PosteriorSampler(self.support, self.prior)
 
     def sample_kernel(self) -> Any:
         """One posterior draw of the whole kernel on the agent's support: an (S, A, S) array on the dense
         support, else a CSR (S·A, S) matrix (see :func:`curlopt.agents.estimates.posterior_kernel`)."""
-        return posterior_kernel(self.rng, self.support, self.entry_counts.reshape(self.support.shape), self.prior)
+        return self.sampler.draw(self.rng, self.entry_counts.reshape(self.support.shape))
 
     def planning_kernel(self) -> Any:
         """The posterior sample the epoch planned on (the program keeps it), for ``reach`` and ``reach-any``."""
@@ -229,13 +231,16 @@ class PsCurl(ProgramAgent):
         return OccupancyProgram(self.planning, kernel=uniform, support=self.program_support)
 
     def _update_program(self, time: int, epsilon: float) -> None:
+        # The draw is a kernel on the program's support by construction, and a new array each epoch: the
+        # program takes it without checks or a copy (the same data as update(kernel=...), bit for bit).
         kernel = self.sample_kernel()
+        program = self.program
         if self.margin_scales is None:
-            self.program.update(kernel=kernel, epsilon=epsilon)
+            cast(OccupancyProgram, program).update_unchecked(kernel, epsilon)
             return
         S, A = self.model.n_states, self.model.n_actions
         margins = np.broadcast_to((epsilon * self.margin_scales)[:, None, None], (len(self.margin_scales), S, A))
-        self.program.update(kernel=kernel, penalty=margins, epsilon=0.0)
+        cast(SafeProgram, program).update_unchecked(kernel, None, margins.copy(), 0.0)
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "prior": self.prior, "margin": self.margin}

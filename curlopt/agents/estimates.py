@@ -38,10 +38,10 @@ from ..errors import AgentError
 from ..models.cmdp import AUTO_DENSE_ENTRIES, CMDP, DENSE_VIEW_LIMIT
 from ..programs.optimistic import l1_radius
 from ..programs.support import Support
-from .safe_sizing import UNCERTAINTY_CAP, plug_in_kernel, posterior_uncertainty, radius_uncertainty
+from .safe_sizing import UNCERTAINTY_CAP, dirichlet_width, plug_in_kernel, radius_uncertainty
 
 __all__ = ["SUPPORTS", "FULL_SUPPORT_LIMIT", "agent_support", "resolved_support", "kernel_pattern", "program_support", "row_sums", "sample_posterior_kernel",
-           "posterior_kernel", "plug_in_estimate", "posterior_width", "radius_width", "support_radius"]
+           "PosteriorSampler", "posterior_kernel", "plug_in_estimate", "posterior_width", "radius_width", "support_radius"]
 
 #: the agents' ``support`` choices (see the module docstring)
 SUPPORTS = ("auto", "model", "full")
@@ -127,6 +127,20 @@ def row_sums(support: Support, counts: np.ndarray) -> np.ndarray:
 # -- posterior draws ------------------------------------------------------------------------------
 
 
+def _normalised(draws: np.ndarray, totals: np.ndarray | None = None) -> np.ndarray:
+    """``draws`` (S, A, S) divided by their sums over the last axis: a new array (``draws`` may be changed).
+
+    ``totals`` is an (S, A, 1) array the sums may be written into (an agent keeps one between epochs), else
+    they are a new array; the sums are those of ``draws.sum(axis=2, keepdims=True)`` either way.
+    """
+    totals = np.add.reduce(draws, axis=2, keepdims=True, out=totals)
+    # A row of all-zero Gamma draws has probability ~0 for prior >= 1e-3; guard anyway.
+    if (totals <= 0).any():
+        draws[totals[..., 0] <= 0] = 1.0
+        totals = draws.sum(axis=2, keepdims=True)
+    return np.divide(draws, totals)
+
+
 def sample_posterior_kernel(rng: np.random.Generator, concentration: np.ndarray) -> np.ndarray:
     """One draw ``P~(·|s,a) ~ Dirichlet(concentration[s,a,·])`` for every pair (normalised Gamma draws).
 
@@ -136,14 +150,54 @@ def sample_posterior_kernel(rng: np.random.Generator, concentration: np.ndarray)
     concentration : ndarray, shape (S, A, S)
         The posterior's parameters, ``prior + n(s,a,s')`` (all > 0).
     """
-    draws = rng.standard_gamma(concentration)
-    totals = draws.sum(axis=2, keepdims=True)
-    # A row of all-zero Gamma draws has probability ~0 for prior >= 1e-3; guard anyway.
-    empty = totals[..., 0] <= 0
-    if np.any(empty):
-        draws[empty] = 1.0
-        totals = draws.sum(axis=2, keepdims=True)
-    return draws / totals
+    return _normalised(rng.standard_gamma(concentration))
+
+
+class PosteriorSampler:
+    """The draws ``P~(·|s,a) ~ Dirichlet(prior + n(s,a,·))`` an agent makes every epoch on one support.
+
+    The same draws as :func:`posterior_kernel` (the same Gamma variables from the generator, in the same order,
+    normalised the same way: bit for bit), with the arrays every draw needs (the concentration, the Gamma
+    draws, the row sums) allocated once: an epoch's draw is a handful of numpy calls. The kernel returned is a
+    new array (or matrix) every time, so a program may keep it.
+
+    Parameters
+    ----------
+    support : Support
+        The support the counts are kept on (:mod:`curlopt.agents.estimates`).
+    prior : float
+        The Dirichlet prior ``α0 > 0`` of every allowed successor.
+    """
+
+    def __init__(self, support: Support, prior: float):
+        self.support = support
+        self.prior = prior
+        self._concentration = np.empty(support.shape)
+        self._draws = np.empty(support.shape)
+        self._totals = np.empty((support.n_states, support.n_actions, 1)) if support.is_dense else None
+
+    def draw(self, rng: np.random.Generator, counts: np.ndarray) -> Any:
+        """One draw on the support for the counts ``counts`` (in the agent's form, shape ``support.shape``).
+
+        Returns an (S, A, S) array on the dense support, else a CSR (S·A, S) matrix on the support's pattern.
+        :meth:`width` then gives the width of the same posterior.
+        """
+        concentration = np.add(self.prior, counts, out=self._concentration)
+        draws = rng.standard_gamma(concentration, out=self._draws)
+        support = self.support
+        if support.is_dense:
+            return _normalised(draws, self._totals)
+        totals = support.row_sums(draws)
+        empty = totals <= 0
+        if np.any(empty):   # as for the dense draw: probability ~0, guarded with uniform rows
+            draws[empty[support.pairs]] = 1.0
+            totals = support.row_sums(draws)
+        return support.matrix(draws / totals[support.pairs])
+
+    def width(self) -> np.ndarray:
+        """``Σ_{s'} std P̃(s'|s,a)`` of the posterior of the last :meth:`draw`, capped at 2, shape (S, A): what
+        :func:`posterior_width` gives for the same counts and prior."""
+        return _concentration_width(self.support, self._concentration)
 
 
 def posterior_kernel(rng: np.random.Generator, support: Support, counts: np.ndarray, prior: float) -> Any:
@@ -158,15 +212,7 @@ def posterior_kernel(rng: np.random.Generator, support: Support, counts: np.ndar
     -------
     ndarray (S, A, S) on the dense support (:func:`sample_posterior_kernel`), else a CSR (S·A, S) matrix.
     """
-    if support.is_dense:
-        return sample_posterior_kernel(rng, prior + counts)
-    draws = rng.standard_gamma(prior + counts)
-    totals = support.row_sums(draws)
-    empty = totals <= 0
-    if np.any(empty):   # as for the dense draw: probability ~0, guarded with uniform rows
-        draws[empty[support.pairs]] = 1.0
-        totals = support.row_sums(draws)
-    return support.matrix(draws / totals[support.pairs])
+    return PosteriorSampler(support, prior).draw(rng, counts)
 
 
 # -- plug-in estimate and uncertainty ------------------------------------------------------------
@@ -190,9 +236,13 @@ def plug_in_estimate(support: Support, counts: np.ndarray) -> Any:
 def posterior_width(support: Support, counts: np.ndarray, prior: float) -> np.ndarray:
     """``Σ_{s'} std P̃(s'|s,a)`` of ``Dirichlet(prior + n(s,a,·))`` over each pair's allowed successors, capped
     at 2, shape (S, A) (on the dense support :func:`curlopt.agents.safe_sizing.posterior_uncertainty`)."""
+    return _concentration_width(support, prior + counts)
+
+
+def _concentration_width(support: Support, alpha: np.ndarray) -> np.ndarray:
+    """:func:`posterior_width` of the Dirichlet parameters ``alpha`` (in the agent's form, shape ``support.shape``)."""
     if support.is_dense:
-        return posterior_uncertainty(counts, prior)
-    alpha = prior + counts
+        return dirichlet_width(alpha)
     total = support.row_sums(alpha)[support.pairs]
     mean = alpha / total
     std = np.sqrt(mean * (1.0 - mean) / (total + 1.0))

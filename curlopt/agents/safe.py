@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -34,7 +34,7 @@ from ..models.cmdp import CMDP
 from ..programs.blocks import Program
 from ..programs.safe import LeastViolationProgram, SafeProgram
 from .base import EpochPlan, PlanSource, ProgramAgent
-from .estimates import plug_in_estimate, posterior_kernel, posterior_width, radius_width
+from .estimates import PosteriorSampler, plug_in_estimate, posterior_width, radius_width
 from .options import (
     BACKEND,
     HORIZON_LOWER_BOUND,
@@ -229,6 +229,8 @@ class SafeCurl(ProgramAgent):
         super().__init__(model, auto_backend(backend, model, SafeProgram), trigger, tightness_constant,
                          horizon_lower_bound, seed, unreached, support=support, min_epoch_length=min_epoch_length,
                          rewards=rewards, **backend_options)
+        #: draws the epochs' posterior samples (kernel="posterior"; the arrays they need allocated once)
+        self.sampler = PosteriorSampler(self.support, self.prior)
         self.least_violation = (LeastViolationProgram(model, support=self.program_support) if model.constraints
                                 else None)
         self.compiled_least_violation = (None if self.least_violation is None
@@ -250,7 +252,7 @@ class SafeCurl(ProgramAgent):
         counts = self.entry_counts.reshape(self.support.shape)
         if self.kernel_source == "plug-in":
             return plug_in_estimate(self.support, counts)
-        return posterior_kernel(self.rng, self.support, counts, self.prior)
+        return self.sampler.draw(self.rng, counts)
 
     def planning_kernel(self) -> Any:
         """The epoch's kernel ``Q`` (the program keeps it; the least-violation program plans on it too), for
@@ -279,8 +281,12 @@ class SafeCurl(ProgramAgent):
             policy = self.policy if self.policy is not None else np.full((S, A), 1.0 / A)
             reach = bias_spans(kernel, policy, self._signals) / 2.0
         else:
-            reach = self._spread
-        K = self.model.n_rewards
+            return self._range_sensitivities
+        return self._sensitivities_of(reach)
+
+    def _sensitivities_of(self, reach: np.ndarray) -> tuple[float, np.ndarray]:
+        """``(S_f, S_m)`` for the signals' reaches ``reach`` (K + d,)."""
+        K = self._n_rewards
         return float(self.objective_slope @ reach[:K]), self.lipschitz @ reach[K:]
 
     def _model_constants(self, model: CMDP) -> None:
@@ -299,20 +305,28 @@ class SafeCurl(ProgramAgent):
                                       dtype=float))
         #: ``|∂f/∂λ_k|`` at the middle of the reward box
         self.objective_slope = np.nan_to_num(slope, nan=0.0, posinf=0.0)
+        self._n_rewards = model.n_rewards
+        # sizing="range" reaches are the model's ranges: its sensitivities are the same every epoch
+        self._range_sensitivities = self._sensitivities_of(self._spread)
+        self._range_sensitivities[1].flags.writeable = False
 
     def _update_program(self, time: int, epsilon: float) -> None:
         kernel = self.estimated_kernel()
-        u = self.uncertainty(time)
+        # the posterior's width from the parameters the draw just used (what uncertainty(time) computes again)
+        u = self.sampler.width() if self.kernel_source == "posterior" else self.uncertainty(time)
         reward_sensitivity, cost_sensitivity = self.sensitivities(kernel)
         self.weights = (self.bonus * reward_sensitivity * u,
                         self.penalty * cost_sensitivity[:, None, None] * u[None])
+        # The kernel is the agent's own estimate or draw and the weights are finite and >= 0 by construction,
+        # all new arrays: the program takes them without checks or copies (update()'s data, bit for bit).
+        program = cast(SafeProgram, self.program)
         if self.margin == "absolute":
-            self.program.update(kernel=kernel, bonus=self.weights[0], penalty=self.weights[1], epsilon=epsilon)
+            program.update_unchecked(kernel, self.weights[0], self.weights[1], epsilon)
             return
         # The margin ε s_m in the constraint's own units, carried as a constant penalty weight (Σ ρ = 1 adds it
         # to row m exactly); the program's scalar ε, the same number for every row, stays 0.
         margins = (epsilon * self.constraint_scales)[:, None, None]
-        self.program.update(kernel=kernel, bonus=self.weights[0], penalty=self.weights[1] + margins, epsilon=0.0)
+        program.update_unchecked(kernel, self.weights[0], self.weights[1] + margins, 0.0)
 
     # -- an epoch ---------------------------------------------------------------
     def _plan(self, time: int) -> EpochPlan:

@@ -25,7 +25,7 @@ from ..models.cmdp import policy_kernel
 from ..programs.optimistic import l1_radius
 from ..utilities.library import ConvexQuadratic, Norm, Utility
 
-__all__ = ["plug_in_kernel", "radius_uncertainty", "posterior_uncertainty", "bias_spans", "mixing_factor", "lipschitz_bounds",
+__all__ = ["plug_in_kernel", "radius_uncertainty", "posterior_uncertainty", "dirichlet_width", "bias_spans", "mixing_factor", "lipschitz_bounds",
            "constraint_scales", "UNCERTAINTY_CAP"]
 
 #: Two distributions are at most 2 apart in L1, so a larger radius says nothing more.
@@ -54,7 +54,12 @@ def posterior_uncertainty(counts: np.ndarray, prior: float) -> np.ndarray:
     from the posterior mean (``E|X - m| <= std X`` for each entry); it shrinks like
     ``sqrt((S-1)/N)``, as the L1 radius does, without its logarithm.
     """
-    alpha = prior + counts
+    return dirichlet_width(prior + counts)
+
+
+def dirichlet_width(alpha: np.ndarray) -> np.ndarray:
+    """``min(2, Σ_{s'} std P̃(s'|s,a))`` for ``P̃(·|s,a) ~ Dirichlet(alpha[s,a,·])``, ``alpha`` of shape (S, A, S)
+    (all > 0): :func:`posterior_uncertainty` of the parameters themselves, for an agent that has them already."""
     total = alpha.sum(axis=2, keepdims=True)
     mean = alpha / total
     std = np.sqrt(mean * (1.0 - mean) / (total + 1.0))

@@ -68,11 +68,27 @@ class KernelFlowRows:
         support = self.support
         S, A = support.n_states, support.n_actions
         if support.is_dense:
-            q = kernel.toarray().reshape(S, A, S) if sp.issparse(kernel) else np.array(kernel, dtype=float)
-            return (self._diagonal - q.reshape(S * A, S).T[: S - 1]).ravel(), q
+            kernel = kernel.toarray().reshape(S, A, S) if sp.issparse(kernel) else np.array(kernel, dtype=float)
+        values = np.empty(self._diagonal.size)
+        return values, self.write(kernel, values)
+
+    def write(self, kernel: Any, values: np.ndarray) -> Any:
+        """Write the flow rows' parameter values for ``kernel`` into ``values`` (in their order) and return the
+        kernel as the program keeps it (see :meth:`read`).
+
+        ``kernel`` is checked already, and on the dense support a float (S, A, S) array the program may keep as
+        it is (not copied: the caller hands it over): an agent's own estimate or posterior draw, written each
+        epoch without a copy or a temporary.
+        """
+        support = self.support
+        S, A = support.n_states, support.n_actions
+        if support.is_dense:
+            np.subtract(self._diagonal, kernel.reshape(S * A, S).T[: S - 1], out=values.reshape(S - 1, S * A))
+            return kernel
         at = support.gather(kernel, "kernel")
         kernel_at = np.zeros(self._diagonal.size)
         kernel_at[self._position] = at[self._kept]
+        np.subtract(self._diagonal, kernel_at, out=values)
         stored = support.matrix(at)
         stored.eliminate_zeros()
-        return self._diagonal - kernel_at, stored
+        return stored

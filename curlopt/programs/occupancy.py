@@ -96,3 +96,15 @@ class OccupancyProgram(Program):
         if epsilon is not None:
             self._set_epsilon(epsilon)
         self.version += 1
+
+    def update_unchecked(self, kernel: Any, epsilon: float) -> None:
+        """:meth:`update` with a kernel the caller built valid on the program's support, without its checks.
+
+        For an agent's own estimate or posterior draw, which is a transition kernel on the support by
+        construction (the checks cost more than the write): a float (S, A, S) array on the dense support, which
+        the program keeps as its :attr:`kernel` without a copy (the caller must not change it afterwards), else
+        a CSR (S·A, S) matrix on the support. The program's data are then those :meth:`update` sets, bit for bit.
+        """
+        self.kernel = self._flow.write(kernel, self.linear.writable_values()[self.linear.param_groups["flow"]])
+        self._set_epsilon(epsilon)
+        self.version += 1

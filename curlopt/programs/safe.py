@@ -88,6 +88,13 @@ class _PenalisedOccupancy(Program):
             lin.add_parameters(name, first, np.zeros(n, dtype=np.int64), rho)
         lin.finish()
         self._weighted = list(weighted)
+        # The penalty weights' parameter entries, penalty_0 to penalty_{M-1}, one after the other (each S·A long).
+        M = model.n_constraints
+        groups = [lin.param_groups[f"penalty_{m}"] for m in range(M)]
+        first = groups[0].start if groups else 0
+        if any(group.start != first + m * n or group.stop != first + (m + 1) * n for m, group in enumerate(groups)):
+            raise AssertionError("the penalty groups' parameter entries are not consecutive")
+        self._penalty_values = slice(first, first + M * n)
         self.kernel: Any = None
 
     @property
@@ -114,6 +121,11 @@ class _PenalisedOccupancy(Program):
         values, self.kernel = self._flow.read(check_kernel(self.model, kernel))
         self.linear.writable_values()[self.linear.param_groups["flow"]] = values
 
+    def _write_kernel(self, kernel: Any) -> None:
+        """Push a kernel known to be valid into the flow rows, kept without a copy
+        (:meth:`curlopt.programs.flow.KernelFlowRows.write`)."""
+        self.kernel = self._flow.write(kernel, self.linear.writable_values()[self.linear.param_groups["flow"]])
+
     def _uniform_kernel(self) -> Any:
         """The default kernel: uniform rows (over each pair's allowed successors on a sparse support)."""
         S, A = self.model.n_states, self.model.n_actions
@@ -125,9 +137,13 @@ class _PenalisedOccupancy(Program):
     def _set_penalty(self, penalty: Any) -> None:
         """Check and store the penalty weights ``q_m`` (M, S, A) and push them into their rows."""
         S, A, M = self.model.n_states, self.model.n_actions, self.model.n_constraints
-        self.penalty = _weights(penalty, (M, S, A), "penalty").copy()
-        for m in range(M):
-            self._set_weights(f"penalty_{m}", self.penalty[m])
+        self._store_penalty(_weights(penalty, (M, S, A), "penalty").copy())
+
+    def _store_penalty(self, penalty: np.ndarray) -> None:
+        """Keep the penalty weights ``penalty`` (M, S, A), known to be valid, and push ``-q_m`` into row m's
+        parameter entries: one write, as the groups ``penalty_0 .. penalty_{M-1}`` are consecutive."""
+        self.penalty = penalty
+        np.negative(penalty.reshape(-1), out=self.linear.writable_values()[self._penalty_values])
 
 
 class SafeProgram(_PenalisedOccupancy):
@@ -183,6 +199,23 @@ class SafeProgram(_PenalisedOccupancy):
             self._set_penalty(penalty)
         if epsilon is not None:
             self._set_epsilon(epsilon)
+        self.version += 1
+
+    def update_unchecked(self, kernel: Any, bonus: np.ndarray | None, penalty: np.ndarray, epsilon: float) -> None:
+        """:meth:`update` with data the caller built valid, without its checks: an agent's epoch.
+
+        ``kernel`` is the agent's own estimate or posterior draw on the program's support (a float (S, A, S)
+        array on the dense support, else a CSR (S·A, S) matrix), ``bonus`` float (S, A) weights >= 0 (None:
+        unchanged) and ``penalty`` float (M, S, A) weights >= 0, all finite. The program keeps the three
+        arrays without a copy (the caller must not change them afterwards); its data are then those
+        :meth:`update` sets with the same arguments, bit for bit.
+        """
+        self._write_kernel(kernel)
+        if bonus is not None:
+            self.bonus = bonus
+            self._set_weights("bonus", bonus)
+        self._store_penalty(penalty)
+        self._set_epsilon(epsilon)
         self.version += 1
 
 
