@@ -134,8 +134,9 @@ def _normalised(draws: np.ndarray, totals: np.ndarray | None = None) -> np.ndarr
     they are a new array; the sums are those of ``draws.sum(axis=2, keepdims=True)`` either way.
     """
     totals = np.add.reduce(draws, axis=2, keepdims=True, out=totals)
-    # A row of all-zero Gamma draws has probability ~0 for prior >= 1e-3; guard anyway.
-    if (totals <= 0).any():
+    # A row of all-zero Gamma draws has probability ~0 for prior >= 1e-3; guard anyway. The sums are >= 0 (or
+    # NaN or inf, never guarded), so "some sum is 0" is "not all are nonzero": one call.
+    if not totals.all():
         draws[totals[..., 0] <= 0] = 1.0
         totals = draws.sum(axis=2, keepdims=True)
     return np.divide(draws, totals)
