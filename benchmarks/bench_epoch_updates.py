@@ -9,6 +9,7 @@ warm-up run of the same algorithm (imports, caches). While it runs, the CPU time
   written into its program;
 * ``epsilon`` — the tightness of the epoch;
 * ``CompiledProgram.solve`` — the shared solve wrapper with the solver inside;
+* ``run_highs`` — HiGHS's own run inside it (``curlopt.backends.highs.backend.run_highs``: the solver);
 * ``_plan_from`` — the policy from the solution;
 * ``begin_epoch`` — all of the above.
 
@@ -30,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 PARTS = (("update_program", "_update_program"), ("epsilon", "epsilon"), ("solve", "solve"),
-         ("plan_from", "_plan_from"), ("begin_epoch", "begin_epoch"))
+         ("highs_run", "run_highs"), ("plan_from", "_plan_from"), ("begin_epoch", "begin_epoch"))
 
 
 def _clocked(function: Callable[..., Any], label: str, sums: dict[str, float]) -> Callable[..., Any]:
@@ -48,9 +49,10 @@ def install(sums: dict[str, float]) -> None:
     """Clock every part of :data:`PARTS` on the classes that define it."""
     from curlopt.agents import base, curl, safe
     from curlopt.backends import base as backends
+    from curlopt.backends.highs import backend as highs
 
     owners = {"_update_program": (curl.PsCurl, safe.SafeCurl), "epsilon": (base.ProgramAgent,),
-              "solve": (backends.CompiledProgram,), "_plan_from": (base.ProgramAgent,),
+              "solve": (backends.CompiledProgram,), "run_highs": (highs,), "_plan_from": (base.ProgramAgent,),
               "begin_epoch": (base.ProgramAgent,)}
     for label, name in PARTS:
         for owner in owners[name]:
