@@ -91,10 +91,10 @@ class _PenalisedOccupancy(Program):
         # The penalty weights' parameter entries, penalty_0 to penalty_{M-1}, one after the other (each S·A long).
         M = model.n_constraints
         groups = [lin.param_groups[f"penalty_{m}"] for m in range(M)]
-        first = groups[0].start if groups else 0
-        if any(group.start != first + m * n or group.stop != first + (m + 1) * n for m, group in enumerate(groups)):
+        start = groups[0].start if groups else 0
+        if any(group.start != start + m * n or group.stop != start + (m + 1) * n for m, group in enumerate(groups)):
             raise AssertionError("the penalty groups' parameter entries are not consecutive")
-        self._penalty_values = slice(first, first + M * n)
+        self._penalty_values = slice(start, start + M * n)
         self.kernel: Any = None
 
     @property
