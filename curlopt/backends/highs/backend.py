@@ -448,7 +448,8 @@ class CompiledHighs(CompiledProgram):
         key = (program.epsilon, with_constraints)
         if key != self._pushed_g_key:
             upper = self.form.constraint_upper(*key)
-            if upper.size and not np.array_equal(upper, self._pushed_g_upper):
+            # the same shape always (one bound per g row): elementwise equality is np.array_equal's answer
+            if upper.size and not (upper == self._pushed_g_upper).all():
                 # highspy's stubs omit changeRowsBounds, which its extension defines
                 self.highs.changeRowsBounds(upper.size, self._g_index, self._g_lower,  # type: ignore[attr-defined]
                                             np.where(np.isfinite(upper), upper, self._highspy.kHighsInf))
