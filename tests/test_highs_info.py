@@ -85,3 +85,23 @@ def test_optimistic_parameter_entries_follow_the_counts(storage, fractional, rad
         same(values[groups["deviation_upper"]], -p_hat.ravel(), **tolerance)
         same(values[groups["deviation_lower"]], p_hat.ravel(), **tolerance)
         np.testing.assert_allclose(values[groups["radius"]], -beta.ravel(), rtol=1e-14, atol=0)
+
+
+@pytest.mark.parametrize("storage", ["dense", "sparse"])
+@pytest.mark.parametrize("radius, scale", [("experiment", 1.0), ("analysis", 0.5), ("analysis", 0.0)])
+def test_optimistic_parameter_entries_are_bit_for_bit_the_programs_own_estimates(storage, radius, scale):
+    """The entries are computed in one pass (max(1, N) once for both); they must be, bit for bit, the program's
+    own ``empirical_entries()`` and ``radius``, which compute each on their own."""
+    model = queue_model(storage=storage)
+    kernel = model.kernel if storage == "dense" else model.transitions.toarray().reshape(6, 16, 6)
+    S, A = model.n_states, model.n_actions
+    program = OptimisticProgram(model, radius=radius, radius_scale=scale)
+    for seed in range(5):
+        n = _counts(seed, kernel, fractional=bool(seed % 2))
+        program.update(counts=n if storage == "dense" else sp.csr_array(n.reshape(S * A, S)), time=3.0 + 1e4 * seed)
+        values, groups = program.linear.param_values, program.linear.param_groups
+        p_hat = program.empirical_entries()
+        beta = program.radius.ravel()
+        np.testing.assert_array_equal(values[groups["deviation_upper"]], -p_hat)
+        np.testing.assert_array_equal(values[groups["deviation_lower"]], p_hat)
+        np.testing.assert_array_equal(values[groups["radius"]], -beta)

@@ -52,10 +52,16 @@ def l1_radius(visits: np.ndarray, time: float, n_states: int | np.ndarray, n_act
         the radius its simulations used (much smaller: on the queue at
         ``t = 5·10^5`` a pair needs 96 visits for ``β < 1`` rather than 1,394).
     """
+    return _l1_radius_over(np.maximum(1.0, visits), time, n_states, n_actions, kind)
+
+
+def _l1_radius_over(divisor: np.ndarray, time: float, n_states: int | np.ndarray, n_actions: int,
+                    kind: str) -> np.ndarray:
+    """:func:`l1_radius` from ``max(1, N(s,a))`` (``divisor``), which the optimistic program has at hand."""
     if kind == "analysis":
-        return np.sqrt(14.0 * n_states * math.log(2.0 * n_actions * time) / np.maximum(1.0, visits))
+        return np.sqrt(14.0 * n_states * math.log(2.0 * n_actions * time) / divisor)
     if kind == "experiment":
-        return np.sqrt(n_states * math.log(n_actions * time) / np.maximum(1.0, visits))
+        return np.sqrt(n_states * math.log(n_actions * time) / divisor)
     raise ProgramError(f"radius must be one of {', '.join(map(repr, RADII))}, got {kind!r}.")
 
 
@@ -181,13 +187,14 @@ class JointProgram(Program):
             If counts have the wrong shape, negative/NaN entries or a nonzero outside the support (naming the
             row and successor), or time < 1.
         """
-        S, A = self.model.n_states, self.model.n_actions
         if counts is not None:
             n = check_counts(self.model, counts)
-            if self.support.is_dense:
-                self._counts = n.toarray().reshape(S, A, S) if sp.issparse(n) else n.copy()
-            else:
+            if not self.support.is_dense:
                 self._counts = self.support.gather(n, "counts")
+            elif sp.issparse(n):
+                self._counts = n.toarray().reshape(self._counts.shape)
+            else:
+                self._counts = n.copy()
         if time is not None:
             self.time = finite_at_least(time, "time", 1.0)
         if counts is not None or time is not None:
@@ -266,28 +273,32 @@ class OptimisticProgram(JointProgram):
     @property
     def radius(self) -> np.ndarray:
         """``β(s,a)`` at the current counts and time (the chosen radius times ``radius_scale``)."""
-        return self._radius_of(self.visits)
+        return self._radius_over(np.maximum(1.0, self.visits))
 
-    def _radius_of(self, visits: np.ndarray) -> np.ndarray:
-        """:attr:`radius` for the visits ``N(s,a)`` (S, A) of the current counts."""
-        beta = l1_radius(visits, self.time, self.model.n_states, self.model.n_actions, self.radius_kind)
+    def _radius_over(self, divisor: np.ndarray) -> np.ndarray:
+        """:attr:`radius` from ``max(1, N(s,a))`` (S, A) of the current counts."""
+        beta = _l1_radius_over(divisor, self.time, self.model.n_states, self.model.n_actions, self.radius_kind)
         return beta if self.radius_scale == 1.0 else self.radius_scale * beta
 
     def _set_confidence(self) -> None:
         """Write ``-P^``, ``P^`` and ``-β`` into the parameter entries (every epoch: β moves with the time).
 
-        The visits are summed once for both (:meth:`empirical_entries` and :attr:`radius` would each sum them),
-        and ``P^`` is the same elementwise quotient as :meth:`empirical_entries`, so the values are bit-identical.
+        Every epoch runs this, so the visits are summed and clamped (``max(1, N)``) once for both ``P^`` and β,
+        ``P^`` is divided straight into its entries (a view on the parameter values) and negated from there into
+        the other deviation rows. Each value is the same elementwise operation as in :meth:`empirical_entries`
+        and :attr:`radius`, so the values are bit-identical to theirs.
         """
+        support = self.support
         visits = self.visits
-        if self.support.is_dense:
-            p_hat = (self._counts / np.maximum(1.0, visits)[:, :, None]).ravel()
-        else:
-            p_hat = self._counts / np.maximum(1.0, visits.ravel())[self.support.pairs]
+        divisor = np.maximum(1.0, visits)
         values, groups = self.linear.writable_values(), self.linear.param_groups
-        values[groups["deviation_upper"]] = -p_hat
-        values[groups["deviation_lower"]] = p_hat
-        values[groups["radius"]] = -self._radius_of(visits).ravel()
+        lower = values[groups["deviation_lower"]]
+        if support.is_dense:
+            np.divide(self._counts, divisor[:, :, None], out=lower.reshape(self._counts.shape))
+        else:
+            np.divide(self._counts, divisor.ravel()[support.pairs], out=lower)
+        np.negative(lower, out=values[groups["deviation_upper"]])
+        np.negative(self._radius_over(divisor).ravel(), out=values[groups["radius"]])
 
 
 def box_radius(visits: np.ndarray, horizon: float, n_states: int, n_actions: int) -> np.ndarray:

@@ -16,6 +16,7 @@ Entries are numbered in CSR order: by pair, then by successor. For the dense sup
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -263,10 +264,13 @@ def _dense_input(data: Any, S: int, A: int, name: str) -> np.ndarray:
 
 
 def _dense_problem(array: np.ndarray, upper: float | None) -> bool:
-    """Whether a dense array has a NaN/inf or an entry outside ``[0, upper]`` (one pass each, no index arrays)."""
-    if not np.all(np.isfinite(array)):
-        return True
-    return bool(np.any(array < 0) or (upper is not None and np.any(array > upper)))
+    """Whether a dense array has a NaN/inf or an entry outside ``[0, upper]``.
+
+    Two reductions and no temporary arrays (every epoch's counts pass here): a NaN makes both the minimum and
+    the maximum NaN, which fails both comparisons; -inf fails the minimum's, +inf the maximum's.
+    """
+    largest = array.max()
+    return not (array.min() >= 0.0 and largest < math.inf and (upper is None or largest <= upper))
 
 
 def _locate_dense(array: np.ndarray, S: int, A: int, name: str, upper: float | None) -> None:

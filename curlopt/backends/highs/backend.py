@@ -273,6 +273,65 @@ def check_representable(form: LPForm) -> None:
             )
 
 
+class _ParameterBlock:
+    """The rows of a HiGHS model that hold parameter entries, kept last, and the parameter values last pushed.
+
+    A re-solve with new parameter values pushes them through here (every epoch of an agent's run), so what a push
+    needs is built once: the block's row indices, bounds and CSR arrays as HiGHS's ``addRows`` takes them, the
+    position of each parameter entry in the CSR data (which also holds the block's constant entries), each
+    parameter entry's row and column in HiGHS's model (for ``changeCoeff``), and reused buffers for the data
+    and for the comparison with the pushed values.
+    """
+
+    __slots__ = ("rows", "param_rows", "param_cols", "pushed", "changed", "bulk_above", "_pattern", "_data",
+                 "_param_pos", "_arguments")
+
+    def __init__(self, form: LPForm, block_rows: np.ndarray, position: np.ndarray, marks: sp.csr_matrix,
+                 inf: float, bulk_ratio: int, bulk_minimum: int) -> None:
+        #: the block's rows in HiGHS's model: the last ones
+        self.rows = np.arange(form.n_rows - block_rows.size, form.n_rows, dtype=np.int32)
+        #: each parameter entry's row and column in HiGHS's model
+        self.param_rows = position[form.param_rows].astype(np.int32)
+        self.param_cols = form.param_cols.astype(np.int32)
+        #: the parameter values HiGHS holds
+        self.pushed = form.program.linear.param_values.copy()
+        #: where the parameter values differ from the pushed ones (written by :meth:`count_changed`)
+        self.changed = np.empty(self.pushed.size, dtype=bool)
+        pattern = (form.fixed + marks).tocsr()[block_rows]
+        pattern.sort_indices()
+        #: more changed entries than this replace the block rather than change them one by one
+        self.bulk_above = pattern.nnz // bulk_ratio + bulk_minimum
+        # where each parameter entry sits in the block's CSR data
+        local_row = np.repeat(np.arange(block_rows.size), np.diff(pattern.indptr))
+        keys = local_row * form.n_cols + pattern.indices
+        local_of = np.full(form.n_rows, -1)
+        local_of[block_rows] = np.arange(block_rows.size)
+        self._param_pos = np.searchsorted(keys, local_of[form.param_rows] * form.n_cols + form.param_cols)
+        self._pattern = pattern
+        self._data = pattern.data.copy()  # constant entries stay; parameter entries are rewritten per push
+        lower, upper = form.row_lower[block_rows], form.row_upper[block_rows]
+        #: addRows's arguments but the data: row count, bounds, entry count, row starts, columns
+        self._arguments = (block_rows.size, np.where(np.isfinite(lower), lower, -inf),
+                           np.where(np.isfinite(upper), upper, inf), self._data.size,
+                           pattern.indptr[:-1].astype(np.int32), pattern.indices.astype(np.int32))
+
+    def count_changed(self, values: np.ndarray) -> int:
+        """How many of ``values`` differ from the pushed ones (marking them in :attr:`changed`)."""
+        return int(np.count_nonzero(np.not_equal(values, self.pushed, out=self.changed)))
+
+    def rows_with(self, values: np.ndarray) -> tuple[Any, ...]:
+        """``addRows``'s arguments for the block with the parameter values ``values`` (the data array is reused:
+        valid until the next call)."""
+        self._data[self._param_pos] = values
+        return (*self._arguments, self._data)
+
+    def matrix(self) -> sp.csr_matrix:
+        """The block's rows with the pushed values, as a CSR matrix of its own."""
+        pattern = self._pattern
+        data = self.rows_with(self.pushed)[-1].copy()
+        return sp.csr_matrix((data, pattern.indices, pattern.indptr), shape=pattern.shape)
+
+
 class CompiledHighs(CompiledProgram):
     """A HiGHS model of one program, updated in place between solves.
 
@@ -313,61 +372,44 @@ class CompiledHighs(CompiledProgram):
         for key, value in {"small_matrix_value": SMALL_MATRIX_VALUE, **backend.options}.items():
             self.highs.setOptionValue(key, value)
         order, marks = self._index_block(form)
-        self._pushed_params = program.linear.param_values.copy()
         self._pushed_g_upper = form.constraint_upper(program.epsilon)
+        #: the (ε, with_constraints) the pushed g bounds were computed from: the same pair gives the same bounds
+        self._pushed_g_key: tuple[float, bool] = (program.epsilon, True)
         self._g_lower = np.full(self._g_index.size, -highspy.kHighsInf)
         self.highs.passModel(self._initial_lp(form, order, marks))
         self._version = program.version
         #: reads solutions into numpy through HiGHS's C API; None: through highspy's lists
         self._reader = SolutionReader.create(self.highs)
+        self._status_ok = highspy.HighsStatus.kOk
         #: how the last update reached HiGHS: "none", "coefficients" or "block"
         self.last_update = "none"
 
     def _index_block(self, form: LPForm) -> tuple[np.ndarray, sp.csr_matrix]:
-        """Order the rows (the parameter block last), index the parameter entries in HiGHS's rows and in the
-        block's CSR data; return the row order and the matrix marking the parameter positions."""
-        inf = self._highspy.kHighsInf
+        """Order the rows (the parameter block last), index the g rows and build the parameter block
+        (:class:`_ParameterBlock`); return the row order and the matrix marking the parameter positions."""
         is_param_row = np.zeros(form.n_rows, dtype=bool)
         is_param_row[form.param_rows] = True
         block_rows = np.flatnonzero(is_param_row)
         order = np.concatenate([np.flatnonzero(~is_param_row), block_rows])
         position = np.empty(form.n_rows, dtype=np.int64)
         position[order] = np.arange(form.n_rows)
-        self._param_row_index = position[form.param_rows].astype(np.int32)
-        self._param_col_index = form.param_cols.astype(np.int32)
         self._g_index = position[np.arange(form.constraint_rows.start, form.constraint_rows.stop)].astype(np.int32)
-        self._block_index = np.arange(form.n_rows - block_rows.size, form.n_rows, dtype=np.int32)
-
-        # The parameter block in CSR form, with where each parameter entry sits in its data.
         # Parameter positions are marked with 1.0 first so that a zero value cannot drop an entry.
         marks = sp.csr_matrix((np.ones(form.param_rows.size), (form.param_rows, form.param_cols)), shape=form.fixed.shape)
-        pattern = (form.fixed + marks).tocsr()[block_rows]
-        pattern.sort_indices()
-        local_row = np.repeat(np.arange(block_rows.size), np.diff(pattern.indptr))
-        keys = local_row * form.n_cols + pattern.indices
-        local_of = np.full(form.n_rows, -1)
-        local_of[block_rows] = np.arange(block_rows.size)
-        self._param_pos = np.searchsorted(keys, local_of[form.param_rows] * form.n_cols + form.param_cols)
-        self._block = pattern
-        self._block_data = pattern.data.copy()  # constant entries stay; parameter entries are rewritten per push
-        self._block_lower = np.where(np.isfinite(form.row_lower[block_rows]), form.row_lower[block_rows], -inf)
-        self._block_upper = np.where(np.isfinite(form.row_upper[block_rows]), form.row_upper[block_rows], inf)
-        self._block_start = pattern.indptr[:-1].astype(np.int32)
-        self._block_columns = pattern.indices.astype(np.int32)
+        self._params = _ParameterBlock(form, block_rows, position, marks, self._highspy.kHighsInf,
+                                       self.BULK_RATIO, self.BULK_MINIMUM)
         return order, marks
 
     def _initial_lp(self, form: LPForm, order: np.ndarray, marks: sp.csr_matrix) -> highspy.HighsLp:
         """The ``HighsLp`` of the program at its current data, rows in ``order`` (the parameter block last)."""
         highspy, inf = self._highspy, self._highspy.kHighsInf
-        n_fixed = form.n_rows - self._block_index.size
+        block = self._params
+        n_fixed = form.n_rows - block.rows.size
         row_upper = form.row_upper.copy()
         row_upper[form.constraint_rows] = self._pushed_g_upper
         full = (form.fixed + marks).tocsr()
         full.sort_indices()
-        block = self._block
-        block_data = self._block_values(self._pushed_params).copy()
-        matrix = sp.vstack([full[order[:n_fixed]],
-                            sp.csr_matrix((block_data, block.indices, block.indptr), shape=block.shape)]).tocsc()
+        matrix = sp.vstack([full[order[:n_fixed]], block.matrix()]).tocsc()
         matrix.sort_indices()
         lp = highspy.HighsLp()
         lp.num_col_ = form.n_cols
@@ -387,43 +429,42 @@ class CompiledHighs(CompiledProgram):
         lp.a_matrix_.value_ = matrix.data
         return lp
 
-    def _block_values(self, param_values: np.ndarray) -> np.ndarray:
-        """The parameter block's CSR data with ``param_values`` in place (written into one reused array)."""
-        data = self._block_data
-        data[self._param_pos] = param_values
-        return data
-
     def _sync(self, with_constraints: bool) -> None:
-        """Push the parameter coefficients and g bounds that changed since the last solve."""
+        """Push the parameter coefficients and g bounds that changed since the last solve.
+
+        Every solve runs this (thousands a run): the comparison with the pushed values writes into a reused
+        buffer, and the g bounds are recomputed only for a new (ε, with_constraints), of which they are a function.
+        """
         program = self.program
         self.last_update = "none"
         if program.version != self._version:
-            values = program.linear.param_values
-            changed = values != self._pushed_params
-            count = int(np.count_nonzero(changed))
-            if count > self._block.nnz // self.BULK_RATIO + self.BULK_MINIMUM:
+            block, values = self._params, program.linear.param_values
+            count = block.count_changed(values)
+            if count > block.bulk_above:
                 self._replace_block(values)
             elif count:
-                self._change_coefficients(np.flatnonzero(changed), values)
+                self._change_coefficients(np.flatnonzero(block.changed), values)
             self._version = program.version
-        upper = self.form.constraint_upper(program.epsilon, with_constraints)
-        if upper.size and not np.array_equal(upper, self._pushed_g_upper):
-            # highspy's stubs omit changeRowsBounds, which its extension defines
-            self.highs.changeRowsBounds(upper.size, self._g_index, self._g_lower,  # type: ignore[attr-defined]
-                                        np.where(np.isfinite(upper), upper, self._highspy.kHighsInf))
-            self._pushed_g_upper = upper
+        key = (program.epsilon, with_constraints)
+        if key != self._pushed_g_key:
+            upper = self.form.constraint_upper(*key)
+            # the same shape always (one bound per g row): elementwise equality is np.array_equal's answer
+            if upper.size and not (upper == self._pushed_g_upper).all():
+                # highspy's stubs omit changeRowsBounds, which its extension defines
+                self.highs.changeRowsBounds(upper.size, self._g_index, self._g_lower,  # type: ignore[attr-defined]
+                                            np.where(np.isfinite(upper), upper, self._highspy.kHighsInf))
+                self._pushed_g_upper = upper
+            self._pushed_g_key = key
 
     def _replace_block(self, values: np.ndarray) -> None:
         """Delete the parameter block and add it back with ``values``, keeping the basis (see the class doc)."""
-        highs = self.highs
+        highs, block = self.highs, self._params
         basis = highs.getBasis()
-        highs.deleteRows(self._block_index.size, self._block_index)
-        data = self._block_values(values)
-        highs.addRows(self._block_index.size, self._block_lower, self._block_upper, data.size,
-                      self._block_start, self._block_columns, data)
+        highs.deleteRows(block.rows.size, block.rows)
+        highs.addRows(*block.rows_with(values))
         if basis.valid:
             highs.setBasis(basis)
-        self._pushed_params[:] = values
+        np.copyto(block.pushed, values)
         self.last_update = "block"
 
     def _change_coefficients(self, changed: np.ndarray, values: np.ndarray) -> None:
@@ -433,25 +474,31 @@ class CompiledHighs(CompiledProgram):
         order would store the matrix differently and could change the simplex's path. Python lists, rather
         than numpy scalars, keep the loop's own cost to ~1 µs an entry.
         """
-        change = self.highs.changeCoeff
+        block, change = self._params, self.highs.changeCoeff
         new = values[changed]
-        for row, col, value in zip(self._param_row_index[changed].tolist(), self._param_col_index[changed].tolist(),
+        for row, col, value in zip(block.param_rows[changed].tolist(), block.param_cols[changed].tolist(),
                                    new.tolist(), strict=True):
             change(row, col, value)
-        self._pushed_params[changed] = new
+        block.pushed[changed] = new
         self.last_update = "coefficients"
 
     def _solution(self) -> np.ndarray:
         """The column values of HiGHS's solution (through the C API when the reader is there and agrees on size)."""
-        if self._reader is not None and self._reader.n_cols() == self.form.n_cols:
-            return self._reader.col_values()
+        if self._reader is not None:
+            values = self._reader.col_values()
+            if values.size == self.form.n_cols:
+                return values
         return np.asarray(self.highs.getSolution().col_value, dtype=float)
 
     def _run(self) -> tuple[str, int, float]:
         highs = self.highs
         run_time = run_highs(highs, self.time_left())
         # HiGHS reports -1 for a count it has no value of (a solve that stopped before it began, kNotset)
-        iterations = max(0, int(self._info("simplex_iteration_count"))) + max(0, int(self._info("ipm_iteration_count")))
+        simplex_status, simplex = highs.getInfoValue("simplex_iteration_count")
+        ipm_status, ipm = highs.getInfoValue("ipm_iteration_count")
+        if not (simplex_status == self._status_ok and ipm_status == self._status_ok):  # an invalid info record
+            simplex, ipm = self._info("simplex_iteration_count"), self._info("ipm_iteration_count")
+        iterations = max(0, int(simplex)) + max(0, int(ipm))
         status = highs.getModelStatus()
         return self._status_names.get(status) or status.name, iterations, run_time
 

@@ -58,6 +58,11 @@ class SolutionReader:
         self._highs = highs  # keeps the object behind the pointer alive
         self._library = library
         self._pointer = pointer
+        #: the pointer as ctypes holds it, made once rather than converted from an int on every call
+        self._handle = ctypes.c_void_p(pointer)
+        #: HiGHS writes the column values here (its address made once); each read hands out a copy
+        self._buffer = np.empty(0)
+        self._buffer_address = ctypes.c_void_p(self._buffer.ctypes.data)
         self._get = library.Highs_getSolution
         self._get.argtypes = [ctypes.c_void_p] * 5
         self._get.restype = ctypes.c_int
@@ -78,30 +83,38 @@ class SolutionReader:
         return reader if reader.n_cols() == highs.getNumCol() else None
 
     def n_cols(self) -> int:
-        return int(self._num_col(self._pointer))
+        return int(self._num_col(self._handle))
 
     def col_values(self) -> np.ndarray:
-        """The current solution's column values (a new array; null pointers skip duals and row values)."""
-        values = np.empty(self.n_cols())  # HiGHS writes as many values as its solution holds: the column count
-        self._get(self._pointer, values.ctypes.data, None, None, None)
-        return values
+        """The current solution's column values (a new array; null pointers skip duals and row values).
+
+        HiGHS writes as many values as its solution holds, the column count, into a buffer kept from read to read
+        (resized when the count changes), and the answer is a copy of it: every solve of a run reads here, and
+        numpy's ``ctypes.data`` of a new array costs more than the copy.
+        """
+        n = self.n_cols()
+        if self._buffer.size != n:
+            self._buffer = np.empty(n)
+            self._buffer_address = ctypes.c_void_p(self._buffer.ctypes.data)
+        self._get(self._handle, self._buffer_address, None, None, None)
+        return self._buffer.copy()
 
     def col_values_and_row_duals(self, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
         """The current solution's column values and row duals (``n_rows``: the model's row count)."""
         values, duals = np.empty(self.n_cols()), np.empty(n_rows)
-        self._get(self._pointer, values.ctypes.data, None, None, duals.ctypes.data)
+        self._get(self._handle, values.ctypes.data, None, None, duals.ctypes.data)
         return values, duals
 
     def has_int32_basis(self) -> bool:
         """True when HiGHS's integers are 32-bit, so basis statuses can pass as int32 arrays."""
         size = self._library.Highs_getSizeofHighsInt
         size.argtypes, size.restype = [ctypes.c_void_p], ctypes.c_int
-        return size(self._pointer) == 4
+        return size(self._handle) == 4
 
     def get_basis(self, cols: np.ndarray, rows: np.ndarray) -> None:
         """Write the column and row basis statuses into the int32 arrays ``cols`` and ``rows``."""
-        self._get_basis(self._pointer, cols.ctypes.data, rows.ctypes.data)
+        self._get_basis(self._handle, cols.ctypes.data, rows.ctypes.data)
 
     def set_basis(self, cols: np.ndarray, rows: np.ndarray) -> None:
         """Start the next run from the int32 statuses ``cols`` and ``rows``."""
-        self._set_basis(self._pointer, cols.ctypes.data, rows.ctypes.data)
+        self._set_basis(self._handle, cols.ctypes.data, rows.ctypes.data)
