@@ -530,6 +530,8 @@ class CompiledProgram(ABC):
     _deadline: float | None = None
     #: ``(objective, is_lp_representable)`` of the last objective :meth:`_objective_undefined` looked at
     _objective_form: tuple[Utility, bool] | None = None
+    #: the attribute names :meth:`_backend_statistics` last saw, and those of them with the ``last_`` prefix
+    _statistics_names: tuple[tuple[str, ...], tuple[str, ...]] | None = None
 
     def __init__(self, backend: Backend, program: Program):
         self.backend = backend
@@ -635,10 +637,21 @@ class CompiledProgram(ABC):
 
     def _backend_statistics(self) -> dict[str, Any]:
         """The counts a compiled program keeps of its last solve (its ``last_*`` attributes that are numbers or
-        words, e.g. column-generation rounds), by name without the prefix."""
-        return {name[len("last_"):]: value.item() if isinstance(value, np.generic) else value  # JSON-ready
-                for name, value in vars(self).items()
-                if name.startswith("last_") and isinstance(value, (bool, int, float, str, np.integer, np.floating))}
+        words, e.g. column-generation rounds), by name without the prefix.
+
+        Asked at every solve, of an object with dozens of attributes: the names with the prefix are found again only
+        when the attribute names changed (compared as a tuple, which is cheap for the same strings)."""
+        attributes = vars(self)
+        names = tuple(attributes)
+        known = self._statistics_names
+        if known is None or known[0] != names:
+            known = self._statistics_names = (names, tuple(name for name in names if name.startswith("last_")))
+        out = {}
+        for name in known[1]:
+            value = attributes[name]
+            if isinstance(value, (bool, int, float, str, np.integer, np.floating)):
+                out[name[len("last_"):]] = value.item() if isinstance(value, np.generic) else value  # JSON-ready
+        return out
 
     @staticmethod
     def _time_limit_message(message: str, limit: float | None) -> str:
@@ -664,7 +677,7 @@ class CompiledProgram(ABC):
         """
         optimal = raw.status is Status.OPTIMAL
         x = np.asarray(raw.x, dtype=float)
-        if not np.all(np.isfinite(x)):
+        if not np.isfinite(x).all():
             raw.x = None
             if not optimal:
                 return message

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -71,11 +72,12 @@ class VariableBlock:
     lower: float = 0.0
     upper: float = math.inf
 
-    @property
+    # Computed once (a block is frozen): a solve's result is read through them every epoch.
+    @cached_property
     def size(self) -> int:
         return int(np.prod(self.shape))
 
-    @property
+    @cached_property
     def slice(self) -> slice:
         return slice(self.start, self.start + self.size)
 
@@ -197,6 +199,33 @@ class LinearRows:
         return self.lower == self.upper
 
 
+@dataclass(frozen=True)
+class _ResidualLayout:
+    """What :meth:`Program.residuals` keeps of a program's structure between solves.
+
+    ``lower``, ``upper``: the variable bounds (:meth:`Program.column_bounds`, read-only); ``names`` and ``starts``: the
+    row groups and the first row of each, when the groups tile the rows in order, each non-empty (else ``starts`` is
+    None); ``nonnegative``: every variable's bounds are ``[0, inf)`` (the occupancy programs'), so the bounds'
+    residual is ``-min x``.
+    """
+
+    lower: np.ndarray
+    upper: np.ndarray
+    names: tuple[str, ...]
+    starts: np.ndarray | None
+    nonnegative: bool
+
+
+def _bounds_residual(x: np.ndarray, layout: _ResidualLayout) -> float:
+    """The ``bounds`` group of :meth:`Program.residuals`: ``max(0, max(lower - x), max(x - upper))``, with Python's
+    max (a NaN maximum counts as satisfied). With bounds ``[0, inf)`` that is ``max(0, -min x)``, bit for bit:
+    ``0 - x_j`` is ``-x_j`` but for the sign of a zero, which the max with 0 drops, and ``x - inf`` is ``-inf`` or
+    NaN, neither of which a Python max keeps over 0."""
+    if layout.nonnegative and x.shape == layout.lower.shape:
+        return float(max(0.0, -np.minimum.reduce(x)))
+    return float(max(0.0, np.maximum.reduce(layout.lower - x), np.maximum.reduce(x - layout.upper)))
+
+
 class Program:
     """Common part of the occupancy and optimistic programs.
 
@@ -228,7 +257,7 @@ class Program:
     #: ``kernel``, ``counts``, ``time``, ``epsilon``); it increases :attr:`version`
     update: Callable[..., None]
     #: what :meth:`residuals` keeps of the structure between solves, with the key it was computed for
-    _layout: tuple[Any, tuple[np.ndarray, np.ndarray, tuple[str, ...], np.ndarray | None]] | None = None
+    _layout: tuple[Any, _ResidualLayout] | None = None
 
     def __init__(self, model: CMDP, blocks: list[tuple[str, tuple[int, ...]]]):
         if not isinstance(model, CMDP):
@@ -340,41 +369,41 @@ class Program:
         (a maximum does not depend on the order it is taken in).
         """
         x = np.asarray(x, dtype=float)
-        lower, upper, names, starts = self._residual_layout()
-        # Python's max: a NaN difference (none for a finite x) counts as satisfied, as it always has
-        out = {"bounds": float(max(0.0, np.maximum.reduce(lower - x), np.maximum.reduce(x - upper)))}
-        values = self.linear.product(x)
-        violation = np.maximum(self.linear.lower - values, values - self.linear.upper)
+        layout = self._residual_layout()
+        out = {"bounds": _bounds_residual(x, layout)}
+        linear = self.linear
+        values = linear.product(x)
+        violation = np.maximum(linear.lower - values, values - linear.upper)
         if self.SCALED_GROUPS:
             # A group of SCALED_GROUPS is measured relative to max(1, max_j |a_ij x_j|), its largest term (for a
             # totals row ``ζ − Σ c q = 0``, the total ζ itself): a row that holds a total of order T (an episode of
             # H steps) is computed, by the solver and here, to a relative accuracy, so an absolute 1e-7 would ask of
             # it T times what a row of masses is asked. The max with 1 leaves every row whose terms are at most 1
             # (totals of order 1: a small model's, and every row of masses) measured exactly as before.
-            magnitude = np.maximum(1.0, self.linear.magnitude(x))
-            for name in self.SCALED_GROUPS & self.linear.groups.keys():
-                rows = self.linear.groups[name]
+            magnitude = np.maximum(1.0, linear.magnitude(x))
+            for name in self.SCALED_GROUPS & linear.groups.keys():
+                rows = linear.groups[name]
                 violation[rows] = violation[rows] / magnitude[rows]
+        starts = layout.starts
         if starts is None:  # groups out of row order, or empty ones: one at a time
-            for name, rows in self.linear.groups.items():
+            for name, rows in linear.groups.items():
                 out[name] = float(max(0.0, violation[rows].max())) if rows.stop > rows.start else 0.0
-        else:
-            maxima = np.maximum.reduceat(violation, starts).tolist() if starts.size else []
-            for name, worst in zip(names, maxima, strict=True):
-                out[name] = float(max(0.0, worst))
+        elif starts.size:
+            # Python's max: a NaN maximum (none for a finite x) counts as satisfied, as it always has
+            for name, worst in zip(layout.names, np.maximum.reduceat(violation, starts).tolist(), strict=True):
+                out[name] = max(0.0, worst)
         if include_constraints and self.constraints:
             costs = self.cost_map @ x
-            excess = max(g.value(costs) + self.epsilon for g in self.constraints)
+            epsilon = self.epsilon
+            excess = max(g.value(costs) + epsilon for g in self.constraints)
             if "constraints" in self.SCALED_GROUPS:   # g(ζ) is as accurate as the totals ζ it reads
                 excess /= max(1.0, float(np.max(np.abs(costs), initial=0.0)))
             out["constraints"] = float(max(0.0, excess))
         return out
 
-    def _residual_layout(self) -> tuple[np.ndarray, np.ndarray, tuple[str, ...], np.ndarray | None]:
-        """``(lower, upper, names, starts)`` for :meth:`residuals`: the variable bounds (:meth:`column_bounds`), the
-        row groups' names and the first row of each when the groups tile the rows in order, each non-empty (else
-        ``starts`` is None). Kept until the blocks or the row groups change (a program's structure is fixed once
-        built; the key makes a later change safe, not silent)."""
+    def _residual_layout(self) -> _ResidualLayout:
+        """What :meth:`residuals` keeps of the structure (:class:`_ResidualLayout`). Kept until the blocks or the row
+        groups change (a program's structure is fixed once built; the key makes a later change safe, not silent)."""
         key = (tuple(self.blocks.values()), tuple(self.linear.groups.items()), self.linear.n_rows)
         layout = self._layout
         if layout is not None and layout[0] == key:
@@ -387,7 +416,8 @@ class Program:
             first.stop == second.start for first, second in zip(ranges[:-1], ranges[1:], strict=True)) and (
             not ranges or (ranges[0].start == 0 and ranges[-1].stop == self.linear.n_rows))
         starts = np.array([rows.start for rows in ranges], dtype=np.intp) if tiled else None
-        self._layout = (key, (lower, upper, names, starts))
+        nonnegative = bool(lower.size) and bool(np.all(lower == 0.0)) and bool(np.all(upper == math.inf))
+        self._layout = (key, _ResidualLayout(lower, upper, names, starts, nonnegative))
         return self._layout[1]
 
     def __repr__(self) -> str:
