@@ -297,6 +297,8 @@ class Agent(ABC):
     @property
     def visits(self) -> np.ndarray:
         """``N(s,a)``: visits before the current epoch."""
+        if self.support.is_dense:  # row_sums' sum over the successors, without the method's wrapper (every epoch)
+            return np.add.reduce(self._counts, axis=2)
         return row_sums(self.support, self._counts)
 
     @property
@@ -338,7 +340,7 @@ class Agent(ABC):
         """
         if self.support.is_dense and not sp.issparse(transitions):
             self._counts += transitions
-            self.previous_epoch_visits = transitions.sum(axis=2)
+            self.previous_epoch_visits = np.add.reduce(transitions, axis=2)  # transitions.sum(axis=2), one call
         else:
             epoch = self._on_support(transitions, "an epoch's transitions")
             self._counts += epoch
@@ -582,7 +584,7 @@ class ProgramAgent(Agent):
                 feasible = self._feasible
             policy, mask, fill = extract_policy(result.occupancy, self.planning, self.unreached, costs=result.costs,
                                                 uniform_policy=result.policy, kernel=kernel, full_output=True,
-                                                feasible=feasible)
+                                                feasible=feasible, unreached_mask=result.unreached)
             note = _reach_note(fill, int(mask.sum()))
             message = "; ".join(part for part in (result.message, note) if part)
             return plan(policy, source, message, unreached=int(mask.sum()))

@@ -814,6 +814,7 @@ class CompiledProgram(ABC):
         result.occupancy = parts["occupancy"]
         result.joint = parts["joint"]
         result.policy = parts["policy"]
+        result.unreached = parts.get("unreached")
         result.rewards = parts["rewards"]
         result.costs = parts["costs"]
         result.constraint_values = np.array(

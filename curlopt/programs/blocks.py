@@ -33,7 +33,7 @@ import scipy.sparse as sp
 from ..errors import ProgramError
 from ..models.cmdp import BYTES_PER_NONZERO, BYTES_PER_VARIABLE, CMDP, MAX_PROGRAM_BYTES
 from ..utilities.library import Utility
-from .policy import policy_from_occupancy
+from .policy import policy_and_unreached
 from .support import Support, check_kernel
 from .tightness import EPSILON_MAX, finite_at_least
 
@@ -333,15 +333,18 @@ class Program:
         Returns
         -------
         dict
-            ``occupancy`` (clipped at 0), ``joint`` (clipped, or None), ``policy``, ``rewards`` (λ) and ``costs`` (ζ).
+            ``occupancy`` (clipped at 0), ``joint`` (clipped, or None), ``policy``, ``rewards`` (λ) and ``costs`` (ζ);
+            optionally ``unreached``, the states the policy is uniform in for want of mass (the base class's).
         """
         model = self.model
         rho = np.maximum(self.occupancy(x), 0.0)  # np.clip(·, 0.0, None) calls this ufunc (at every solve)
         joint = self.joint(x)
+        policy, unreached = policy_and_unreached(rho)
         return {
             "occupancy": rho,
             "joint": None if joint is None else np.maximum(joint, 0.0),
-            "policy": policy_from_occupancy(rho),
+            "policy": policy,
+            "unreached": unreached,
             "rewards": model.average_rewards(rho),
             "costs": model.average_costs(rho),
         }

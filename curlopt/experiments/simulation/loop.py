@@ -91,7 +91,7 @@ def _cumulative_rows(table: np.ndarray) -> list[list[float]]:
     ``bisect_right(row, u)`` for ``u`` in [0, 1) then never passes the last index,
     which reproduces ``min(searchsorted(cumsum, u, 'right'), n - 1)`` exactly.
     """
-    cum = np.cumsum(table, axis=-1)
+    cum = np.add.accumulate(table, axis=-1)  # what np.cumsum calls
     cum[..., -1] = 2.0
     return cum.reshape(-1, table.shape[-1]).tolist()
 
