@@ -224,3 +224,14 @@ def test_visits_are_the_counts_row_sums():
 
 def test_utility_base_domain_is_unbounded():
     assert getattr(LinearBound([1.0], 0.0).domain_lower, "__func__", None) is Utility.domain_lower
+
+
+def test_residuals_follow_a_replaced_cost_map_and_new_parameter_values():
+    program = _programs(5)[1]
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0.0, 0.3, program.n_vars)
+    _same(program.residuals(x), _plain_residuals(program, x))
+    program.cost_map = (program.cost_map * 3.0).tocsr()   # a program replaces its maps (never edits them in place)
+    _same(program.residuals(x), _plain_residuals(program, x))
+    program.update(counts=rng.integers(0, 20, (4, 3, 4)).astype(float), time=400.0)
+    _same(program.residuals(x), _plain_residuals(program, x))

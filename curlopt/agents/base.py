@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..backends import Backend, resolve_backend
-from ..backends.results import SolveResult
+from ..backends.results import ProgramVariant, SolveResult
 from ..errors import AgentError, BackendOptionError, CurloptError
 from ..models.cmdp import CMDP
 from ..programs.blocks import Program
@@ -569,8 +569,8 @@ class ProgramAgent(Agent):
                              iterations=result.iterations, message=message, unreached=unreached)
 
         if result.ok:
-            # ProgramVariant and PlanSource share the values "tight" and "fallback".
-            source = PlanSource(result.program.value)
+            # ProgramVariant and PlanSource share the values "tight" and "fallback" (looked up once per value).
+            source = _SOURCES.get(result.program) or PlanSource(result.program.value)
             if result.occupancy is None:  # a backend that reports only a policy: nothing to fill
                 if result.policy is None:
                     raise AgentError(f"the backend reported {result.status.value} without an occupancy or a policy.")
@@ -585,9 +585,10 @@ class ProgramAgent(Agent):
             policy, mask, fill = extract_policy(result.occupancy, self.planning, self.unreached, costs=result.costs,
                                                 uniform_policy=result.policy, kernel=kernel, full_output=True,
                                                 feasible=feasible, unreached_mask=result.unreached)
-            note = _reach_note(fill, int(mask.sum()))
+            unreached = int(np.count_nonzero(mask))  # mask.sum() of a boolean mask, in one C call
+            note = _reach_note(fill, unreached)
             message = "; ".join(part for part in (result.message, note) if part)
-            return plan(policy, source, message, unreached=int(mask.sum()))
+            return plan(policy, source, message, unreached=unreached)
         S, A = self.model.n_states, self.model.n_actions
         if self.policy is not None:
             why = f"solver failed ({result.status.value}); kept the previous epoch's policy"
@@ -617,6 +618,10 @@ class ProgramAgent(Agent):
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "backend": self.backend.name, "tightness": self.tightness_constant,
                 "horizon_lower_bound": self.horizon_lower_bound, "unreached": self.unreached}
+
+
+#: the plan source of each program variant (the same value), for :meth:`ProgramAgent._plan_from`
+_SOURCES = {variant: PlanSource(variant.value) for variant in ProgramVariant}
 
 
 def _join(first: str, second: str) -> str:
