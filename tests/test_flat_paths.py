@@ -235,3 +235,15 @@ def test_residuals_follow_a_replaced_cost_map_and_new_parameter_values():
     _same(program.residuals(x), _plain_residuals(program, x))
     program.update(counts=rng.integers(0, 20, (4, 3, 4)).astype(float), time=400.0)
     _same(program.residuals(x), _plain_residuals(program, x))
+
+
+def test_one_piece_values_are_the_arrays_sum_at_every_magnitude():
+    rng = np.random.default_rng(11)
+    for _ in range(2000):
+        d = int(rng.integers(1, 6))
+        weights = rng.normal(size=d) * 10 ** rng.uniform(-8, 8, size=d)
+        bound = float(rng.normal() * 10 ** rng.uniform(-8, 8))
+        y = rng.normal(size=d) * 10 ** rng.uniform(-8, 8, size=d)
+        utility = LinearBound(weights, bound)
+        assert repr(utility.value(y)) == repr(float(np.max(utility.matrix @ y + utility.offset)))
+    assert math.isnan(LinearBound([1.0, 1.0], 0.0).value(np.array([math.nan, 1.0])))

@@ -299,7 +299,15 @@ class _PiecewiseAffine(Utility):
         return int(np.argmin(values) if self.curvature == "concave" else np.argmax(values))
 
     def value(self, y: np.ndarray) -> float:
-        values = self._pieces(y)
+        if not (type(y) is np.ndarray and y.dtype == _FLOAT and y.shape == (self.dim,)):
+            y = self.check_input(y)
+        products = self.matrix @ y
+        offset = self.offset
+        if products.shape == (1,) and offset.shape == (1,):
+            # One piece (a linear objective or bound, read several times an epoch): its value, the same float
+            # addition as the pieces' array sum, without the array operations around it.
+            return float(products[0] + offset[0])
+        values = products + offset
         # the reductions values.min() and values.max() call, without their Python wrappers
         return float(np.minimum.reduce(values) if self.curvature == "concave" else np.maximum.reduce(values))
 

@@ -167,7 +167,7 @@ def _fast_epoch(state: int, policy_rows: list[list[float]], kernel_rows: list[li
     # whose cap comes first (fixed-length epochs: every threshold infinite) needs no per-step check.
     smallest = min(thresholds, default=math.inf)
     checked = not smallest > cap  # a NaN threshold (never reached) must not switch the check off
-    visits = [0] * len(thresholds)
+    visits = [0] * len(thresholds) if checked else None  # counted only where the thresholds are checked
     # Epochs are often far shorter than BLOCK (thousands of ~100-step epochs per run): converting a whole block
     # to lists every epoch cost more than the stepping. Start small — an epoch lasts at least its smallest
     # threshold — and grow. The streams hand out the same numbers however they are read.
