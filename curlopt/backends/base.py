@@ -684,7 +684,8 @@ class CompiledProgram(ABC):
             raw.status = Status.NUMERICAL_ERROR
             return _join(message, f"{raw.solver or 'the solver'} reported optimal without a finite point")
         residuals = self.program.residuals(x, include_constraints=variant is ProgramVariant.TIGHT)
-        group, worst = max(residuals.items(), key=lambda item: item[1])
+        group = max(residuals, key=residuals.__getitem__)  # the first of the largest, as items() by value gave
+        worst = residuals[group]
         statistics["residual"] = worst
         undefined = self._objective_undefined(x)
         if not optimal:
@@ -775,7 +776,8 @@ class CompiledProgram(ABC):
             raw.status, raw.x = Status.NUMERICAL_ERROR, None
             return _join(message, "the solver reported reduced accuracy without a finite point")
         residuals = self.program.residuals(x, include_constraints=variant is ProgramVariant.TIGHT)
-        group, worst = max(residuals.items(), key=lambda item: item[1])
+        group = max(residuals, key=residuals.__getitem__)  # the first of the largest, as items() by value gave
+        worst = residuals[group]
         if statistics is not None:
             statistics["residual"] = worst
         undefined = self._objective_undefined(x)
