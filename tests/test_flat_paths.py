@@ -21,6 +21,7 @@ from curlopt.programs.policy import (
     extract_policy,
     policy_and_unreached,
     policy_from_occupancy,
+    policy_of_clipped,
     unreached_states,
 )
 from curlopt.utilities.library import LinearBound, MaxOfLinear, MinOfLinear, Utility, onto_domain
@@ -247,3 +248,54 @@ def test_one_piece_values_are_the_arrays_sum_at_every_magnitude():
         utility = LinearBound(weights, bound)
         assert repr(utility.value(y)) == repr(float(np.max(utility.matrix @ y + utility.offset)))
     assert math.isnan(LinearBound([1.0, 1.0], 0.0).value(np.array([math.nan, 1.0])))
+
+
+def test_triggers_that_do_not_read_the_visits_give_the_same_limits_without_them():
+    from curlopt.agents.triggers import TRIGGERS
+
+    rng = np.random.default_rng(4)
+    for make in [*TRIGGERS.values(), lambda: FixedLengthTrigger(7)]:
+        with_visits, without = make(), make()
+        if getattr(with_visits, "reads_visits", True):
+            continue
+        for start in (1, 10, 50, 200):
+            visits = rng.integers(0, 30, (4, 3)).astype(float)
+            previous = rng.integers(0, 9, (4, 3)).astype(float)
+            a, b = with_visits.limits(visits, previous, start), without.limits(None, previous, start)
+            assert np.array_equal(a[0], b[0]) and a[1] == b[1]
+
+
+def test_an_agent_hands_its_visits_to_a_trigger_that_reads_them():
+    from curlopt.agents import make_agent
+
+    seen = []
+
+    class Recording:
+        def limits(self, visits_before, previous_epoch_visits, epoch_start):
+            seen.append(visits_before)
+            return np.full(np.shape(previous_epoch_visits), np.inf), 3.0
+
+    model = random_model(3, 2, seed=2)
+    agent = make_agent("uc-curl", model, trigger=Recording())
+    counts = np.random.default_rng(2).integers(0, 4, (3, 2, 3)).astype(float)
+    agent.end_epoch(counts, np.zeros(1), np.zeros(1), int(counts.sum()))
+    agent.limits(20)
+    assert np.array_equal(seen[-1], counts.sum(axis=2))
+    fixed = make_agent("ucrl-cmdp", model, horizon=1000)
+    thresholds, length = fixed.limits(5)
+    assert thresholds.shape == (3, 2) and np.all(np.isinf(thresholds)) and length == fixed.trigger.length
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_policy_of_clipped_masses_is_the_policy_of_the_occupancy(seed):
+    rng = np.random.default_rng(seed)
+    occupancy = rng.normal(0.0, 0.3, (6, 3)) * (rng.uniform(size=(6, 1)) < 0.7)
+    occupancy[rng.integers(0, 6), rng.integers(0, 3)] = -0.0
+    for odd in (None, math.nan, math.inf):
+        if odd is not None:
+            occupancy[rng.integers(0, 6), rng.integers(0, 3)] = odd
+        with np.errstate(invalid="ignore"):
+            got = policy_of_clipped(np.maximum(occupancy, 0.0))
+            expected = policy_and_unreached(occupancy)
+        for a, b in zip(got, expected, strict=True):
+            assert np.array_equal(a, b)

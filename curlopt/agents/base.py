@@ -314,7 +314,10 @@ class Agent(ABC):
 
     def limits(self, time: int) -> tuple[np.ndarray, float]:
         """The trigger's per-pair thresholds and maximum length for the epoch starting at ``time``."""
-        return self.trigger.limits(self.visits, self.previous_epoch_visits, time)
+        trigger = self.trigger
+        # summed only for a rule that reads them (a rule with reads_visits = False is given None)
+        visits: Any = self.visits if getattr(trigger, "reads_visits", True) else None
+        return trigger.limits(visits, self.previous_epoch_visits, time)
 
     def transition_counts(self, pairs: np.ndarray, next_states: np.ndarray) -> Any:
         """An epoch's transitions, the visited pairs ``s·A + a`` and their next states, counted in the form
@@ -338,7 +341,7 @@ class Agent(ABC):
         AgentError
             For a transition outside the agent's support (naming the pair and the successor).
         """
-        if self.support.is_dense and not sp.issparse(transitions):
+        if self.support.is_dense and (type(transitions) is np.ndarray or not sp.issparse(transitions)):
             self._counts += transitions
             self.previous_epoch_visits = np.add.reduce(transitions, axis=2)  # transitions.sum(axis=2), one call
         else:

@@ -56,7 +56,12 @@ __all__ = ["EpochTrigger", "DoublingTrigger", "LinearTrigger", "GlobalLinearTrig
 
 @runtime_checkable
 class EpochTrigger(Protocol):
-    """What the learning loop asks of a trigger."""
+    """What the learning loop asks of a trigger.
+
+    A trigger whose rule does not read the visits before the epoch says so with a class attribute
+    ``reads_visits = False``; an agent then passes None for ``visits_before`` (summing the counts every epoch costs
+    more than some rules). A trigger without the attribute is given them.
+    """
 
     def limits(self, visits_before: np.ndarray, previous_epoch_visits: np.ndarray, epoch_start: int) -> tuple[np.ndarray, float]:
         """Per-pair thresholds on ``ν_e`` (shape (S, A), ``inf`` for none) and a maximum epoch length."""
@@ -98,6 +103,8 @@ class LinearTrigger:
     name = "linear"
     rule = ("per-pair thresholds ν̄(s,a), initially 1: an epoch ends when some pair's visits within it reach"
             " max(1, ν̄(s,a) + 1); each pair that reached its threshold takes its count as the new ν̄")
+    #: the rule reads the previous epoch's counts only (see :class:`EpochTrigger`)
+    reads_visits = False
 
     def __init__(self) -> None:
         self.reset()
@@ -160,6 +167,8 @@ class PerPairLinearTrigger:
 
     name = "linear-per-pair"
     rule = "an epoch ends when some pair's visits within it reach max(1, its own visits in the previous epoch + 1)"
+    #: the rule reads the previous epoch's counts only (see :class:`EpochTrigger`)
+    reads_visits = False
 
     def limits(self, visits_before: np.ndarray, previous_epoch_visits: np.ndarray,
                epoch_start: int) -> tuple[np.ndarray, float]:
@@ -176,6 +185,8 @@ class FixedLengthTrigger:
     """
 
     name = "fixed"
+    #: the rule reads no counts, only the shape of the previous epoch's (see :class:`EpochTrigger`)
+    reads_visits = False
 
     def __init__(self, length: int):
         if not isinstance(length, (int, np.integer)) or isinstance(length, bool) or length < 1:
@@ -185,7 +196,7 @@ class FixedLengthTrigger:
 
     def limits(self, visits_before: np.ndarray, previous_epoch_visits: np.ndarray,
                epoch_start: int) -> tuple[np.ndarray, float]:
-        return np.full(np.shape(visits_before), math.inf), float(self.length)
+        return np.full(np.shape(previous_epoch_visits), math.inf), float(self.length)
 
 
 #: triggers by name (the CLI's --epochs choices)

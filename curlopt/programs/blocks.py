@@ -33,7 +33,7 @@ import scipy.sparse as sp
 from ..errors import ProgramError
 from ..models.cmdp import BYTES_PER_NONZERO, BYTES_PER_VARIABLE, CMDP, MAX_PROGRAM_BYTES
 from ..utilities.library import Utility
-from .policy import policy_and_unreached
+from .policy import policy_of_clipped
 from .support import Support, check_kernel
 from .tightness import EPSILON_MAX, finite_at_least
 
@@ -380,7 +380,7 @@ class Program:
         model = self.model
         rho = np.maximum(self.occupancy(x), 0.0)  # np.clip(·, 0.0, None) calls this ufunc (at every solve)
         joint = self.joint(x)
-        policy, unreached = policy_and_unreached(rho)
+        policy, unreached = policy_of_clipped(rho)
         return {
             "occupancy": rho,
             "joint": None if joint is None else np.maximum(joint, 0.0),

@@ -35,7 +35,20 @@ def policy_from_occupancy(occupancy: np.ndarray, tolerance: float = VISIT_TOLERA
 def policy_and_unreached(occupancy: np.ndarray, tolerance: float = VISIT_TOLERANCE) -> tuple[np.ndarray, np.ndarray]:
     """``(policy_from_occupancy(occupancy, tolerance), unreached_states(occupancy, tolerance))`` from one pass over
     the masses: a solve's result carries both (the second for :func:`extract_policy`, every epoch)."""
-    rho = _proper_masses(occupancy)
+    return _policy_of_masses(_proper_masses(occupancy), tolerance)
+
+
+def policy_of_clipped(rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`policy_and_unreached` of ``rho = np.maximum(occupancy, 0.0)``, a program's reading of its solution:
+    when ``rho`` is finite it is its own proper masses (the maximum with 0 again changes no bit), so they are not
+    made again."""
+    if np.logical_and.reduce(np.isfinite(rho), axis=None):
+        return _policy_of_masses(rho, VISIT_TOLERANCE)
+    return policy_and_unreached(rho)
+
+
+def _policy_of_masses(rho: np.ndarray, tolerance: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`policy_and_unreached` of finite masses ``rho >= 0`` (what :func:`_proper_masses` returns)."""
     totals = np.add.reduce(rho, axis=1, keepdims=True)  # what rho.sum(axis=1, keepdims=True) calls, one call
     visited = totals > tolerance * rho.shape[1]
     divisor = np.where(visited, totals, 1.0)
