@@ -677,7 +677,7 @@ class CompiledProgram(ABC):
         """
         optimal = raw.status is Status.OPTIMAL
         x = np.asarray(raw.x, dtype=float)
-        if not np.isfinite(x).all():
+        if not np.logical_and.reduce(np.isfinite(x), axis=None):  # np.all without its Python wrappers
             raw.x = None
             if not optimal:
                 return message

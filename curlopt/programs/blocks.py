@@ -238,6 +238,8 @@ class _Products:
     """
 
     def __init__(self, linear: LinearRows, cost_map: Any):
+        # CSR matrices (the fixed part always is one; a cost map in another format takes the sparse product), read
+        # in their stored order without a copy
         fixed, costs = sp.csr_matrix(linear.fixed), sp.csr_matrix(cost_map)
         self.key = _products_key(linear, cost_map)
         n, d = linear.n_rows, costs.shape[0]
@@ -416,9 +418,9 @@ class Program:
         layout = self._residual_layout()
         out = {"bounds": _bounds_residual(x, layout)}
         linear = self.linear
-        if x.shape == (self.n_vars,):
+        if x.shape == (self.n_vars,) and getattr(self.cost_map, "format", None) == "csr":
             values, costs = self._products(x)
-        else:  # refused by the sparse product, with numpy's or scipy's own message
+        else:  # the sparse products themselves (a wrong size is refused with scipy's own message)
             values, costs = linear.product(x), self.cost_map @ x
         violation = np.maximum(linear.lower - values, values - linear.upper)
         if self.SCALED_GROUPS:
