@@ -469,7 +469,7 @@ def policy_kernel(kernel: Any, policy: np.ndarray) -> Any:
 
     ``kernel`` is a dense (S, A, S) array (the result is a dense (S, S) array) or a sparse (S·A, S) matrix (the
     result is a sparse CSR (S, S) matrix)."""
-    if sp.issparse(kernel):
+    if type(kernel) is not np.ndarray and sp.issparse(kernel):  # the array's type first: issparse asks an ABC
         n_states, n_actions = policy.shape
         weights = sp.csr_array((np.asarray(policy, dtype=float).ravel(),
                                 (np.repeat(np.arange(n_states), n_actions), np.arange(n_states * n_actions))),
@@ -498,7 +498,7 @@ def stationary_occupancy(kernel: np.ndarray, policy: np.ndarray, initial: np.nda
     initial : ndarray (S,), optional
         The law of the first state (a model's ``initial``); used only when the chain has several recurrent classes.
     """
-    if sp.issparse(kernel):
+    if type(kernel) is not np.ndarray and sp.issparse(kernel):  # the array's type first: issparse asks an ABC
         return _sparse_stationary(kernel, policy, initial)
     chain = policy_kernel(kernel, policy)
     n = chain.shape[0]
