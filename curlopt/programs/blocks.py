@@ -241,7 +241,9 @@ class _Products:
         # CSR matrices (the fixed part always is one; a cost map in another format takes the sparse product), read
         # in their stored order without a copy
         fixed, costs = sp.csr_matrix(linear.fixed), sp.csr_matrix(cost_map)
-        self.key = _products_key(linear, cost_map)
+        self.fixed, self.fixed_data, self.fixed_indices = linear.fixed, linear.fixed.data, linear.fixed.indices
+        self.param_rows, self.param_cols = linear.param_rows, linear.param_cols
+        self.cost_map, self.cost_data, self.cost_indices = cost_map, costs.data, costs.indices
         n, d = linear.n_rows, costs.shape[0]
         self.n_rows, self.bins = n, 2 * n + d
         fixed_rows = np.repeat(np.arange(n, dtype=np.intp), np.diff(fixed.indptr))
@@ -252,19 +254,22 @@ class _Products:
         first = fixed.data.size
         self.parameters = self.coefficients[first:first + linear.param_rows.size]  # a view, refreshed at each call
 
+    def built_for(self, linear: LinearRows, cost_map: Any) -> bool:
+        """Whether the arrays it was built from are still the program's, compared by identity: a program replaces its
+        matrices (an episodic program's signal maps), never edits them in place, and its parameter positions are
+        fixed."""
+        fixed = linear.fixed
+        return (fixed is self.fixed and fixed.data is self.fixed_data and fixed.indices is self.fixed_indices
+                and linear.param_rows is self.param_rows and linear.param_cols is self.param_cols
+                and cost_map is self.cost_map and cost_map.data is self.cost_data
+                and cost_map.indices is self.cost_indices)
+
     def __call__(self, linear: LinearRows, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(A x, cost_map @ x)`` for the current parameter values."""
         np.copyto(self.parameters, linear.param_values)
         sums = np.bincount(self.bin_of, weights=self.coefficients * x[self.column_of], minlength=self.bins)
         n = self.n_rows
         return sums[:n] + sums[n:2 * n], sums[2 * n:]
-
-
-def _products_key(linear: LinearRows, cost_map: Any) -> tuple[Any, ...]:
-    """The arrays a :class:`_Products` is built from, compared by identity: a program replaces its matrices (an
-    episodic program's signal maps), never edits them in place, and its parameter positions are fixed."""
-    return (linear.fixed, linear.fixed.data, linear.fixed.indices, linear.param_rows, linear.param_cols, cost_map,
-            getattr(cost_map, "data", None), getattr(cost_map, "indices", None))
 
 
 class Program:
@@ -451,11 +456,10 @@ class Program:
 
     def _products(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(linear.product(x), cost_map @ x)``, the same bits in a handful of numpy calls (:class:`_Products`)."""
-        products = self._product_form
-        if products is None or any(a is not b for a, b in zip(products.key, _products_key(self.linear, self.cost_map),
-                                                                strict=True)):
-            products = self._product_form = _Products(self.linear, self.cost_map)
-        return products(self.linear, x)
+        products, linear, cost_map = self._product_form, self.linear, self.cost_map
+        if products is None or not products.built_for(linear, cost_map):
+            products = self._product_form = _Products(linear, cost_map)
+        return products(linear, x)
 
     def _residual_layout(self) -> _ResidualLayout:
         """What :meth:`residuals` keeps of the structure (:class:`_ResidualLayout`). Kept until the blocks or the row
