@@ -243,7 +243,7 @@ class _Products:
         fixed, costs = sp.csr_matrix(linear.fixed), sp.csr_matrix(cost_map)
         self.fixed, self.fixed_data, self.fixed_indices = linear.fixed, linear.fixed.data, linear.fixed.indices
         self.param_rows, self.param_cols = linear.param_rows, linear.param_cols
-        self.cost_map, self.cost_data, self.cost_indices = cost_map, costs.data, costs.indices
+        self.cost_map, self.cost_data, self.cost_indices = cost_map, cost_map.data, cost_map.indices
         n, d = linear.n_rows, costs.shape[0]
         self.n_rows, self.bins = n, 2 * n + d
         fixed_rows = np.repeat(np.arange(n, dtype=np.intp), np.diff(fixed.indptr))
