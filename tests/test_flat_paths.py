@@ -232,8 +232,9 @@ def test_residuals_follow_a_replaced_cost_map_and_new_parameter_values():
     rng = np.random.default_rng(5)
     x = rng.uniform(0.0, 0.3, program.n_vars)
     _same(program.residuals(x), _plain_residuals(program, x))
-    built = program._product_form
+    built, layout = program._product_form, program._residual_layout()
     program.residuals(x)
+    assert program._residual_layout() is layout
     assert program._product_form is built  # made once for the program's arrays, not at every solve
     program.cost_map = (program.cost_map * 3.0).tocsr()   # a program replaces its maps (never edits them in place)
     _same(program.residuals(x), _plain_residuals(program, x))
