@@ -304,3 +304,26 @@ def test_the_policy_of_clipped_masses_is_the_policy_of_the_occupancy(seed):
             expected = policy_and_unreached(occupancy)
         for a, b in zip(got, expected, strict=True):
             assert np.array_equal(a, b)
+
+
+def test_only_builtin_utilities_unbounded_below_skip_the_domain_copy():
+    from curlopt.utilities.library import CustomUtility, SumOfLogs
+
+    class Bare(CompiledProgram):
+        def _solve(self, with_constraints):
+            raise NotImplementedError
+
+    compiled = Bare.__new__(Bare)
+    bound = LinearBound([1.0, 0.0], 0.0)
+    assert compiled._unbounded_builtin(bound) and compiled._unbounded_builtin(bound)
+    assert not compiled._unbounded_builtin(SumOfLogs(dim=2))  # its own domain: moved onto it first
+    user = CustomUtility(2, "concave", value=lambda y: float(y.sum()))
+    assert not compiled._unbounded_builtin(user)  # a user's code gets its own copy, as before
+
+
+def test_a_solves_objective_is_the_objective_at_its_rewards():
+    from curlopt.backends.registry import get_backend
+
+    program = _programs(6)[0]
+    result = get_backend("highs").compile(program).solve()
+    assert result.ok and repr(result.objective) == repr(program.model.objective.value(result.rewards))

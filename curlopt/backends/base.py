@@ -530,6 +530,8 @@ class CompiledProgram(ABC):
     _deadline: float | None = None
     #: ``(objective, is_lp_representable)`` of the last objective :meth:`_objective_undefined` looked at
     _objective_form: tuple[Utility, bool] | None = None
+    #: ``(objective, unbounded built-in)`` of the last objective :meth:`_unbounded_builtin` looked at
+    _unbounded_form: tuple[Utility, bool] | None = None
     #: the attribute names :meth:`_backend_statistics` last saw, and those of them with the ``last_`` prefix
     _statistics_names: tuple[tuple[str, ...], tuple[str, ...]] | None = None
 
@@ -823,9 +825,20 @@ class CompiledProgram(ABC):
             [call_utility(g, f"constraint {m}", "value", g.value, result.costs) for m, g in enumerate(model.constraints)],
             dtype=float,
         )
-        # evaluated where the check judged it (totals a solver left a hair outside a closed domain are on it)
-        result.objective = float(call_utility(model.objective, "the objective", "value", model.objective.value,
-                                              self._on_domain(model.objective, result.rewards)))
+        # evaluated where the check judged it (totals a solver left a hair outside a closed domain are on it); a
+        # built-in utility unbounded below reads the rewards as they are (onto_domain would hand it an equal copy)
+        objective = model.objective
+        rewards = result.rewards if self._unbounded_builtin(objective) else self._on_domain(objective, result.rewards)
+        result.objective = float(call_utility(objective, "the objective", "value", objective.value, rewards))
+
+    def _unbounded_builtin(self, utility: Utility) -> bool:
+        """Whether ``utility`` is curlopt's own code with the default domain, unbounded below (asked once per objective
+        object: its class and domain do not change)."""
+        known = self._unbounded_form
+        if known is None or known[0] is not utility:
+            unbounded = getattr(utility.domain_lower, "__func__", None) is Utility.domain_lower
+            known = self._unbounded_form = (utility, unbounded and not is_user_utility(utility))
+        return known[1]
 
 
 class DelegatedProgram(CompiledProgram):
