@@ -500,6 +500,15 @@ def _reach_rows(policy: np.ndarray, mask: np.ndarray, model: Any, kernel: Any, f
     return fill
 
 
+def _uniform_rule(occupancy: np.ndarray, tolerance: float, policy: np.ndarray | None,
+                  mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """``policy_and_unreached(occupancy, tolerance)`` as new arrays, from the caller's ``policy`` and ``mask`` when it
+    has them (:func:`extract_policy`)."""
+    if policy is None:
+        return policy_and_unreached(occupancy, tolerance)
+    return np.array(policy), unreached_states(occupancy, tolerance) if mask is None else np.array(mask)
+
+
 def extract_policy(occupancy: np.ndarray, model: Any, unreached: str = "uniform", costs: Any = None,
                    tolerance: float = VISIT_TOLERANCE, uniform_policy: np.ndarray | None = None,
                    kernel: Any = None, full_output: bool = False, feasible: np.ndarray | None = None,
@@ -571,11 +580,7 @@ def extract_policy(occupancy: np.ndarray, model: Any, unreached: str = "uniform"
         :func:`reach_fill` refuses.
     """
     check_unreached(unreached)
-    if uniform_policy is None:
-        policy, mask = policy_and_unreached(occupancy, tolerance)
-    else:
-        policy = np.array(uniform_policy)
-        mask = unreached_states(occupancy, tolerance) if unreached_mask is None else np.array(unreached_mask)
+    policy, mask = _uniform_rule(occupancy, tolerance, uniform_policy, unreached_mask)
     fill = None
     if unreached in ("reach", "reach-any"):
         fill = _reach_rows(policy, mask, model, kernel, feasible, unreached)
