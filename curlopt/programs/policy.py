@@ -64,7 +64,7 @@ def _policy_of_masses(rho: np.ndarray, tolerance: float) -> tuple[np.ndarray, np
 
 def _proper_masses(occupancy: Any) -> np.ndarray:
     """``occupancy`` as a new float array with NaN read as 0, infinities as the largest floats, and negative
-    round-off clipped to 0. Every solve's occupancy passes here (twice), so the ufuncs are called directly
+    round-off clipped to 0. Occupancies pass here at every solve, so the ufuncs are called directly
     (``np.clip(a, 0.0, None)`` is ``np.maximum(a, 0.0)``), and ``nan_to_num``, which costs more than the rest, only
     when some entry is not finite (the result is the same either way)."""
     rho = np.asarray(occupancy, dtype=float)
