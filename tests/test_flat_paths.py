@@ -327,3 +327,23 @@ def test_a_solves_objective_is_the_objective_at_its_rewards():
     program = _programs(6)[0]
     result = get_backend("highs").compile(program).solve()
     assert result.ok and repr(result.objective) == repr(program.model.objective.value(result.rewards))
+
+
+def test_a_subclass_that_overrides_limits_is_given_the_visits():
+    from curlopt.agents.triggers import LinearTrigger, reads_visits
+
+    class Mine(LinearTrigger):
+        def limits(self, visits_before, previous_epoch_visits, epoch_start):
+            return np.maximum(1.0, visits_before), math.inf
+
+    class Declared(Mine):
+        reads_visits = False
+
+        def limits(self, visits_before, previous_epoch_visits, epoch_start):
+            return np.ones_like(previous_epoch_visits), math.inf
+
+    patched = LinearTrigger()
+    patched.limits = lambda visits_before, previous, start: (np.maximum(1.0, visits_before), math.inf)
+    assert not reads_visits(LinearTrigger()) and not reads_visits(FixedLengthTrigger(3))
+    assert reads_visits(Mine()) and reads_visits(patched) and not reads_visits(Declared())
+    assert reads_visits(object())

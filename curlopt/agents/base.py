@@ -52,7 +52,7 @@ from .options import (
     refuse_keywords,
 )
 from .signals import PESSIMISTIC, SignalEstimates
-from .triggers import EpochTrigger, make_trigger, trigger_rule
+from .triggers import EpochTrigger, make_trigger, reads_visits, trigger_rule
 
 __all__ = ["Agent", "EpochPlan", "PlanSource", "ProgramAgent", "StepLearner", "PLANNING_PRIOR"]
 
@@ -316,7 +316,7 @@ class Agent(ABC):
         """The trigger's per-pair thresholds and maximum length for the epoch starting at ``time``."""
         trigger = self.trigger
         # summed only for a rule that reads them (a rule with reads_visits = False is given None)
-        visits: Any = self.visits if getattr(trigger, "reads_visits", True) else None
+        visits: Any = self.visits if reads_visits(trigger) else None
         return trigger.limits(visits, self.previous_epoch_visits, time)
 
     def transition_counts(self, pairs: np.ndarray, next_states: np.ndarray) -> Any:

@@ -44,14 +44,14 @@ epoch (the doubling analysis uses ``ν_e <= max(1, N_e)``) in the first ``O(S A 
 from __future__ import annotations
 
 import math
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from ..errors import CurloptError
 
 __all__ = ["EpochTrigger", "DoublingTrigger", "LinearTrigger", "GlobalLinearTrigger", "PerPairLinearTrigger",
-           "FixedLengthTrigger", "TRIGGERS", "make_trigger", "trigger_rule"]
+           "FixedLengthTrigger", "TRIGGERS", "make_trigger", "trigger_rule", "reads_visits"]
 
 
 @runtime_checkable
@@ -59,8 +59,9 @@ class EpochTrigger(Protocol):
     """What the learning loop asks of a trigger.
 
     A trigger whose rule does not read the visits before the epoch says so with a class attribute
-    ``reads_visits = False``; an agent then passes None for ``visits_before`` (summing the counts every epoch costs
-    more than some rules). A trigger without the attribute is given them.
+    ``reads_visits = False`` next to its ``limits``; an agent then passes None for ``visits_before`` (summing the
+    counts every epoch costs more than some rules). A trigger without the attribute is given them, and so is a
+    subclass that overrides ``limits`` without declaring it again (:func:`reads_visits`).
     """
 
     def limits(self, visits_before: np.ndarray, previous_epoch_visits: np.ndarray, epoch_start: int) -> tuple[np.ndarray, float]:
@@ -197,6 +198,24 @@ class FixedLengthTrigger:
     def limits(self, visits_before: np.ndarray, previous_epoch_visits: np.ndarray,
                epoch_start: int) -> tuple[np.ndarray, float]:
         return np.full(np.shape(previous_epoch_visits), math.inf), float(self.length)
+
+
+def reads_visits(trigger: Any) -> bool:
+    """Whether ``trigger.limits`` reads its ``visits_before``: the ``reads_visits`` attribute of the class that
+    defines the ``limits`` the trigger uses (True without one, for a ``limits`` set on the object itself, and for a
+    subclass that overrides ``limits`` without declaring the attribute again)."""
+    if "limits" in getattr(trigger, "__dict__", {}):
+        return True
+    cls = type(trigger)
+    known = _READS_VISITS.get(cls)
+    if known is None:  # looked up once per class (an agent asks at every epoch)
+        known = _READS_VISITS[cls] = next(
+            (bool(vars(klass).get("reads_visits", True)) for klass in cls.__mro__ if "limits" in vars(klass)), True)
+    return known
+
+
+#: :func:`reads_visits` of each trigger class asked so far
+_READS_VISITS: dict[type, bool] = {}
 
 
 #: triggers by name (the CLI's --epochs choices)
