@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..backends import Backend, resolve_backend
-from ..backends.results import SolveResult
+from ..backends.results import ProgramVariant, SolveResult
 from ..errors import AgentError, BackendOptionError, CurloptError
 from ..models.cmdp import CMDP
 from ..programs.blocks import Program
@@ -52,7 +52,7 @@ from .options import (
     refuse_keywords,
 )
 from .signals import PESSIMISTIC, SignalEstimates
-from .triggers import EpochTrigger, make_trigger, trigger_rule
+from .triggers import EpochTrigger, make_trigger, reads_visits, trigger_rule
 
 __all__ = ["Agent", "EpochPlan", "PlanSource", "ProgramAgent", "StepLearner", "PLANNING_PRIOR"]
 
@@ -297,6 +297,8 @@ class Agent(ABC):
     @property
     def visits(self) -> np.ndarray:
         """``N(s,a)``: visits before the current epoch."""
+        if self.support.is_dense:  # row_sums' sum over the successors, without the method's wrapper (every epoch)
+            return np.add.reduce(self._counts, axis=2)
         return row_sums(self.support, self._counts)
 
     @property
@@ -312,7 +314,10 @@ class Agent(ABC):
 
     def limits(self, time: int) -> tuple[np.ndarray, float]:
         """The trigger's per-pair thresholds and maximum length for the epoch starting at ``time``."""
-        return self.trigger.limits(self.visits, self.previous_epoch_visits, time)
+        trigger = self.trigger
+        # summed only for a rule that reads them (a rule with reads_visits = False is given None)
+        visits: Any = self.visits if reads_visits(trigger) else None
+        return trigger.limits(visits, self.previous_epoch_visits, time)
 
     def transition_counts(self, pairs: np.ndarray, next_states: np.ndarray) -> Any:
         """An epoch's transitions, the visited pairs ``s·A + a`` and their next states, counted in the form
@@ -336,9 +341,9 @@ class Agent(ABC):
         AgentError
             For a transition outside the agent's support (naming the pair and the successor).
         """
-        if self.support.is_dense and not sp.issparse(transitions):
+        if self.support.is_dense and (type(transitions) is np.ndarray or not sp.issparse(transitions)):
             self._counts += transitions
-            self.previous_epoch_visits = transitions.sum(axis=2)
+            self.previous_epoch_visits = np.add.reduce(transitions, axis=2)  # transitions.sum(axis=2), one call
         else:
             epoch = self._on_support(transitions, "an epoch's transitions")
             self._counts += epoch
@@ -567,8 +572,8 @@ class ProgramAgent(Agent):
                              iterations=result.iterations, message=message, unreached=unreached)
 
         if result.ok:
-            # ProgramVariant and PlanSource share the values "tight" and "fallback".
-            source = PlanSource(result.program.value)
+            # ProgramVariant and PlanSource share the values "tight" and "fallback" (looked up once per value).
+            source = _SOURCES.get(result.program) or PlanSource(result.program.value)
             if result.occupancy is None:  # a backend that reports only a policy: nothing to fill
                 if result.policy is None:
                     raise AgentError(f"the backend reported {result.status.value} without an occupancy or a policy.")
@@ -582,10 +587,11 @@ class ProgramAgent(Agent):
                 feasible = self._feasible
             policy, mask, fill = extract_policy(result.occupancy, self.planning, self.unreached, costs=result.costs,
                                                 uniform_policy=result.policy, kernel=kernel, full_output=True,
-                                                feasible=feasible)
-            note = _reach_note(fill, int(mask.sum()))
+                                                feasible=feasible, unreached_mask=result.unreached)
+            unreached = int(np.count_nonzero(mask))  # mask.sum() of a boolean mask, in one C call
+            note = _reach_note(fill, unreached)
             message = "; ".join(part for part in (result.message, note) if part)
-            return plan(policy, source, message, unreached=int(mask.sum()))
+            return plan(policy, source, message, unreached=unreached)
         S, A = self.model.n_states, self.model.n_actions
         if self.policy is not None:
             why = f"solver failed ({result.status.value}); kept the previous epoch's policy"
@@ -615,6 +621,10 @@ class ProgramAgent(Agent):
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "backend": self.backend.name, "tightness": self.tightness_constant,
                 "horizon_lower_bound": self.horizon_lower_bound, "unreached": self.unreached}
+
+
+#: the plan source of each program variant (the same value), for :meth:`ProgramAgent._plan_from`
+_SOURCES = {variant: PlanSource(variant.value) for variant in ProgramVariant}
 
 
 def _join(first: str, second: str) -> str:

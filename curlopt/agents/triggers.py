@@ -44,19 +44,25 @@ epoch (the doubling analysis uses ``ν_e <= max(1, N_e)``) in the first ``O(S A 
 from __future__ import annotations
 
 import math
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from ..errors import CurloptError
 
 __all__ = ["EpochTrigger", "DoublingTrigger", "LinearTrigger", "GlobalLinearTrigger", "PerPairLinearTrigger",
-           "FixedLengthTrigger", "TRIGGERS", "make_trigger", "trigger_rule"]
+           "FixedLengthTrigger", "TRIGGERS", "make_trigger", "trigger_rule", "reads_visits"]
 
 
 @runtime_checkable
 class EpochTrigger(Protocol):
-    """What the learning loop asks of a trigger."""
+    """What the learning loop asks of a trigger.
+
+    A trigger whose rule does not read the visits before the epoch says so with a class attribute
+    ``reads_visits = False`` next to its ``limits``; an agent then passes None for ``visits_before`` (summing the
+    counts every epoch costs more than some rules). A trigger without the attribute is given them, and so is a
+    subclass that overrides ``limits`` without declaring it again (:func:`reads_visits`).
+    """
 
     def limits(self, visits_before: np.ndarray, previous_epoch_visits: np.ndarray, epoch_start: int) -> tuple[np.ndarray, float]:
         """Per-pair thresholds on ``ν_e`` (shape (S, A), ``inf`` for none) and a maximum epoch length."""
@@ -98,6 +104,8 @@ class LinearTrigger:
     name = "linear"
     rule = ("per-pair thresholds ν̄(s,a), initially 1: an epoch ends when some pair's visits within it reach"
             " max(1, ν̄(s,a) + 1); each pair that reached its threshold takes its count as the new ν̄")
+    #: the rule reads the previous epoch's counts only (see :class:`EpochTrigger`)
+    reads_visits = False
 
     def __init__(self) -> None:
         self.reset()
@@ -160,6 +168,8 @@ class PerPairLinearTrigger:
 
     name = "linear-per-pair"
     rule = "an epoch ends when some pair's visits within it reach max(1, its own visits in the previous epoch + 1)"
+    #: the rule reads the previous epoch's counts only (see :class:`EpochTrigger`)
+    reads_visits = False
 
     def limits(self, visits_before: np.ndarray, previous_epoch_visits: np.ndarray,
                epoch_start: int) -> tuple[np.ndarray, float]:
@@ -176,6 +186,8 @@ class FixedLengthTrigger:
     """
 
     name = "fixed"
+    #: the rule reads no counts, only the shape of the previous epoch's (see :class:`EpochTrigger`)
+    reads_visits = False
 
     def __init__(self, length: int):
         if not isinstance(length, (int, np.integer)) or isinstance(length, bool) or length < 1:
@@ -185,7 +197,25 @@ class FixedLengthTrigger:
 
     def limits(self, visits_before: np.ndarray, previous_epoch_visits: np.ndarray,
                epoch_start: int) -> tuple[np.ndarray, float]:
-        return np.full(np.shape(visits_before), math.inf), float(self.length)
+        return np.full(np.shape(previous_epoch_visits), math.inf), float(self.length)
+
+
+def reads_visits(trigger: Any) -> bool:
+    """Whether ``trigger.limits`` reads its ``visits_before``: the ``reads_visits`` attribute of the class that
+    defines the ``limits`` the trigger uses (True without one, for a ``limits`` set on the object itself, and for a
+    subclass that overrides ``limits`` without declaring the attribute again)."""
+    if "limits" in getattr(trigger, "__dict__", {}):
+        return True
+    cls = type(trigger)
+    known = _READS_VISITS.get(cls)
+    if known is None:  # looked up once per class (an agent asks at every epoch)
+        known = _READS_VISITS[cls] = next(
+            (bool(vars(klass).get("reads_visits", True)) for klass in cls.__mro__ if "limits" in vars(klass)), True)
+    return known
+
+
+#: :func:`reads_visits` of each trigger class asked so far
+_READS_VISITS: dict[type, bool] = {}
 
 
 #: triggers by name (the CLI's --epochs choices)

@@ -530,6 +530,10 @@ class CompiledProgram(ABC):
     _deadline: float | None = None
     #: ``(objective, is_lp_representable)`` of the last objective :meth:`_objective_undefined` looked at
     _objective_form: tuple[Utility, bool] | None = None
+    #: ``(objective, unbounded built-in)`` of the last objective :meth:`_unbounded_builtin` looked at
+    _unbounded_form: tuple[Utility, bool] | None = None
+    #: the attribute names :meth:`_backend_statistics` last saw, and those of them with the ``last_`` prefix
+    _statistics_names: tuple[tuple[str, ...], tuple[str, ...]] | None = None
 
     def __init__(self, backend: Backend, program: Program):
         self.backend = backend
@@ -635,10 +639,21 @@ class CompiledProgram(ABC):
 
     def _backend_statistics(self) -> dict[str, Any]:
         """The counts a compiled program keeps of its last solve (its ``last_*`` attributes that are numbers or
-        words, e.g. column-generation rounds), by name without the prefix."""
-        return {name[len("last_"):]: value.item() if isinstance(value, np.generic) else value  # JSON-ready
-                for name, value in vars(self).items()
-                if name.startswith("last_") and isinstance(value, (bool, int, float, str, np.integer, np.floating))}
+        words, e.g. column-generation rounds), by name without the prefix.
+
+        Asked at every solve, of an object with dozens of attributes: the names with the prefix are found again only
+        when the attribute names changed (compared as a tuple, which is cheap for the same strings)."""
+        attributes = vars(self)
+        names = tuple(attributes)
+        known = self._statistics_names
+        if known is None or known[0] != names:
+            known = self._statistics_names = (names, tuple(name for name in names if name.startswith("last_")))
+        out = {}
+        for name in known[1]:
+            value = attributes[name]
+            if isinstance(value, (bool, int, float, str, np.integer, np.floating)):
+                out[name[len("last_"):]] = value.item() if isinstance(value, np.generic) else value  # JSON-ready
+        return out
 
     @staticmethod
     def _time_limit_message(message: str, limit: float | None) -> str:
@@ -664,14 +679,15 @@ class CompiledProgram(ABC):
         """
         optimal = raw.status is Status.OPTIMAL
         x = np.asarray(raw.x, dtype=float)
-        if not np.all(np.isfinite(x)):
+        if not np.logical_and.reduce(np.isfinite(x), axis=None):  # np.all without its Python wrappers
             raw.x = None
             if not optimal:
                 return message
             raw.status = Status.NUMERICAL_ERROR
             return _join(message, f"{raw.solver or 'the solver'} reported optimal without a finite point")
         residuals = self.program.residuals(x, include_constraints=variant is ProgramVariant.TIGHT)
-        group, worst = max(residuals.items(), key=lambda item: item[1])
+        group = max(residuals, key=residuals.__getitem__)  # the first of the largest, as items() by value gave
+        worst = residuals[group]
         statistics["residual"] = worst
         undefined = self._objective_undefined(x)
         if not optimal:
@@ -762,7 +778,8 @@ class CompiledProgram(ABC):
             raw.status, raw.x = Status.NUMERICAL_ERROR, None
             return _join(message, "the solver reported reduced accuracy without a finite point")
         residuals = self.program.residuals(x, include_constraints=variant is ProgramVariant.TIGHT)
-        group, worst = max(residuals.items(), key=lambda item: item[1])
+        group = max(residuals, key=residuals.__getitem__)  # the first of the largest, as items() by value gave
+        worst = residuals[group]
         if statistics is not None:
             statistics["residual"] = worst
         undefined = self._objective_undefined(x)
@@ -801,15 +818,27 @@ class CompiledProgram(ABC):
         result.occupancy = parts["occupancy"]
         result.joint = parts["joint"]
         result.policy = parts["policy"]
+        result.unreached = parts.get("unreached")
         result.rewards = parts["rewards"]
         result.costs = parts["costs"]
         result.constraint_values = np.array(
             [call_utility(g, f"constraint {m}", "value", g.value, result.costs) for m, g in enumerate(model.constraints)],
             dtype=float,
         )
-        # evaluated where the check judged it (totals a solver left a hair outside a closed domain are on it)
-        result.objective = float(call_utility(model.objective, "the objective", "value", model.objective.value,
-                                              self._on_domain(model.objective, result.rewards)))
+        # evaluated where the check judged it (totals a solver left a hair outside a closed domain are on it); a
+        # built-in utility unbounded below reads the rewards as they are (onto_domain would hand it an equal copy)
+        objective = model.objective
+        rewards = result.rewards if self._unbounded_builtin(objective) else self._on_domain(objective, result.rewards)
+        result.objective = float(call_utility(objective, "the objective", "value", objective.value, rewards))
+
+    def _unbounded_builtin(self, utility: Utility) -> bool:
+        """Whether ``utility`` is curlopt's own code with the default domain, unbounded below (asked once per objective
+        object: its class and domain do not change)."""
+        known = self._unbounded_form
+        if known is None or known[0] is not utility:
+            unbounded = getattr(utility.domain_lower, "__func__", None) is Utility.domain_lower
+            known = self._unbounded_form = (utility, unbounded and not is_user_utility(utility))
+        return known[1]
 
 
 class DelegatedProgram(CompiledProgram):

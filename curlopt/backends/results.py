@@ -195,6 +195,9 @@ class SolveResult:
         What the point is worth. A solve stopped at a time or iteration limit keeps the point it reached when
         the program's rows hold at it (``FEASIBLE``: the arrays above are filled although ``ok`` is False, and
         the message says it is not proven optimal).
+    unreached : ndarray of bool (S,) or None
+        The states ``policy`` is uniform in for want of planned mass (:func:`~curlopt.programs.policy.unreached_states`
+        of ``occupancy``), when the program's reading of the solution gives them.
     statistics : dict
         What the solver reported beyond the status: ``iterations``, ``solver_time``, the measured ``residual``
         (the largest of ``Program.residuals`` at the point), a ``duality_gap`` where known, and the backend's
@@ -223,6 +226,7 @@ class SolveResult:
     termination: Termination | None = None
     solution_status: SolutionStatus | None = None
     statistics: dict[str, Any] = field(default_factory=dict, repr=False)
+    unreached: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.termination is None:

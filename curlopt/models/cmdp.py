@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -468,7 +469,7 @@ def policy_kernel(kernel: Any, policy: np.ndarray) -> Any:
 
     ``kernel`` is a dense (S, A, S) array (the result is a dense (S, S) array) or a sparse (S·A, S) matrix (the
     result is a sparse CSR (S, S) matrix)."""
-    if sp.issparse(kernel):
+    if type(kernel) is not np.ndarray and sp.issparse(kernel):  # the array's type first: issparse asks an ABC
         n_states, n_actions = policy.shape
         weights = sp.csr_array((np.asarray(policy, dtype=float).ravel(),
                                 (np.repeat(np.arange(n_states), n_actions), np.arange(n_states * n_actions))),
@@ -497,21 +498,35 @@ def stationary_occupancy(kernel: np.ndarray, policy: np.ndarray, initial: np.nda
     initial : ndarray (S,), optional
         The law of the first state (a model's ``initial``); used only when the chain has several recurrent classes.
     """
-    if sp.issparse(kernel):
+    if type(kernel) is not np.ndarray and sp.issparse(kernel):  # the array's type first: issparse asks an ABC
         return _sparse_stationary(kernel, policy, initial)
     chain = policy_kernel(kernel, policy)
     n = chain.shape[0]
-    system = np.vstack([chain.T - np.eye(n), np.ones((1, n))])
-    rhs = np.zeros(n + 1)
-    rhs[-1] = 1.0
+    # the balance system [P_π^T - I; 1 ... 1] μ = (0, ..., 0, 1), written into a new array (the runs' exact
+    # evaluations solve one per epoch: the identity and the right-hand side are made once per size)
+    identity, rhs = _balance_parts(n)
+    system = np.empty((n + 1, n))
+    np.subtract(chain.T, identity, out=system[:n])
+    system[n] = 1.0
     mu, _, rank, singular = np.linalg.lstsq(system, rhs, rcond=None)
     if rank < n or singular[-1] < NEARLY_DECOMPOSABLE * singular[0]:
         # several recurrent classes (rank < n), or blocks joined by round-off-sized probabilities
         mu, _ = long_run_law(chain, initial)
         return mu[:, None] * policy
-    mu = np.clip(mu, 0.0, None)
+    mu = np.maximum(mu, 0.0)  # what np.clip(mu, 0.0, None) calls
     mu /= mu.sum()
     return mu[:, None] * policy
+
+
+@functools.lru_cache(maxsize=16)
+def _balance_parts(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The identity (n, n) and the right-hand side ``(0, ..., 0, 1)`` of :func:`stationary_occupancy`'s balance
+    system, read-only (shared between calls)."""
+    identity = np.eye(n)
+    rhs = np.zeros(n + 1)
+    rhs[-1] = 1.0
+    identity.flags.writeable = rhs.flags.writeable = False
+    return identity, rhs
 
 
 #: power-iteration sweeps tried before the sparse LU (each costs one product with the chain's nonzeros)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,7 @@ import scipy.sparse as sp
 from ..errors import ProgramError
 from ..models.cmdp import BYTES_PER_NONZERO, BYTES_PER_VARIABLE, CMDP, MAX_PROGRAM_BYTES
 from ..utilities.library import Utility
-from .policy import policy_from_occupancy
+from .policy import policy_of_clipped
 from .support import Support, check_kernel
 from .tightness import EPSILON_MAX, finite_at_least
 
@@ -71,11 +72,12 @@ class VariableBlock:
     lower: float = 0.0
     upper: float = math.inf
 
-    @property
+    # Computed once (a block is frozen): a solve's result is read through them every epoch.
+    @cached_property
     def size(self) -> int:
         return int(np.prod(self.shape))
 
-    @property
+    @cached_property
     def slice(self) -> slice:
         return slice(self.start, self.start + self.size)
 
@@ -197,6 +199,79 @@ class LinearRows:
         return self.lower == self.upper
 
 
+@dataclass(frozen=True)
+class _ResidualLayout:
+    """What :meth:`Program.residuals` keeps of a program's structure between solves.
+
+    ``lower``, ``upper``: the variable bounds (:meth:`Program.column_bounds`, read-only); ``names`` and ``starts``: the
+    row groups and the first row of each, when the groups tile the rows in order, each non-empty (else ``starts`` is
+    None); ``nonnegative``: every variable's bounds are ``[0, inf)`` (the occupancy programs'), so the bounds'
+    residual is ``-min x``.
+    """
+
+    lower: np.ndarray
+    upper: np.ndarray
+    names: tuple[str, ...]
+    starts: np.ndarray | None
+    nonnegative: bool
+
+
+def _bounds_residual(x: np.ndarray, layout: _ResidualLayout) -> float:
+    """The ``bounds`` group of :meth:`Program.residuals`: ``max(0, max(lower - x), max(x - upper))``, with Python's
+    max (a NaN maximum counts as satisfied). With bounds ``[0, inf)`` that is ``max(0, -min x)``, bit for bit:
+    ``0 - x_j`` is ``-x_j`` but for the sign of a zero, which the max with 0 drops, and ``x - inf`` is ``-inf`` or
+    NaN, neither of which a Python max keeps over 0."""
+    if layout.nonnegative and x.shape == layout.lower.shape:
+        return float(max(0.0, -np.minimum.reduce(x)))
+    return float(max(0.0, np.maximum.reduce(layout.lower - x), np.maximum.reduce(x - layout.upper)))
+
+
+class _Products:
+    """``A x`` (:meth:`LinearRows.product`) and ``ζ = cost_map @ x`` in one gather, one product and one ``bincount``.
+
+    A CSR product sums each row's terms one after the other from 0, in the stored order, exactly as ``bincount`` adds
+    its weights; so the constant part, the parameter entries and the cost map each get their own bins (rows ``i``,
+    ``n + i`` and ``2n + m``), and ``A x`` is the first two added, as :meth:`LinearRows.product` adds them: the same
+    bits (a test checks them against the sparse products). Measured between two solves, when the processor's caches
+    hold the solver's data, it takes two thirds of the time of the two sparse products, whose Python dispatch costs
+    more than their arithmetic. The index arrays are built once; only the parameter values are copied in at each call.
+    """
+
+    def __init__(self, linear: LinearRows, cost_map: Any):
+        # CSR matrices (the fixed part always is one; a cost map in another format takes the sparse product), read
+        # in their stored order without a copy
+        fixed, costs = sp.csr_matrix(linear.fixed), sp.csr_matrix(cost_map)
+        self.fixed, self.fixed_data, self.fixed_indices = linear.fixed, linear.fixed.data, linear.fixed.indices
+        self.param_rows, self.param_cols = linear.param_rows, linear.param_cols
+        self.cost_map, self.cost_data, self.cost_indices = cost_map, cost_map.data, cost_map.indices
+        n, d = linear.n_rows, costs.shape[0]
+        self.n_rows, self.bins = n, 2 * n + d
+        fixed_rows = np.repeat(np.arange(n, dtype=np.intp), np.diff(fixed.indptr))
+        cost_rows = np.repeat(np.arange(d, dtype=np.intp), np.diff(costs.indptr))
+        self.bin_of = np.concatenate([fixed_rows, n + linear.param_rows, 2 * n + cost_rows]).astype(np.intp)
+        self.column_of = np.concatenate([fixed.indices, linear.param_cols, costs.indices]).astype(np.intp)
+        self.coefficients = np.concatenate([fixed.data, linear.param_values, costs.data]).astype(float)
+        first = fixed.data.size
+        self.parameters = self.coefficients[first:first + linear.param_rows.size]  # a view, refreshed at each call
+
+    def built_for(self, linear: LinearRows, cost_map: Any) -> bool:
+        """Whether the arrays it was built from are still the program's, compared by identity: a program replaces its
+        matrices (an episodic program's signal maps), never edits them in place, and its parameter positions are
+        fixed."""
+        fixed = linear.fixed
+        return (fixed is self.fixed and fixed.data is self.fixed_data and fixed.indices is self.fixed_indices
+                and linear.param_rows is self.param_rows and linear.param_cols is self.param_cols
+                and cost_map is self.cost_map and cost_map.data is self.cost_data
+                and cost_map.indices is self.cost_indices)
+
+    def __call__(self, linear: LinearRows, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(A x, cost_map @ x)`` for the current parameter values."""
+        np.copyto(self.parameters, linear.param_values)
+        sums = np.bincount(self.bin_of, weights=self.coefficients * x[self.column_of], minlength=self.bins)
+        n = self.n_rows
+        return sums[:n] + sums[n:2 * n], sums[2 * n:]
+
+
 class Program:
     """Common part of the occupancy and optimistic programs.
 
@@ -228,7 +303,9 @@ class Program:
     #: ``kernel``, ``counts``, ``time``, ``epsilon``); it increases :attr:`version`
     update: Callable[..., None]
     #: what :meth:`residuals` keeps of the structure between solves, with the key it was computed for
-    _layout: tuple[Any, tuple[np.ndarray, np.ndarray, tuple[str, ...], np.ndarray | None]] | None = None
+    _layout: tuple[Any, _ResidualLayout] | None = None
+    #: the products :meth:`residuals` takes at every solve, flattened (built at the first)
+    _product_form: _Products | None = None
 
     def __init__(self, model: CMDP, blocks: list[tuple[str, tuple[int, ...]]]):
         if not isinstance(model, CMDP):
@@ -304,15 +381,18 @@ class Program:
         Returns
         -------
         dict
-            ``occupancy`` (clipped at 0), ``joint`` (clipped, or None), ``policy``, ``rewards`` (λ) and ``costs`` (ζ).
+            ``occupancy`` (clipped at 0), ``joint`` (clipped, or None), ``policy``, ``rewards`` (λ) and ``costs`` (ζ);
+            optionally ``unreached``, the states the policy is uniform in for want of mass (the base class's).
         """
         model = self.model
         rho = np.maximum(self.occupancy(x), 0.0)  # np.clip(·, 0.0, None) calls this ufunc (at every solve)
         joint = self.joint(x)
+        policy, unreached = policy_of_clipped(rho)
         return {
             "occupancy": rho,
             "joint": None if joint is None else np.maximum(joint, 0.0),
-            "policy": policy_from_occupancy(rho),
+            "policy": policy,
+            "unreached": unreached,
             "rewards": model.average_rewards(rho),
             "costs": model.average_costs(rho),
         }
@@ -340,41 +420,50 @@ class Program:
         (a maximum does not depend on the order it is taken in).
         """
         x = np.asarray(x, dtype=float)
-        lower, upper, names, starts = self._residual_layout()
-        # Python's max: a NaN difference (none for a finite x) counts as satisfied, as it always has
-        out = {"bounds": float(max(0.0, np.maximum.reduce(lower - x), np.maximum.reduce(x - upper)))}
-        values = self.linear.product(x)
-        violation = np.maximum(self.linear.lower - values, values - self.linear.upper)
+        layout = self._residual_layout()
+        out = {"bounds": _bounds_residual(x, layout)}
+        linear = self.linear
+        if x.shape == (self.n_vars,) and getattr(self.cost_map, "format", None) == "csr":
+            values, costs = self._products(x)
+        else:  # the sparse products themselves (a wrong size is refused with scipy's own message)
+            values, costs = linear.product(x), self.cost_map @ x
+        violation = np.maximum(linear.lower - values, values - linear.upper)
         if self.SCALED_GROUPS:
             # A group of SCALED_GROUPS is measured relative to max(1, max_j |a_ij x_j|), its largest term (for a
             # totals row ``ζ − Σ c q = 0``, the total ζ itself): a row that holds a total of order T (an episode of
             # H steps) is computed, by the solver and here, to a relative accuracy, so an absolute 1e-7 would ask of
             # it T times what a row of masses is asked. The max with 1 leaves every row whose terms are at most 1
             # (totals of order 1: a small model's, and every row of masses) measured exactly as before.
-            magnitude = np.maximum(1.0, self.linear.magnitude(x))
-            for name in self.SCALED_GROUPS & self.linear.groups.keys():
-                rows = self.linear.groups[name]
+            magnitude = np.maximum(1.0, linear.magnitude(x))
+            for name in self.SCALED_GROUPS & linear.groups.keys():
+                rows = linear.groups[name]
                 violation[rows] = violation[rows] / magnitude[rows]
+        starts = layout.starts
         if starts is None:  # groups out of row order, or empty ones: one at a time
-            for name, rows in self.linear.groups.items():
+            for name, rows in linear.groups.items():
                 out[name] = float(max(0.0, violation[rows].max())) if rows.stop > rows.start else 0.0
-        else:
-            maxima = np.maximum.reduceat(violation, starts).tolist() if starts.size else []
-            for name, worst in zip(names, maxima, strict=True):
-                out[name] = float(max(0.0, worst))
+        elif starts.size:
+            # Python's max: a NaN maximum (none for a finite x) counts as satisfied, as it always has
+            for name, worst in zip(layout.names, np.maximum.reduceat(violation, starts).tolist(), strict=True):
+                out[name] = max(0.0, worst)
         if include_constraints and self.constraints:
-            costs = self.cost_map @ x
-            excess = max(g.value(costs) + self.epsilon for g in self.constraints)
+            epsilon = self.epsilon
+            excess = max(g.value(costs) + epsilon for g in self.constraints)
             if "constraints" in self.SCALED_GROUPS:   # g(ζ) is as accurate as the totals ζ it reads
                 excess /= max(1.0, float(np.max(np.abs(costs), initial=0.0)))
             out["constraints"] = float(max(0.0, excess))
         return out
 
-    def _residual_layout(self) -> tuple[np.ndarray, np.ndarray, tuple[str, ...], np.ndarray | None]:
-        """``(lower, upper, names, starts)`` for :meth:`residuals`: the variable bounds (:meth:`column_bounds`), the
-        row groups' names and the first row of each when the groups tile the rows in order, each non-empty (else
-        ``starts`` is None). Kept until the blocks or the row groups change (a program's structure is fixed once
-        built; the key makes a later change safe, not silent)."""
+    def _products(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(linear.product(x), cost_map @ x)``, the same bits in a handful of numpy calls (:class:`_Products`)."""
+        products, linear, cost_map = self._product_form, self.linear, self.cost_map
+        if products is None or not products.built_for(linear, cost_map):
+            products = self._product_form = _Products(linear, cost_map)
+        return products(linear, x)
+
+    def _residual_layout(self) -> _ResidualLayout:
+        """What :meth:`residuals` keeps of the structure (:class:`_ResidualLayout`). Kept until the blocks or the row
+        groups change (a program's structure is fixed once built; the key makes a later change safe, not silent)."""
         key = (tuple(self.blocks.values()), tuple(self.linear.groups.items()), self.linear.n_rows)
         layout = self._layout
         if layout is not None and layout[0] == key:
@@ -387,7 +476,8 @@ class Program:
             first.stop == second.start for first, second in zip(ranges[:-1], ranges[1:], strict=True)) and (
             not ranges or (ranges[0].start == 0 and ranges[-1].stop == self.linear.n_rows))
         starts = np.array([rows.start for rows in ranges], dtype=np.intp) if tiled else None
-        self._layout = (key, (lower, upper, names, starts))
+        nonnegative = bool(lower.size) and bool(np.all(lower == 0.0)) and bool(np.all(upper == math.inf))
+        self._layout = (key, _ResidualLayout(lower, upper, names, starts, nonnegative))
         return self._layout[1]
 
     def __repr__(self) -> str:

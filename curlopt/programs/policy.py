@@ -12,7 +12,7 @@ from scipy.sparse.linalg import spsolve
 
 from ..models.cmdp import KERNEL_TOLERANCE
 
-__all__ = ['policy_from_occupancy', 'extract_policy', 'unreached_states', 'per_step_feasible', 'reach_fill', 'ReachFill',
+__all__ = ['policy_from_occupancy', 'policy_and_unreached', 'extract_policy', 'unreached_states', 'per_step_feasible', 'reach_fill', 'ReachFill',
            'UNREACHED_FILLS', 'VISIT_TOLERANCE', 'REACH_TOLERANCE', 'REACH_MAX_ITERATIONS', 'PER_STEP_TOLERANCE']
 
 
@@ -29,7 +29,26 @@ def policy_from_occupancy(occupancy: np.ndarray, tolerance: float = VISIT_TOLERA
     Tiny negative entries (solver round-off) are clipped to zero first, so the
     result is always a proper distribution per state and never contains NaN.
     """
-    rho = _proper_masses(occupancy)
+    return policy_and_unreached(occupancy, tolerance)[0]
+
+
+def policy_and_unreached(occupancy: np.ndarray, tolerance: float = VISIT_TOLERANCE) -> tuple[np.ndarray, np.ndarray]:
+    """``(policy_from_occupancy(occupancy, tolerance), unreached_states(occupancy, tolerance))`` from one pass over
+    the masses: a solve's result carries both (the second for :func:`extract_policy`, every epoch)."""
+    return _policy_of_masses(_proper_masses(occupancy), tolerance)
+
+
+def policy_of_clipped(rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`policy_and_unreached` of ``rho = np.maximum(occupancy, 0.0)``, a program's reading of its solution:
+    when ``rho`` is finite it is its own proper masses (the maximum with 0 again changes no bit), so they are not
+    made again."""
+    if np.logical_and.reduce(np.isfinite(rho), axis=None):
+        return _policy_of_masses(rho, VISIT_TOLERANCE)
+    return policy_and_unreached(rho)
+
+
+def _policy_of_masses(rho: np.ndarray, tolerance: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`policy_and_unreached` of finite masses ``rho >= 0`` (what :func:`_proper_masses` returns)."""
     totals = np.add.reduce(rho, axis=1, keepdims=True)  # what rho.sum(axis=1, keepdims=True) calls, one call
     visited = totals > tolerance * rho.shape[1]
     divisor = np.where(visited, totals, 1.0)
@@ -38,13 +57,14 @@ def policy_from_occupancy(occupancy: np.ndarray, tolerance: float = VISIT_TOLERA
     else:
         with np.errstate(invalid="ignore", divide="ignore"):
             policy = rho / divisor
-    np.copyto(policy, 1.0 / rho.shape[1], where=~visited)  # uniform in the states without mass
-    return policy
+    unreached = ~visited
+    np.copyto(policy, 1.0 / rho.shape[1], where=unreached)  # uniform in the states without mass
+    return policy, unreached.reshape(-1)
 
 
 def _proper_masses(occupancy: Any) -> np.ndarray:
     """``occupancy`` as a new float array with NaN read as 0, infinities as the largest floats, and negative
-    round-off clipped to 0. Every solve's occupancy passes here (twice), so the ufuncs are called directly
+    round-off clipped to 0. Occupancies pass here at every solve, so the ufuncs are called directly
     (``np.clip(a, 0.0, None)`` is ``np.maximum(a, 0.0)``), and ``nan_to_num``, which costs more than the rest, only
     when some entry is not finite (the result is the same either way)."""
     rho = np.asarray(occupancy, dtype=float)
@@ -71,7 +91,8 @@ PER_STEP_TOLERANCE = 1e-9
 
 
 def unreached_states(occupancy: np.ndarray, tolerance: float = VISIT_TOLERANCE) -> np.ndarray:
-    """Boolean mask (S,) of the states with ``Σ_b ρ(s,b) <= tolerance · A`` (as :func:`policy_from_occupancy` decides)."""
+    """Boolean mask (S,) of the states with ``Σ_b ρ(s,b) <= tolerance · A`` (as :func:`policy_from_occupancy` decides;
+    :func:`policy_and_unreached` gives both)."""
     rho = _proper_masses(occupancy)
     return ~(np.add.reduce(rho, axis=1) > tolerance * rho.shape[1])
 
@@ -479,9 +500,19 @@ def _reach_rows(policy: np.ndarray, mask: np.ndarray, model: Any, kernel: Any, f
     return fill
 
 
+def _uniform_rule(occupancy: np.ndarray, tolerance: float, policy: np.ndarray | None,
+                  mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """``policy_and_unreached(occupancy, tolerance)`` as new arrays, from the caller's ``policy`` and ``mask`` when it
+    has them (:func:`extract_policy`)."""
+    if policy is None:
+        return policy_and_unreached(occupancy, tolerance)
+    return np.array(policy), unreached_states(occupancy, tolerance) if mask is None else np.array(mask)
+
+
 def extract_policy(occupancy: np.ndarray, model: Any, unreached: str = "uniform", costs: Any = None,
                    tolerance: float = VISIT_TOLERANCE, uniform_policy: np.ndarray | None = None,
-                   kernel: Any = None, full_output: bool = False, feasible: np.ndarray | None = None) -> Any:
+                   kernel: Any = None, full_output: bool = False, feasible: np.ndarray | None = None,
+                   unreached_mask: np.ndarray | None = None) -> Any:
     """The policy of an occupancy, with a chosen rule for the states it does not reach.
 
     Where a state has planned mass (``Σ_b ρ(s,b) > tolerance · A``) the policy is ``π(a|s) = ρ(s,a) / Σ_b ρ(s,b)``.
@@ -529,6 +560,9 @@ def extract_policy(occupancy: np.ndarray, model: Any, unreached: str = "uniform"
         Also return the :class:`ReachFill` (None for the other fills, or when no state is unreached).
     feasible : ndarray of bool, shape (S, A), optional
         For ``reach``: :func:`per_step_feasible` of ``model`` when the caller has it (the agents keep it).
+    unreached_mask : ndarray of bool, shape (S,), optional
+        ``unreached_states(occupancy, tolerance)`` when the caller has it (a solve result's ``unreached``, from
+        :func:`policy_and_unreached`); used with ``uniform_policy`` only.
 
     Returns
     -------
@@ -546,8 +580,7 @@ def extract_policy(occupancy: np.ndarray, model: Any, unreached: str = "uniform"
         :func:`reach_fill` refuses.
     """
     check_unreached(unreached)
-    policy = policy_from_occupancy(occupancy, tolerance) if uniform_policy is None else np.array(uniform_policy)
-    mask = unreached_states(occupancy, tolerance)
+    policy, mask = _uniform_rule(occupancy, tolerance, uniform_policy, unreached_mask)
     fill = None
     if unreached in ("reach", "reach-any"):
         fill = _reach_rows(policy, mask, model, kernel, feasible, unreached)

@@ -64,6 +64,9 @@ __all__ = [
 
 CURVATURES = ("affine", "concave", "convex")
 
+#: the dtype of the float vectors the utilities take (compared with an input's, to skip converting it)
+_FLOAT = np.dtype(float)
+
 
 def _finite_number(value: Any) -> bool:
     """A real number (not a bool) with a finite float value; False for strings, None and huge integers."""
@@ -285,15 +288,28 @@ class _PiecewiseAffine(Utility):
         self.offset = offset
 
     def _pieces(self, y: np.ndarray) -> np.ndarray:
-        return self.matrix @ self.check_input(y) + self.offset
+        # The programs' checks and the runs' evaluations call this several times an epoch, nearly always with a
+        # float vector of the right length: that one is used as it is (check_input would return it unchanged).
+        if not (type(y) is np.ndarray and y.dtype == _FLOAT and y.shape == (self.dim,)):
+            y = self.check_input(y)
+        return self.matrix @ y + self.offset
 
     def _active(self, y: np.ndarray) -> int:
         values = self._pieces(y)
         return int(np.argmin(values) if self.curvature == "concave" else np.argmax(values))
 
     def value(self, y: np.ndarray) -> float:
-        values = self._pieces(y)
-        return float(values.min() if self.curvature == "concave" else values.max())
+        if not (type(y) is np.ndarray and y.dtype == _FLOAT and y.shape == (self.dim,)):
+            y = self.check_input(y)
+        products = self.matrix @ y
+        offset = self.offset
+        if products.shape == (1,) and offset.shape == (1,):
+            # One piece (a linear objective or bound, read several times an epoch): its value, the same float
+            # addition as the pieces' array sum, without the array operations around it.
+            return float(products[0] + offset[0])
+        values = products + offset
+        # the reductions values.min() and values.max() call, without their Python wrappers
+        return float(np.minimum.reduce(values) if self.curvature == "concave" else np.maximum.reduce(values))
 
     def gradient(self, y: np.ndarray) -> np.ndarray:
         return self.matrix[self._active(y)].copy()
@@ -851,6 +867,8 @@ def onto_domain(utility: Utility, y: Any, tolerance: float) -> np.ndarray:
         A new array (``y`` is not changed).
     """
     point = np.array(y, dtype=float, copy=True)
+    if getattr(utility.domain_lower, "__func__", None) is Utility.domain_lower:
+        return point  # the default domain, unbounded below (every solve's check asks): nothing to move
     lower = np.asarray(utility.domain_lower(), dtype=float)
     if lower.shape != point.shape:
         return point

@@ -47,9 +47,9 @@ from .trace import EpochRecord, Trace
 
 __all__ = ["run", "checkpoint_times", "ChainSimulator"]
 
-#: uniforms drawn at once by the fast path (at most), and in an epoch's first block
+#: uniforms drawn at once by the fast path (at most), and in an epoch's first block (at least)
 BLOCK = 8192
-FIRST_BLOCK = 256
+FIRST_BLOCK = 64
 #: the largest horizon T a run accepts (10^12 steps: about 10 days at 10^6 steps per second); larger values
 #: would overflow the 64-bit checkpoint times and counters long before a run could finish
 MAX_STEPS = 10 ** 12
@@ -91,7 +91,7 @@ def _cumulative_rows(table: np.ndarray) -> list[list[float]]:
     ``bisect_right(row, u)`` for ``u`` in [0, 1) then never passes the last index,
     which reproduces ``min(searchsorted(cumsum, u, 'right'), n - 1)`` exactly.
     """
-    cum = np.cumsum(table, axis=-1)
+    cum = np.add.accumulate(table, axis=-1)  # what np.cumsum calls
     cum[..., -1] = 2.0
     return cum.reshape(-1, table.shape[-1]).tolist()
 
@@ -151,13 +151,15 @@ class _Recorder:
 
 def _fast_epoch(state: int, policy_rows: list[list[float]], kernel_rows: list[list[float]], thresholds: Any,
                 cap: int, actions: UniformStream, transitions: UniformStream, n_actions: int,
-                successors: list[list[int]] | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+                successors: list[list[int]] | None = None, expected: float = 0) -> tuple[np.ndarray, np.ndarray, int]:
     """Step the chain until a pair reaches its threshold or ``cap`` steps; return (pairs, next states, state).
 
     The hot loop of the toolkit: locals only, one list append and two ``bisect`` calls per
     step. The next states are not stored: step ``i``'s next state is step ``i + 1``'s state,
     ``pairs[i + 1] // n_actions``, and the last one is the returned state. ``successors`` (for a sparse
     kernel) lists each row's stored successors, ``kernel_rows`` then the cumulative sums over them.
+    ``expected``, the steps the epoch is expected to last (a hint for the first block's size, e.g. a little more
+    than the last epoch's length), changes no step: only how many uniforms are read at once.
     """
     pairs: list[int] = []
     done = 0
@@ -167,14 +169,16 @@ def _fast_epoch(state: int, policy_rows: list[list[float]], kernel_rows: list[li
     # whose cap comes first (fixed-length epochs: every threshold infinite) needs no per-step check.
     smallest = min(thresholds, default=math.inf)
     checked = not smallest > cap  # a NaN threshold (never reached) must not switch the check off
-    visits = [0] * len(thresholds)
+    visits = [0] * len(thresholds) if checked else None  # counted only where the thresholds are checked
     # Epochs are often far shorter than BLOCK (thousands of ~100-step epochs per run): converting a whole block
-    # to lists every epoch cost more than the stepping. Start small — an epoch lasts at least its smallest
-    # threshold — and grow. The streams hand out the same numbers however they are read.
-    size = int(min(BLOCK, max(FIRST_BLOCK, smallest)))
+    # to lists every epoch cost more than the stepping. Start at what the epoch is expected to last — at least its
+    # smallest threshold, and the caller's hint — and double. The streams hand out the same numbers however they
+    # are read. (Measured on the queue's runs: about 1.5 to 1.8 uniforms read per step played, against 2.4 to 2.8
+    # with a first block of 256 grown fourfold.)
+    size = int(min(BLOCK, max(FIRST_BLOCK, smallest, expected)))
     while done < cap and not ended:
         block = min(cap - done, size)
-        size = min(BLOCK, 4 * size)
+        size = min(BLOCK, 2 * size)
         before = len(pairs)
         steps = zip(actions.peek(block).tolist(), transitions.peek(block).tolist(), strict=True)
         s, ended = _step_block(steps, s, policy_rows, kernel_rows, successors, n_actions, pairs, visits,
@@ -519,6 +523,8 @@ class ChainSimulator:
         self.actions = actions if isinstance(actions, UniformStream) else UniformStream(actions)
         self.transitions = transitions if isinstance(transitions, UniformStream) else UniformStream(transitions)
         self.state = int(state)
+        #: the next epoch's expected length, a quarter more than the last one's (only sizes the uniforms' blocks)
+        self._expected = 0
 
     def play(self, policy: np.ndarray, steps: int, thresholds: Any = None) -> tuple[np.ndarray, np.ndarray]:
         """Play ``policy`` from the current state for ``steps`` steps, or until a pair reaches its threshold.
@@ -557,8 +563,10 @@ class ChainSimulator:
     def __call__(self, state: int, policy_rows: list[list[float]], limit: Any, cap: int,
                  n_actions: int) -> tuple[np.ndarray, np.ndarray, int]:
         """One epoch from ``state`` with cumulative policy rows (the loop's stepping interface)."""
-        return _fast_epoch(state, policy_rows, self.kernel_rows, limit, cap, self.actions, self.transitions,
-                           n_actions, self.successors)
+        pairs, nexts, state = _fast_epoch(state, policy_rows, self.kernel_rows, limit, cap, self.actions,
+                                          self.transitions, n_actions, self.successors, self._expected)
+        self._expected = pairs.size + pairs.size // 4
+        return pairs, nexts, state
 
 
 class _GenericStepper:

@@ -243,8 +243,13 @@ def _record_dict(record: EpochRecord) -> dict[str, Any]:
     """``dataclasses.asdict(record)``, field by field: its fields are numbers, words and lists of numbers, so a copy
     of each list is the deep copy ``asdict`` makes through ``copy.deepcopy`` (which costs more than writing the
     file, at thousands of epochs a run)."""
-    return {name: list(value) if isinstance(value, list) else value
-            for name, value in ((name, getattr(record, name)) for name in _RECORD_FIELDS)}
+    out = dict(vars(record))
+    if tuple(out) != _RECORD_FIELDS:  # attributes added to the record, or a subclass's: its fields alone, in order
+        out = {name: getattr(record, name) for name in _RECORD_FIELDS}
+    for name, value in out.items():
+        if isinstance(value, list):
+            out[name] = list(value)
+    return out
 
 
 #: the fields of an epoch record, in their order
