@@ -22,7 +22,7 @@ import numpy as np
 
 from ...programs.lp import LPForm
 from ...programs.optimistic import BoxOptimisticProgram
-from .box_vertices import box_usable, box_vertices
+from .box_vertices import box_vertices, usable_from_sums
 from .column_generation import Master
 
 __all__ = ["BoxMaster"]
@@ -54,7 +54,15 @@ class BoxMaster(Master):
         self.shared_ranking = program.support.is_dense                   # every pair's slots are the same states
         groups = program.linear.param_groups
         self._upper_group, self._lower_group = groups["box_upper"], groups["box_lower"]
-        self.lower = self.upper = self.room = np.zeros((self.n_pairs, self.W))
+        # box_upper's entries then box_lower's, one after the other, on every slot (the dense support): both read
+        # as one (2, pairs, W) view
+        upper_group, lower_group = self._upper_group, self._lower_group
+        self._both_groups = (slice(upper_group.start, lower_group.stop)
+                             if self.all_valid and upper_group.stop == lower_group.start else None)
+        # lower, upper and room of every pair in one array, (3, pairs, W): one reduction sums both ends, one
+        # comparison finds the moved boxes and one gather ranks lower and room for pricing
+        self._box = np.zeros((3, self.n_pairs, self.W))
+        self.lower, self.upper, self.room = self._box
         self.free = np.ones((self.n_pairs, 1))
         self.usable = np.zeros(self.n_pairs, dtype=bool)
         self.unusable = np.arange(self.n_pairs)
@@ -74,17 +82,25 @@ class BoxMaster(Master):
         """The boxes of the program's current parameter values (exactly the coefficients of its box rows);
         returns which pairs' boxes moved since the last read."""
         values = self.program.linear.param_values
-        upper = self._to_slots(-values[self._upper_group])                       # box_upper holds -(P^ + b)
-        lower = self._to_slots(np.maximum(values[self._lower_group], 0.0))      # box_lower: P^ - b; p >= 0 anyway
-        # ufuncs' own reduce and accumulate (what ndarray.sum, .any and np.cumsum call) spare the Python wrappers'
-        # cost, which on arrays this small is most of the cost, here and in the per-solve steps below
-        moved = upper != self.upper
-        moved |= lower != self.lower
-        moved = np.logical_or.reduce(moved, axis=1)
-        lower_sum = np.add.reduce(lower, axis=1)
-        self.lower, self.upper, self.room = lower, upper, upper - lower
-        self.free = (1.0 - lower_sum)[:, None]                   # the mass left after the lower ends
-        self.usable = box_usable(lower, upper, lower_sum)
+        box = np.empty((3, self.n_pairs, self.W))
+        lower, upper, room = box
+        if self._both_groups is not None:
+            raw = values[self._both_groups].reshape(2, self.n_pairs, self.W)
+            np.negative(raw[0], out=upper)                                # box_upper holds -(P^ + b)
+            np.maximum(raw[1], 0.0, out=lower)                            # box_lower: P^ - b; p >= 0 anyway
+        else:
+            upper[...] = self._to_slots(-values[self._upper_group])
+            lower[...] = self._to_slots(np.maximum(values[self._lower_group], 0.0))
+        np.subtract(upper, lower, out=room)
+        # ufuncs' own reduce (what ndarray.sum and .any call) spares the Python wrappers' cost, which on arrays this
+        # small is most of the cost, here and in the per-solve steps below; each row of W is reduced alone, as
+        # lower.sum(axis=1) would
+        moved = np.logical_or.reduce(box[:2] != self._box[:2], axis=(0, 2))
+        sums = np.add.reduce(box[:2], axis=2)                              # Σ l and Σ u of every pair
+        self._box = box
+        self.lower, self.upper, self.room = lower, upper, room
+        self.free = np.subtract(1.0, sums[0])[:, None]                   # the mass left after the lower ends
+        self.usable = usable_from_sums(sums[0], sums[1])
         self.unusable = (~self.usable).nonzero()[0]
         return moved
 
@@ -95,8 +111,8 @@ class BoxMaster(Master):
         return counts / np.maximum(1.0, counts.sum(axis=1))[:, None]
 
     def visited(self) -> np.ndarray:
-        """Pairs with at least one observed transition."""
-        return self.program.visits.ravel() > 0
+        """Pairs with at least one observed transition (the program's own mask: do not write to it)."""
+        return self.program.visited_pairs()
 
     def _to_slots(self, entries: np.ndarray) -> np.ndarray:
         """Per-entry values as (pairs, W) slots; ``entries`` is a new array, which may be returned reshaped."""
@@ -126,7 +142,7 @@ class BoxMaster(Master):
         by flat index (``u - l`` from ``room``, ``1 - Σ l`` from ``free``: the same sums). The warm start recomputes
         the vertices of the pool columns whose box moved at every solve."""
         at = orders + self.first_slot[pairs][:, None]
-        low, room = self.lower.ravel()[at], self.room.ravel()[at]      # upper - lower, as box_vertices takes it
+        low, room = self._box.reshape(3, -1)[::2][:, at]     # lower and u - l, as box_vertices takes them
         before = np.add.accumulate(room, axis=1)
         before -= room                                       # the room of the slots ranked above
         poured = self.free[pairs] - before
@@ -134,7 +150,8 @@ class BoxMaster(Master):
         np.minimum(poured, room, out=poured)
         poured += low
         vertices = np.empty_like(poured)
-        vertices[np.arange(pairs.size)[:, None], orders] = poured
+        # each row's values at its slots, by flat index: row i's slot j is i·W + j
+        vertices.reshape(-1)[orders + np.arange(0, pairs.size * self.W, self.W)[:, None]] = poured
         return vertices
 
     # -- columns --------------------------------------------------------------------------------------------------
@@ -193,7 +210,8 @@ class BoxMaster(Master):
             constant -= self.extra_of_pair @ duals[S:]
         if self.shared_ranking:     # one order of the states for every pair
             order = (-h).argsort(kind="stable").astype(np.int32)
-            low, room, ranked_h = self.lower[:, order], self.room[:, order], h[order]
+            low, room = self._box[::2][:, :, order]          # lower and room ranked, in one gather
+            ranked_h = h[order]
         else:
             slot_h = np.where(self.valid, h[np.maximum(self.successor, 0)], 0.0)
             order = np.argsort(np.where(self.valid, -slot_h, np.inf), axis=1, kind="stable").astype(np.int32)
