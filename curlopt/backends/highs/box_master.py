@@ -54,15 +54,16 @@ class BoxMaster(Master):
         self.shared_ranking = program.support.is_dense                   # every pair's slots are the same states
         groups = program.linear.param_groups
         self._upper_group, self._lower_group = groups["box_upper"], groups["box_lower"]
-        # box_upper's entries then box_lower's, one after the other, on every slot (the dense support): both read
-        # as one (2, pairs, W) view
+        # box_upper's entries then box_lower's, one after the other, on every slot (the dense support): both
+        # gathered in one
         upper_group, lower_group = self._upper_group, self._lower_group
         self._both_groups = (slice(upper_group.start, lower_group.stop)
                              if self.all_valid and upper_group.stop == lower_group.start else None)
-        # lower, upper and room of every pair in one array, (3, pairs, W): one reduction sums both ends, one
-        # comparison finds the moved boxes and one gather ranks lower and room for pricing
+        # lower, upper and room of every pair in one array, (3, pairs, W), rewritten in place where the program
+        # rewrote a pair's box rows (the write it is at: _written): one gather ranks lower and room for pricing
         self._box = np.zeros((3, self.n_pairs, self.W))
         self.lower, self.upper, self.room = self._box
+        self._written = 0
         self.free = np.ones((self.n_pairs, 1))
         self.usable = np.zeros(self.n_pairs, dtype=bool)
         self.unusable = np.arange(self.n_pairs)
@@ -80,27 +81,32 @@ class BoxMaster(Master):
 
     def read(self) -> np.ndarray:
         """The boxes of the program's current parameter values (exactly the coefficients of its box rows);
-        returns which pairs' boxes moved since the last read."""
+        returns which pairs' boxes moved since the last read.
+
+        Only the pairs whose box rows the program rewrote since the last read are read again (an epoch of
+        UCRL-CMDP rewrites those of the pairs it visited): their rows of ``lower``, ``upper``, ``room``, ``free`` and
+        ``usable`` are rewritten in place, each by the arithmetic a read of every pair would do, row by row."""
+        pairs, self._written = self.program.box_rows_written(self._written)
+        moved = np.zeros(self.n_pairs, dtype=bool)
+        if not pairs.size:
+            return moved
         values = self.program.linear.param_values
-        box = np.empty((3, self.n_pairs, self.W))
-        lower, upper, room = box
         if self._both_groups is not None:
-            raw = values[self._both_groups].reshape(2, self.n_pairs, self.W)
-            np.negative(raw[0], out=upper)                                # box_upper holds -(P^ + b)
-            np.maximum(raw[1], 0.0, out=lower)                            # box_lower: P^ - b; p >= 0 anyway
+            raw = values[self._both_groups].reshape(2, self.n_pairs, self.W)[:, pairs]
+            upper = np.negative(raw[0])                                   # box_upper holds -(P^ + b)
+            lower = np.maximum(raw[1], 0.0)                               # box_lower: P^ - b; p >= 0 anyway
         else:
-            upper[...] = self._to_slots(-values[self._upper_group])
-            lower[...] = self._to_slots(np.maximum(values[self._lower_group], 0.0))
-        np.subtract(upper, lower, out=room)
+            upper = self._to_slots(-values[self._upper_group])[pairs]
+            lower = self._to_slots(np.maximum(values[self._lower_group], 0.0))[pairs]
         # ufuncs' own reduce (what ndarray.sum and .any call) spares the Python wrappers' cost, which on arrays this
-        # small is most of the cost, here and in the per-solve steps below; each row of W is reduced alone, as
-        # lower.sum(axis=1) would
-        moved = np.logical_or.reduce(box[:2] != self._box[:2], axis=(0, 2))
-        sums = np.add.reduce(box[:2], axis=2)                              # Σ l and Σ u of every pair
-        self._box = box
-        self.lower, self.upper, self.room = lower, upper, room
-        self.free = np.subtract(1.0, sums[0])[:, None]                   # the mass left after the lower ends
-        self.usable = usable_from_sums(sums[0], sums[1])
+        # small is most of the cost, here and in the per-solve steps below
+        changed = upper != self.upper[pairs]
+        changed |= lower != self.lower[pairs]
+        moved[pairs] = np.logical_or.reduce(changed, axis=1)
+        self.lower[pairs], self.upper[pairs], self.room[pairs] = lower, upper, upper - lower
+        lower_sum = np.add.reduce(lower, axis=1)
+        self.free[pairs, 0] = 1.0 - lower_sum                            # the mass left after the lower ends
+        self.usable[pairs] = usable_from_sums(lower_sum, np.add.reduce(upper, axis=1))
         self.unusable = (~self.usable).nonzero()[0]
         return moved
 
@@ -142,7 +148,7 @@ class BoxMaster(Master):
         by flat index (``u - l`` from ``room``, ``1 - Σ l`` from ``free``: the same sums). The warm start recomputes
         the vertices of the pool columns whose box moved at every solve."""
         at = orders + self.first_slot[pairs][:, None]
-        low, room = self._box.reshape(3, -1)[::2][:, at]     # lower and u - l, as box_vertices takes them
+        low, room = self.lower.ravel()[at], self.room.ravel()[at]      # upper - lower, as box_vertices takes it
         before = np.add.accumulate(room, axis=1)
         before -= room                                       # the room of the slots ranked above
         poured = self.free[pairs] - before

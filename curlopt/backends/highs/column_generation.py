@@ -307,20 +307,45 @@ class MasterAccess:
     it keeps itself.
 
     highspy returns them as Python lists of floats and of enum members; at (S, A) = (100, 10) converting the
-    basis both ways cost more than HiGHS's own re-solve (measured).
+    basis both ways cost more than HiGHS's own re-solve (measured). The solution is read into two buffers kept
+    across solves (their addresses taken once), as a master is re-solved thousands of times a run.
     """
 
     def __init__(self, highs: Any) -> None:
+        import highspy
+
         self.highs = highs
         reader = SolutionReader.create(highs)
         self._api = reader if reader is not None and reader.has_int32_basis() else None
+        # the model status by name without highspy's enum ``name`` property (a few microseconds a call)
+        self._status_names = {member: name for name, member in highspy.HighsModelStatus.__members__.items()}
+        self._values, self._duals = np.empty(0), np.empty(0)
+        self._values_at = self._duals_at = 0
+        if self._api is not None:
+            # Highs_getSolution on the reader's pointer, writing into the buffers by address (the reader's own
+            # col_values_and_row_duals allocates two arrays and asks HiGHS for its column count at every call)
+            self._read_solution, self._pointer = self._api._get, self._api._pointer
 
-    def solution(self, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
-        """Column values and row duals of the current solution."""
+    def status_name(self) -> str:
+        """HiGHS's model status, as the name of its ``HighsModelStatus`` member."""
+        return self._status_names[self.highs.getModelStatus()]
+
+    def solution(self) -> tuple[np.ndarray, np.ndarray]:
+        """Column values and row duals of the current solution. Through the C API they are views of buffers that
+        the next call overwrites: a caller keeps a copy of what it needs past the next master solve."""
         if self._api is None:
             solution = self.highs.getSolution()
             return np.asarray(solution.col_value, dtype=float), np.asarray(solution.row_dual, dtype=float)
-        return self._api.col_values_and_row_duals(n_rows)
+        # HiGHS writes as many values as its model has columns and rows: the buffers are sized by its own counts
+        n_cols, n_rows = self.highs.getNumCol(), self.highs.getNumRow()
+        if n_cols > self._values.size:
+            self._values = np.empty(2 * n_cols)
+            self._values_at = self._values.ctypes.data
+        if n_rows > self._duals.size:
+            self._duals = np.empty(2 * n_rows)
+            self._duals_at = self._duals.ctypes.data
+        self._read_solution(self._pointer, self._values_at, None, None, self._duals_at)
+        return self._values[:n_cols], self._duals[:n_rows]
 
     def basis(self, n_cols: int, n_rows: int) -> tuple[np.ndarray, np.ndarray] | None:
         """Column and row statuses (``HighsBasisStatus`` values), or None without a valid basis."""
@@ -410,7 +435,10 @@ class CompiledColumnGeneration(CompiledProgram):
         self._at_lower = int(highspy.HighsBasisStatus.kLower)
         self.form = form = LPForm(program)
         check_representable(form)
-        self.master = self.MASTER(program, form)
+        self.master = master = self.MASTER(program, form)
+        # the basis of no block, by part (read only: the basis kept by part is never written in place)
+        self._no_block_basis = (np.zeros((0, master.block_cols), dtype=np.int32),
+                                np.zeros((0, master.block_rows), dtype=np.int32))
         self._reset()
 
     def _reset(self) -> None:
@@ -557,8 +585,7 @@ class CompiledColumnGeneration(CompiledProgram):
             block_cols = cols[self._block_index[:, None] + np.arange(master.block_cols)[None, :]]
             block_rows = rows[self._block_row[:, None] + np.arange(master.block_rows)[None, :]]
         else:                                                   # the usual case: no block, nothing to gather
-            block_cols = np.zeros((0, master.block_cols), dtype=cols.dtype)
-            block_rows = np.zeros((0, master.block_rows), dtype=rows.dtype)
+            block_cols, block_rows = self._no_block_basis
         self._memory = {"fixed": cols[: master.n_fixed], "pool": pool, "block_cols": block_cols,
                         "global_rows": rows[: master.n_global], "block_rows": block_rows}
         self._pool_seen[pool == self._basic] = self._solves
@@ -581,11 +608,11 @@ class CompiledColumnGeneration(CompiledProgram):
 
     def _run(self) -> tuple[str, int, float]:
         """One master solve; ``self._solution`` holds its column values and row duals afterwards."""
-        highs = self._master
+        highs, access = self._master, self._access
         run_time = run_highs(highs, self.time_left())
-        self._solution = self._access.solution(self._n_rows)
+        self._solution = access.solution()
         iterations = highs.getInfoValue("simplex_iteration_count")[1]
-        return highs.getModelStatus().name, max(0, int(iterations)), run_time  # -1: HiGHS has no count
+        return access.status_name(), max(0, int(iterations)), run_time  # -1: HiGHS has no count
 
     def _set_phase(self, phase: int) -> None:
         """Phase 1: maximise minus the artificials' sum, every other cost 0; phase 2: the program's objective,
