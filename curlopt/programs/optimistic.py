@@ -290,10 +290,6 @@ class OptimisticProgram(JointProgram):
         values[groups["radius"]] = -self._radius_of(visits).ravel()
 
 
-#: no pair (never written to)
-_NO_PAIRS = np.zeros(0, dtype=np.int64)
-
-
 def box_radius(visits: np.ndarray, horizon: float, n_states: int, n_actions: int) -> np.ndarray:
     """The per-entry radius ``b(s,a) = min(1, sqrt(ln(2 S² A T²) / (2 max(1, N(s,a)))))`` (docs/math.md §9)."""
     return _box_radius_of(np.maximum(1.0, visits), _box_log_term(horizon, n_states, n_actions))
@@ -400,7 +396,6 @@ class BoxOptimisticProgram(JointProgram):
         if previous is None:
             pairs = np.arange(support.n_pairs)
             self._visited = np.zeros(support.n_pairs, dtype=bool)
-            self._box_writes, self._box_written = 0, np.zeros(support.n_pairs, dtype=np.int64)
         elif support.is_dense:
             # ufuncs' own reduce and nonzero: np.any and np.flatnonzero's wrappers cost more than the arithmetic
             pairs = np.logical_or.reduce(flat != previous, axis=1).nonzero()[0]
@@ -410,18 +405,7 @@ class BoxOptimisticProgram(JointProgram):
             self._set_box_rows(pairs, flat[pairs])
         elif pairs.size:
             self._set_sparse_box_rows(pairs)
-        if pairs.size:
-            self._box_writes += 1
-            self._box_written[pairs] = self._box_writes
         self._confidence_counts = flat.copy()
-
-    def box_rows_written(self, since: int) -> tuple[np.ndarray, int]:
-        """The pairs (flat ``s·A + a``, increasing) whose box rows were rewritten after the write numbered ``since``
-        (0: every pair, all written at construction), and the number of the last write: how a reader of the box
-        rows that keeps them finds what to read again."""
-        if since == self._box_writes:
-            return _NO_PAIRS, since
-        return (self._box_written > since).nonzero()[0], self._box_writes
 
     def visited_pairs(self) -> np.ndarray:
         """Which pairs (flat ``s·A + a``) have at least one observed transition, shape (S·A,) (kept as the counts
