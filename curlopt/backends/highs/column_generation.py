@@ -303,12 +303,12 @@ class Master(ABC):
 class MasterAccess:
     """A master's solution, duals and basis as numpy arrays through HiGHS's C API
     (:class:`~curlopt.backends.highs.solution.SolutionReader`), or through highspy's lists where the C API cannot
-    be reached or HiGHS uses 64-bit integers (the same values, slower). The caller passes the model's size, which
-    it keeps itself.
+    be reached or HiGHS uses 64-bit integers (the same values, slower).
 
     highspy returns them as Python lists of floats and of enum members; at (S, A) = (100, 10) converting the
-    basis both ways cost more than HiGHS's own re-solve (measured). The solution is read into two buffers kept
-    across solves (their addresses taken once), as a master is re-solved thousands of times a run.
+    basis both ways cost more than HiGHS's own re-solve (measured). Through the C API the solution and the basis
+    are read into buffers kept across solves (their addresses taken once, sized by HiGHS's own counts), as a
+    master is re-solved thousands of times a run.
     """
 
     def __init__(self, highs: Any) -> None:
@@ -321,10 +321,15 @@ class MasterAccess:
         self._status_names = {member: name for name, member in highspy.HighsModelStatus.__members__.items()}
         self._values, self._duals = np.empty(0), np.empty(0)
         self._values_at = self._duals_at = 0
+        # two pairs of basis buffers, used in turn: a basis read stays valid until the read after next (the
+        # caller's last basis, kept by part, is read while the new one is written)
+        self._bases = [(np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32), 0, 0) for _ in range(2)]
+        self._turn = 0
         if self._api is not None:
-            # Highs_getSolution on the reader's pointer, writing into the buffers by address (the reader's own
-            # col_values_and_row_duals allocates two arrays and asks HiGHS for its column count at every call)
-            self._read_solution, self._pointer = self._api._get, self._api._pointer
+            # Highs_getSolution and Highs_getBasis on the reader's pointer, writing into the buffers by address
+            # (the reader's own methods allocate the arrays, or take their addresses, at every call)
+            self._read_solution, self._read_basis = self._api._get, self._api._get_basis
+            self._pointer = self._api._pointer
 
     def status_name(self) -> str:
         """HiGHS's model status, as the name of its ``HighsModelStatus`` member."""
@@ -347,17 +352,25 @@ class MasterAccess:
         self._read_solution(self._pointer, self._values_at, None, None, self._duals_at)
         return self._values[:n_cols], self._duals[:n_rows]
 
-    def basis(self, n_cols: int, n_rows: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """Column and row statuses (``HighsBasisStatus`` values), or None without a valid basis."""
+    def basis(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Column and row statuses (``HighsBasisStatus`` values), or None without a valid basis. Through the C API
+        they are views of buffers that the call after next overwrites."""
         if self.highs.getInfoValue("basis_validity")[1] != 1:
             return None
         if self._api is None:
             basis = self.highs.getBasis()
             return (np.array([int(s) for s in basis.col_status], dtype=np.int32),
                     np.array([int(s) for s in basis.row_status], dtype=np.int32))
-        cols, rows = np.empty(n_cols, dtype=np.int32), np.empty(n_rows, dtype=np.int32)
-        self._api.get_basis(cols, rows)
-        return cols, rows
+        # HiGHS writes as many statuses as its model has columns and rows: the buffers are sized by its own counts
+        n_cols, n_rows = self.highs.getNumCol(), self.highs.getNumRow()
+        self._turn ^= 1
+        cols, rows, cols_at, rows_at = self._bases[self._turn]
+        if n_cols > cols.size or n_rows > rows.size:
+            cols, rows = np.empty(max(2 * n_cols, cols.size), dtype=np.int32), np.empty(max(2 * n_rows, rows.size), dtype=np.int32)
+            cols_at, rows_at = cols.ctypes.data, rows.ctypes.data
+            self._bases[self._turn] = (cols, rows, cols_at, rows_at)
+        self._read_basis(self._pointer, cols_at, rows_at)
+        return cols[:n_cols], rows[:n_rows]
 
     def set_basis(self, cols: np.ndarray, rows: np.ndarray) -> None:
         """Start the next run from these statuses (HiGHS refuses an inconsistent basis: a cold start, no error)."""
@@ -574,7 +587,7 @@ class CompiledColumnGeneration(CompiledProgram):
 
     def _remember(self) -> None:
         """Keep the basis by part (for a rebuild), and when each column was last basic and each block carried mass."""
-        found = self._access.basis(self._n_cols, self._n_rows)
+        found = self._access.basis()
         if found is None:
             self._memory = None
             return
