@@ -23,7 +23,7 @@ from curlopt.agents.baselines import UcrlCmdp
 from curlopt.backends.base import DelegatedProgram
 from curlopt.backends.highs.backend import CompiledHighs
 from curlopt.backends.highs.box_columns import CompiledBoxColumns
-from curlopt.backends.highs.box_vertices import box_usable, box_vertices, poured_row
+from curlopt.backends.highs.box_vertices import box_usable, box_vertices
 from curlopt.backends.highs.columns import CompiledColumns
 from curlopt.backends.registry import auto_candidates, backend_names
 from curlopt.backends.results import ProgramVariant, Status
@@ -95,79 +95,6 @@ def test_one_order_serves_every_row_as_each_row_its_own():
     order = np.array([2, 0, 3, 1])
     shared = box_vertices(order, lower, upper)
     assert np.array_equal(shared, box_vertices(np.tile(order, (5, 1)), lower, upper))
-
-
-
-def _bits(values) -> np.ndarray:
-    """The float64 values' bit patterns (-0.0 and 0.0 differ), for bit-for-bit comparisons."""
-    return np.asarray(values, dtype=float).view(np.int64)
-
-
-@given(st.integers(1, 12), st.integers(0, 2**32 - 1), st.sampled_from([0.0, 0.05, 0.4, 1.0]), st.booleans())
-def test_the_row_by_row_pour_is_the_array_forms_bit_for_bit(width, seed, radius, ties):
-    """poured_row (the warm start's few rows, in Python floats) gives box_vertices' vertices bit for bit, for
-    any order, on boxes that are usable or not (W from 1 to 12: numpy sums 8 or more numbers pairwise)."""
-    rng = np.random.default_rng(seed)
-    rows = 6
-    centre = rng.dirichlet(np.ones(width), size=rows) * (rng.random((rows, width)) < 0.7)
-    centre /= np.maximum(centre.sum(axis=1, keepdims=True), 1e-300)
-    lower, upper = np.maximum(centre - radius, 0.0), centre + radius
-    if ties:                                        # equal ends, zero room
-        lower[:, : width // 2] = upper[:, : width // 2]
-    orders = np.argsort(rng.random((rows, width)), axis=1)
-    expected = box_vertices(orders, lower, upper)
-    room, free = upper - lower, 1.0 - lower.sum(axis=1)
-    got = [poured_row(o, lo, ro, fr) for o, lo, ro, fr in zip(orders.tolist(), lower.tolist(), room.tolist(), free.tolist(),
-                                                               strict=True)]
-    assert np.array_equal(_bits(got), _bits(expected))
-
-
-class _Recorder:
-    """Stands for the HiGHS object: records changeCoeff's calls."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[int, int, float]] = []
-
-    def changeCoeff(self, row: int, col: int, value: float) -> None:
-        self.calls.append((int(row), int(col), float(value)))
-
-
-@pytest.mark.parametrize("sparse", [False, True])
-def test_the_row_by_row_warm_start_rewrites_what_the_array_form_rewrites(sparse):
-    """After an epoch's new counts, the row-by-row rewrite of the moved ranked columns (_move_ranked) gives the
-    vertices of ranked_vertices and the changeCoeff calls of _push_moved, bit for bit and in the same order."""
-    S, A = 5, 3
-    model = _model(S, A, 11, piecewise=False, successors=3 if sparse else None)
-    kernel = model.transitions.toarray().reshape(S, A, S) if model.sparse else model.kernel
-    rng = np.random.default_rng(5)
-    program = BoxOptimisticProgram(model, 1e4)
-    compiled = get_backend(NAME).compile(program)
-    counts = np.zeros((S, A, S))
-    for epoch in range(8):
-        counts = counts + _counts(rng, kernel, scale=20, unvisited=0.3)
-        program.update(counts=counts, time=epoch + 1)
-        assert compiled.solve().status is Status.OPTIMAL
-    program.update(counts=counts + _counts(rng, kernel, scale=20, unvisited=0.3))
-    master = compiled.master
-    moved = master.read()
-    compiled._data_version = program.version                   # the boxes are read: the next solve reads no more
-    again = (moved[compiled._pool_pair] & (compiled._pool_ranking[:, 0] >= 0)).nonzero()[0]
-    assert again.size > 0 and compiled._synced
-    pairs, before = compiled._pool_pair[again], compiled._pool_vertex[again].copy()
-    highs, recorder = compiled.highs, _Recorder()
-    compiled.highs = recorder
-    try:
-        after = master.ranked_vertices(pairs, compiled._pool_ranking[again])
-        compiled._push_moved(again, pairs, before, after)
-        array_calls, recorder.calls = recorder.calls, []
-        compiled._move_ranked(again)
-        row_calls = recorder.calls
-    finally:
-        compiled.highs = highs
-    assert np.array_equal(_bits(compiled._pool_vertex[again]), _bits(after))
-    assert len(array_calls) > 0
-    assert [(r, c) for r, c, _ in row_calls] == [(r, c) for r, c, _ in array_calls]
-    assert np.array_equal(_bits([v for _, _, v in row_calls]), _bits([v for _, _, v in array_calls]))
 
 
 @given(st.integers(2, 6), st.integers(1, 3), st.integers(0, 10_000), st.booleans())

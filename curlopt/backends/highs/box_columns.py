@@ -43,7 +43,6 @@ from ...programs.optimistic import BoxOptimisticProgram
 from ..base import exactly
 from ..form_table import affine_pieces_table
 from .box_master import BoxMaster
-from .box_vertices import poured_row
 from .column_generation import CompiledColumnGeneration
 from .columns import ColumnsBackend
 
@@ -140,11 +139,10 @@ class CompiledBoxColumns(CompiledColumnGeneration):
             self._rearrange(keep, keep_block, seed)
             has_centre = True                                   # seeds are P^ columns: let vertices() look
         again = moved[self._pool_pair].nonzero()[0]
-        if again.size and not (has_centre and np.logical_or.reduce(self._pool_ranking[again, 0] < 0)):
-            self._move_ranked(again)
-        elif again.size:
+        if again.size:
             pairs, before = self._pool_pair[again], self._pool_vertex[again]
-            after = master.vertices(pairs, self._pool_ranking[again])
+            rankings = self._pool_ranking[again]
+            after = master.vertices(pairs, rankings) if has_centre else master.ranked_vertices(pairs, rankings)
             self._pool_vertex[again] = after
             if self._synced:
                 self._push_moved(again, pairs, before, after)
@@ -175,28 +173,6 @@ class CompiledBoxColumns(CompiledColumnGeneration):
         self._n_cols -= columns.size
         self._pool_index = self._pool_index - np.searchsorted(columns, self._pool_index)
         self._block_index = self._block_index - np.searchsorted(columns, self._block_index)
-
-    def _move_ranked(self, again: np.ndarray) -> None:
-        """Recompute the vertices of the pool columns ``again`` (positions in the pool, each remembered by a ranking:
-        no P^ among them) on the moved boxes and, when HiGHS holds the pool, rewrite their changed flow
-        coefficients: what ``ranked_vertices`` and :meth:`_push_moved` do, row by row in Python floats
-        (:func:`~.box_vertices.poured_row`: the same vertices, the same ``changeCoeff`` calls in the same order).
-        An epoch moves a few columns: the dozens of numpy calls of the array form cost more than the arithmetic."""
-        master = self.master
-        pairs = self._pool_pair[again]
-        before = self._pool_vertex[again].tolist()
-        after = list(map(poured_row, self._pool_ranking[again].tolist(), master.lower[pairs].tolist(),
-                         master.room[pairs].tolist(), master.free[pairs, 0].tolist()))
-        self._pool_vertex[again] = after
-        if not self._synced:
-            return
-        change = self._master.changeCoeff
-        flow_rows, own_slots = master.slot_lists()
-        for pair, column, old, new in zip(pairs.tolist(), self._pool_index[again].tolist(), before, after, strict=True):
-            own = own_slots[pair]
-            for slot, row in enumerate(flow_rows[pair]):         # slot by slot, as _push_moved's nonzero() orders them
-                if row >= 0 and new[slot] != old[slot]:
-                    change(row, column, own[slot] - new[slot])  # 1 - v(s) in the own state's row
 
     def _push_moved(self, pool: np.ndarray, pairs: np.ndarray, before: np.ndarray, after: np.ndarray) -> None:
         """Rewrite in HiGHS the flow coefficients of the pool columns ``pool`` (positions in the pool; ``pairs``

@@ -73,7 +73,6 @@ class BoxMaster(Master):
         # 1 - v(s), elsewhere -v(s')).
         self.on_flow = self.flow_row >= 0
         self.own_slot = (self.flow_row == self.own_row[:, None]).astype(float)
-        self._slot_lists: tuple[list[list[int]], list[list[float]]] | None = None
         #: each pair's slots in the program's solution vector (ρ, then p over slots): ``n_pairs + s·W + j``
         self.solution_slot = self.n_pairs + np.arange(self.n_pairs * self.W).reshape(self.n_pairs, self.W)
         self._h = np.zeros(self.S)               # pricing's flow duals, written in place
@@ -124,13 +123,6 @@ class BoxMaster(Master):
         out = np.zeros((self.n_pairs, self.W))
         out[self.valid] = entries
         return out
-
-    def slot_lists(self) -> tuple[list[list[int]], list[list[float]]]:
-        """``flow_row`` and ``own_slot`` as Python lists, pair by pair (made at the first call), for the warm start's
-        row-by-row rewrite of moved columns."""
-        if self._slot_lists is None:
-            self._slot_lists = (self.flow_row.tolist(), self.own_slot.tolist())
-        return self._slot_lists
 
     def to_entries(self, slots: np.ndarray) -> np.ndarray:
         """Per-slot values (pairs, W) as the program's per-entry layout (the support's entries in order)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["box_vertices", "box_usable", "poured_row", "usable_from_sums", "USABLE_TOLERANCE"]
+__all__ = ["box_vertices", "box_usable", "usable_from_sums", "USABLE_TOLERANCE"]
 
 #: how far ``Σ l`` may exceed 1 (and ``Σ u`` fall short of 1) by rounding for ``Q(s,a)`` still to count as non-empty
 USABLE_TOLERANCE = 1e-12
@@ -75,26 +75,3 @@ def box_vertices(order: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.
     vertices = np.empty_like(lower)
     vertices[rows, order] = low + poured
     return vertices
-
-
-def poured_row(order: list[int], lower: list[float], room: list[float], free: float) -> list[float]:
-    """:func:`box_vertices` of one row, in Python floats: ``lower`` and ``room = upper - lower`` over the slots,
-    ``free = 1 - Σ lower``, and the slot ``order``.
-
-    The same IEEE operations in the same order as the array form (the running sum of the room, the mass left,
-    clipped below at 0 and above at the room as ``np.maximum`` and ``np.minimum`` clip, plus the lower end), so the
-    vertex is the same bit for bit; for the few rows a warm start recomputes at each solve, a dozen numpy calls
-    cost more than this arithmetic.
-    """
-    vertex = [0.0] * len(lower)
-    total = 0.0
-    for rank, slot in enumerate(order):
-        width = room[slot]
-        total = width if rank == 0 else total + width          # the running sum, as np.add.accumulate takes it
-        poured = free - (total - width)                         # the mass left for this slot
-        if not (poured >= 0.0 or poured != poured):             # np.maximum(poured, 0.0): a NaN stays
-            poured = 0.0
-        if not (poured <= width or poured != poured):           # np.minimum(poured, width)
-            poured = width
-        vertex[slot] = poured + lower[slot]
-    return vertex
