@@ -147,7 +147,7 @@ class BoxMaster(Master):
         low, room = self._box_t[0].ravel()[at], self._box_t[2].ravel()[at]   # u - l, as box_vertices takes it
         before = np.add.accumulate(room, axis=1)
         before -= room                                       # the room of the slots ranked above
-        poured = self.free[pairs] - before
+        poured = self._free[pairs][:, None] - before         # free's (pairs, 1) values, gathered 1-D
         np.maximum(poured, 0.0, out=poured)
         np.minimum(poured, room, out=poured)
         poured += low
