@@ -402,7 +402,7 @@ class BoxOptimisticProgram(JointProgram):
         else:
             pairs = np.unique(support.pairs[flat != previous])
         if pairs.size and support.is_dense:
-            self._set_box_rows(pairs, flat[pairs])
+            self._set_box_rows(pairs, flat.take(pairs, axis=0))     # take: cheaper than fancy indexing here
         elif pairs.size:
             self._set_sparse_box_rows(pairs)
         self._confidence_counts = flat.copy()

@@ -140,8 +140,9 @@ class CompiledBoxColumns(CompiledColumnGeneration):
             has_centre = True                                   # seeds are P^ columns: let vertices() look
         again = moved[self._pool_pair].nonzero()[0]
         if again.size:
-            pairs, before = self._pool_pair[again], self._pool_vertex[again]
-            rankings = self._pool_ranking[again]
+            # rows gathered by take: a third of the cost of fancy indexing on these small arrays (measured)
+            pairs, before = self._pool_pair[again], self._pool_vertex.take(again, axis=0)
+            rankings = self._pool_ranking.take(again, axis=0)
             after = master.vertices(pairs, rankings) if has_centre else master.ranked_vertices(pairs, rankings)
             self._pool_vertex[again] = after
             if self._synced:
@@ -179,7 +180,7 @@ class CompiledBoxColumns(CompiledColumnGeneration):
         their pairs) whose vertices moved from ``before`` to ``after`` (an unchanged coefficient stays)."""
         master = self.master
         changed = after != before
-        changed &= master.on_flow[pairs]
+        changed &= master.on_flow.take(pairs, axis=0)
         column, slot = changed.nonzero()
         changed_pairs = pairs[column]
         values = master.own_slot[changed_pairs, slot] - after[column, slot]     # 1 - v(s) in the own state's row
@@ -218,11 +219,11 @@ class CompiledBoxColumns(CompiledColumnGeneration):
         pool_values = self._solution[0][self._pool_index]
         used = (pool_values > 0.0).nonzero()[0]                 # the basic columns, at most one per row
         weights = pool_values[used]
-        weighted = self._pool_vertex[used]
+        weighted = self._pool_vertex.take(used, axis=0)
         weighted *= weights[:, None]
         # ρ and p in one bincount (disjoint bins, each summed in the order of the columns)
         pairs = self._pool_pair[used]
-        x = np.bincount(np.concatenate([pairs, master.solution_slot[pairs].ravel()]),
+        x = np.bincount(np.concatenate([pairs, master.solution_slot.take(pairs, axis=0).ravel()]),
                         weights=np.concatenate([weights, weighted.ravel()]),
                         minlength=n_pairs * (master.W + 1)).astype(float, copy=False)  # no column: ints
         rho, p = x[:n_pairs], x[n_pairs:].reshape(n_pairs, master.W)

@@ -211,8 +211,9 @@ class BoxMaster(Master):
         if self.n_extra:
             constant -= self.extra_of_pair @ duals[S:]
         if self.shared_ranking:     # one order of the states for every pair
-            order = (-h).argsort(kind="stable").astype(np.int32)
+            order = (-h).argsort(kind="stable")
             constant += self._pour_shared(order) @ h[order]
+            order = order.astype(np.int32)
         else:
             slot_h = np.where(self.valid, h[np.maximum(self.successor, 0)], 0.0)
             order = np.argsort(np.where(self.valid, -slot_h, np.inf), axis=1, kind="stable").astype(np.int32)
@@ -239,7 +240,7 @@ class BoxMaster(Master):
         array: the memory layout the (pairs, W) pour has always had (a gather along the slots returns it), so the
         product that ends pricing is the same BLAS call on the same numbers."""
         box = self._box_t
-        low, room = box[0][order], box[2][order]
+        low, room = box[0].take(order, axis=0), box[2].take(order, axis=0)   # rows by rank (take: cheaper)
         poured = np.add.accumulate(room, axis=0)
         poured -= room                                       # the room of the slots ranked above
         np.subtract(self._free, poured, out=poured)
