@@ -66,6 +66,10 @@ class BoxMaster(Master):
         self.lower, self.upper, self.room = (part.T for part in self._box_t)
         self._free = np.ones(self.n_pairs)
         self.free = self._free[:, None]
+        # zeros of the two box shapes, read only: np.maximum against an array of the same shape skips the scalar's
+        # conversion and broadcast (the same values)
+        self._zeros = np.zeros((self.n_pairs, self.W))
+        self._zeros_t = np.zeros((self.W, self.n_pairs))
         self.usable = np.zeros(self.n_pairs, dtype=bool)
         self.unusable = np.arange(self.n_pairs)
         # Fixed by the structure, kept rather than recomputed at every solve: the flow coefficients' rows
@@ -86,7 +90,7 @@ class BoxMaster(Master):
         if self._both_groups is not None:
             raw = values[self._both_groups].reshape(2, self.n_pairs, self.W)
             upper = np.negative(raw[0])                                   # box_upper holds -(P^ + b)
-            lower = np.maximum(raw[1], 0.0)                               # box_lower: P^ - b; p >= 0 anyway
+            lower = np.maximum(raw[1], self._zeros)                       # box_lower: P^ - b; p >= 0 anyway
         else:
             upper = self._to_slots(-values[self._upper_group])
             lower = self._to_slots(np.maximum(values[self._lower_group], 0.0))
@@ -244,7 +248,7 @@ class BoxMaster(Master):
         poured = np.add.accumulate(room, axis=0)
         poured -= room                                       # the room of the slots ranked above
         np.subtract(self._free, poured, out=poured)
-        np.maximum(poured, 0.0, out=poured)
+        np.maximum(poured, self._zeros_t, out=poured)
         np.minimum(poured, room, out=poured)
         poured += low
         return poured.T
