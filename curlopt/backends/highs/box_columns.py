@@ -181,10 +181,13 @@ class CompiledBoxColumns(CompiledColumnGeneration):
         master = self.master
         changed = after != before
         changed &= master.on_flow.take(pairs, axis=0)
-        column, slot = changed.nonzero()
-        changed_pairs = pairs[column]
-        values = master.own_slot[changed_pairs, slot] - after[column, slot]     # 1 - v(s) in the own state's row
-        self._change(master.flow_row[changed_pairs, slot], self._pool_index[pool[column]], values)
+        # by flat index (1-D takes cost less than 2-D fancy indexing here): entry column·W + slot of the moved
+        # columns, pair·W + slot of the structure's (pairs, W) arrays; in order, column by column, slot by slot
+        moved = changed.ravel().nonzero()[0]
+        column, slot = np.divmod(moved, master.W)
+        entry = pairs.take(column) * master.W + slot
+        values = master.own_slot.ravel().take(entry) - after.ravel().take(moved)   # 1 - v(s) in the own state's row
+        self._change(master.flow_row.ravel().take(entry), self._pool_index.take(pool.take(column)), values)
 
     def _push_blocks(self, blocks: np.ndarray) -> None:
         """Rewrite in HiGHS the ρ columns of the blocks ``blocks`` (positions among the blocks) on their new boxes."""
@@ -232,5 +235,5 @@ class CompiledBoxColumns(CompiledColumnGeneration):
             block_values = np.maximum(values[self._block_index[:, None] + np.arange(master.block_cols)[None, :]], 0.0)
             rho[self._block_pair] += block_values[:, 0]
             p[self._block_pair] += block_values[:, :1] * master.lower[self._block_pair] + block_values[:, 1:]
-        np.maximum(p, 0.0, out=p)
+        np.maximum(p, master.zeros, out=p)
         return x if master.all_valid else np.concatenate([rho, master.to_entries(p)])

@@ -68,7 +68,7 @@ class BoxMaster(Master):
         self.free = self._free[:, None]
         # zeros of the two box shapes, read only: np.maximum against an array of the same shape skips the scalar's
         # conversion and broadcast (the same values)
-        self._zeros = np.zeros((self.n_pairs, self.W))
+        self.zeros = np.zeros((self.n_pairs, self.W))
         self._zeros_t = np.zeros((self.W, self.n_pairs))
         self.usable = np.zeros(self.n_pairs, dtype=bool)
         self.unusable = np.arange(self.n_pairs)
@@ -90,7 +90,7 @@ class BoxMaster(Master):
         if self._both_groups is not None:
             raw = values[self._both_groups].reshape(2, self.n_pairs, self.W)
             upper = np.negative(raw[0])                                   # box_upper holds -(P^ + b)
-            lower = np.maximum(raw[1], self._zeros)                       # box_lower: P^ - b; p >= 0 anyway
+            lower = np.maximum(raw[1], self.zeros)                       # box_lower: P^ - b; p >= 0 anyway
         else:
             upper = self._to_slots(-values[self._upper_group])
             lower = self._to_slots(np.maximum(values[self._lower_group], 0.0))
