@@ -416,12 +416,14 @@ class BoxOptimisticProgram(JointProgram):
 
     def _box_rows(self) -> tuple[np.ndarray, np.ndarray]:
         """The parameter values of the rows ``box_upper`` and ``box_lower`` as writable (S·A, S) views (dense
-        support), made once."""
-        rows = getattr(self, "_box_row_views", None)
-        if rows is None:
+        support), made again only if the parameter array itself is replaced."""
+        values = self.linear.writable_values()
+        kept = getattr(self, "_box_row_views", None)
+        if kept is None or kept[0] is not values:
             upper, lower = self._box_values()
-            rows = self._box_row_views = (upper.reshape(self.support.n_pairs, -1), lower.reshape(self.support.n_pairs, -1))
-        return rows
+            n_pairs = self.support.n_pairs
+            kept = self._box_row_views = (values, upper.reshape(n_pairs, -1), lower.reshape(n_pairs, -1))
+        return kept[1], kept[2]
 
     def _box_values(self) -> tuple[np.ndarray, np.ndarray]:
         """The parameter values of the rows ``box_upper`` and ``box_lower`` (writable views)."""

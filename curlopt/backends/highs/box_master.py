@@ -44,6 +44,8 @@ class BoxMaster(Master):
         ``u - l``, and the mass ``1 - Σ l`` left after the lower ends: what pricing and the vertices pour.
     usable : ndarray of bool, shape (S·A,)
         Pairs whose box is not empty (the others can carry no mass).
+    zeros : ndarray, shape (S·A, W)
+        Zeros (read only), for clipping at 0 without a scalar's conversion and broadcast at each call.
     """
 
     program: BoxOptimisticProgram
@@ -54,8 +56,8 @@ class BoxMaster(Master):
         self.shared_ranking = program.support.is_dense                   # every pair's slots are the same states
         groups = program.linear.param_groups
         self._upper_group, self._lower_group = groups["box_upper"], groups["box_lower"]
-        # box_upper's entries then box_lower's, one after the other, on every slot (the dense support): both
-        # gathered in one
+        # box_upper's entries then box_lower's, one after the other, on every slot (the dense support): both read
+        # through one (2, pairs, W) view
         upper_group, lower_group = self._upper_group, self._lower_group
         self._both_groups = (slice(upper_group.start, lower_group.stop)
                              if self.all_valid and upper_group.stop == lower_group.start else None)

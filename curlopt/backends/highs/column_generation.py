@@ -373,7 +373,8 @@ class MasterAccess:
         self._turn ^= 1
         cols, rows, cols_at, rows_at = self._bases[self._turn]
         if n_cols > cols.size or n_rows > rows.size:
-            cols, rows = np.empty(max(2 * n_cols, cols.size), dtype=np.int32), np.empty(max(2 * n_rows, rows.size), dtype=np.int32)
+            cols = np.empty(max(2 * n_cols, cols.size), dtype=np.int32)
+            rows = np.empty(max(2 * n_rows, rows.size), dtype=np.int32)
             cols_at, rows_at = cols.ctypes.data, rows.ctypes.data
             self._bases[self._turn] = (cols, rows, cols_at, rows_at)
         self._read_basis(self._pointer, cols_at, rows_at)
