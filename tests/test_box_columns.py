@@ -338,3 +338,36 @@ def test_a_ucrl_cmdp_run_plans_every_epoch_at_the_whole_lps_value():
     assert len(seen) == len(trace.epochs) == 200
     got, expected = np.array(seen).T
     np.testing.assert_allclose(got, expected, rtol=EXACT, atol=EXACT)
+
+
+def test_the_list_path_of_highspy_gives_the_c_apis_solutions_bit_for_bit(monkeypatch):
+    """Where HiGHS's C API cannot be reached, the master's solution, basis and status come through highspy's lists:
+    the same points, iterations and statuses, epoch after epoch (the warm start included), as through the C API."""
+    from curlopt.backends.highs import column_generation
+
+    def epochs(c_api: bool) -> list[tuple[np.ndarray, int | None, str]]:
+        model = queue_model()
+        rng = np.random.default_rng(2)
+        program = BoxOptimisticProgram(model, 2e4)
+        compiled = get_backend(NAME).compile(program)
+        counts, out = np.zeros((6, 16, 6)), []
+        for epoch in range(12):
+            counts = counts + _counts(rng, model.kernel, scale=3, unvisited=0.8)
+            program.update(counts=counts, time=epoch + 1)
+            result = compiled.solve()
+            out.append((result.x, result.iterations, result.status.value))
+        assert (compiled._access._api is not None) == c_api
+        return out
+
+    through_c = epochs(True)
+
+    class NoReader:
+        @classmethod
+        def create(cls, highs):
+            return None
+
+    monkeypatch.setattr(column_generation, "SolutionReader", NoReader)
+    through_lists = epochs(False)
+    for (x_c, its_c, status_c), (x_l, its_l, status_l) in zip(through_c, through_lists, strict=True):
+        assert status_c == status_l and its_c == its_l
+        assert np.array_equal(_bits(x_c), _bits(x_l))
