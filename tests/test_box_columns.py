@@ -97,6 +97,44 @@ def test_one_order_serves_every_row_as_each_row_its_own():
     assert np.array_equal(shared, box_vertices(np.tile(order, (5, 1)), lower, upper))
 
 
+
+@given(st.integers(2, 12), st.integers(1, 3), st.integers(0, 10_000))
+def test_pricing_on_the_dense_support_is_the_plain_pours_bit_for_bit(S, A, seed):
+    """Pricing pours slot-major (W rows gathered by rank); its reduced costs are, bit for bit, those of the plain
+    (pairs, W) pour written out here, with the product taken on the layout a column gather gives (as pricing's
+    always was), and the visited pairs it keeps are those with counts. Up to S = 12: numpy sums 8 or more numbers
+    pairwise."""
+    rng = np.random.default_rng(seed)
+    model = _model(S, A, seed, piecewise=False)
+    program = BoxOptimisticProgram(model, 1e4)
+    master = get_backend(NAME).compile(program).master
+    counts = np.zeros((S, A, S))
+    for _ in range(3):
+        counts = counts + _counts(rng, model.kernel, scale=50, unvisited=0.4)
+        program.update(counts=counts)
+        master.read()
+        assert np.array_equal(program.visited_pairs(), counts.sum(axis=2).ravel() > 0)
+        duals = rng.normal(size=master.n_global)
+        h = np.append(duals[1: S], 0.0)
+        lower, upper = np.maximum(program.kernel_bounds()[0], 0.0).reshape(S * A, S), program.kernel_bounds()[1].reshape(S * A, S)
+        order = np.argsort(-h, kind="stable")
+        room = (upper - lower)[:, order]                  # a column gather: the (pairs, W) layout pricing has had
+        poured = np.add.accumulate(room, axis=1)
+        poured -= room
+        poured = np.minimum(np.maximum((1.0 - lower.sum(axis=1))[:, None] - poured, 0.0), room) + lower[:, order]
+        expected = master.cost - duals[0] - h[np.repeat(np.arange(S), A)]
+        if master.n_extra:
+            expected -= master.extra_of_pair @ duals[S:]
+        expected += poured @ h[order]
+        expected[~box_usable(lower, upper)] = -np.inf
+        reduced, got_order = master.price(duals, 2)
+        assert np.array_equal(got_order, order) and np.array_equal(_bits(reduced), _bits(expected))
+
+
+def _bits(values) -> np.ndarray:
+    """The float64 values' bit patterns (-0.0 and 0.0 differ), for bit-for-bit comparisons."""
+    return np.asarray(values, dtype=float).view(np.int64)
+
 @given(st.integers(2, 6), st.integers(1, 3), st.integers(0, 10_000), st.booleans())
 def test_the_masters_kept_boxes_and_recomputed_vertices_are_the_closed_forms(S, A, seed, sparse):
     """The warm start recomputes moved pool vertices from the boxes the master keeps (``u - l`` and ``1 - Σ l``
@@ -300,3 +338,36 @@ def test_a_ucrl_cmdp_run_plans_every_epoch_at_the_whole_lps_value():
     assert len(seen) == len(trace.epochs) == 200
     got, expected = np.array(seen).T
     np.testing.assert_allclose(got, expected, rtol=EXACT, atol=EXACT)
+
+
+def test_the_list_path_of_highspy_gives_the_c_apis_solutions_bit_for_bit(monkeypatch):
+    """Where HiGHS's C API cannot be reached, the master's solution, basis and status come through highspy's lists:
+    the same points, iterations and statuses, epoch after epoch (the warm start included), as through the C API."""
+    from curlopt.backends.highs import column_generation
+
+    def epochs(c_api: bool) -> list[tuple[np.ndarray, int | None, str]]:
+        model = queue_model()
+        rng = np.random.default_rng(2)
+        program = BoxOptimisticProgram(model, 2e4)
+        compiled = get_backend(NAME).compile(program)
+        counts, out = np.zeros((6, 16, 6)), []
+        for epoch in range(12):
+            counts = counts + _counts(rng, model.kernel, scale=3, unvisited=0.8)
+            program.update(counts=counts, time=epoch + 1)
+            result = compiled.solve()
+            out.append((result.x, result.iterations, result.status.value))
+        assert (compiled._access._api is not None) == c_api
+        return out
+
+    through_c = epochs(True)
+
+    class NoReader:
+        @classmethod
+        def create(cls, highs):
+            return None
+
+    monkeypatch.setattr(column_generation, "SolutionReader", NoReader)
+    through_lists = epochs(False)
+    for (x_c, its_c, status_c), (x_l, its_l, status_l) in zip(through_c, through_lists, strict=True):
+        assert status_c == status_l and its_c == its_l
+        assert np.array_equal(_bits(x_c), _bits(x_l))

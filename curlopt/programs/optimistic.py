@@ -303,8 +303,17 @@ class OptimisticProgram(JointProgram):
 
 def box_radius(visits: np.ndarray, horizon: float, n_states: int, n_actions: int) -> np.ndarray:
     """The per-entry radius ``b(s,a) = min(1, sqrt(ln(2 S² A T²) / (2 max(1, N(s,a)))))`` (docs/math.md §9)."""
-    log_term = math.log(2.0 * n_states**2 * n_actions * float(horizon) ** 2)
-    return np.minimum(1.0, np.sqrt(log_term / (2.0 * np.maximum(1.0, visits))))
+    return _box_radius_of(np.maximum(1.0, visits), _box_log_term(horizon, n_states, n_actions))
+
+
+def _box_log_term(horizon: float, n_states: int, n_actions: int) -> float:
+    """``ln(2 S² A T²)``, the radius' log term (fixed for a program: kept rather than recomputed per epoch)."""
+    return math.log(2.0 * n_states**2 * n_actions * float(horizon) ** 2)
+
+
+def _box_radius_of(scale: np.ndarray, log_term: float) -> np.ndarray:
+    """:func:`box_radius` from ``max(1, N)`` and the log term (the one arithmetic both paths use)."""
+    return np.minimum(1.0, np.sqrt(log_term / (2.0 * scale)))
 
 
 class BoxOptimisticProgram(JointProgram):
@@ -343,6 +352,7 @@ class BoxOptimisticProgram(JointProgram):
                 or not math.isfinite(horizon) or horizon < 1:
             raise ProgramError(f"the horizon T must be a finite number >= 1, got {horizon!r}.")
         self.horizon = float(horizon)
+        self._log_term = _box_log_term(self.horizon, model.n_states, model.n_actions)
         super().__init__(model, [], counts, time, epsilon, support)
         # Read once per solve (thousands per run): the blocks' slices, kept rather than rebuilt each time.
         self._views = {name: (block.slice, block.shape) for name, block in self.blocks.items()}
@@ -396,15 +406,35 @@ class BoxOptimisticProgram(JointProgram):
         previous = getattr(self, "_confidence_counts", None)
         if previous is None:
             pairs = np.arange(support.n_pairs)
+            self._visited = np.zeros(support.n_pairs, dtype=bool)
         elif support.is_dense:
-            pairs = np.flatnonzero(np.any(flat != previous.reshape(flat.shape), axis=1))
+            # the changed entries' pairs marked (a row-wise any over S-entry rows costs more, per row, than this)
+            changed = np.zeros(support.n_pairs, dtype=bool)
+            changed[(flat != previous).ravel().nonzero()[0] // flat.shape[1]] = True
+            pairs = changed.nonzero()[0]
         else:
             pairs = np.unique(support.pairs[flat != previous])
         if pairs.size and support.is_dense:
-            self._set_box_rows(pairs, flat[pairs])
+            self._set_box_rows(pairs, flat.take(pairs, axis=0))     # take: cheaper than fancy indexing here
         elif pairs.size:
             self._set_sparse_box_rows(pairs)
-        self._confidence_counts = self._counts.copy()
+        self._confidence_counts = flat.copy()
+
+    def visited_pairs(self) -> np.ndarray:
+        """Which pairs (flat ``s·A + a``) have at least one observed transition, shape (S·A,) (kept as the counts
+        are set, not recomputed: read by the box column generation at every solve)."""
+        return self._visited
+
+    def _box_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """The parameter values of the rows ``box_upper`` and ``box_lower`` as writable (S·A, S) views (dense
+        support), made again only if the parameter array itself is replaced."""
+        values = self.linear.writable_values()
+        kept = getattr(self, "_box_row_views", None)
+        if kept is None or kept[0] is not values:
+            upper, lower = self._box_values()
+            n_pairs = self.support.n_pairs
+            kept = self._box_row_views = (values, upper.reshape(n_pairs, -1), lower.reshape(n_pairs, -1))
+        return kept[1], kept[2]
 
     def _box_values(self) -> tuple[np.ndarray, np.ndarray]:
         """The parameter values of the rows ``box_upper`` and ``box_lower`` (writable views)."""
@@ -413,14 +443,14 @@ class BoxOptimisticProgram(JointProgram):
 
     def _set_box_rows(self, pairs: np.ndarray, counts: np.ndarray) -> None:
         """Write ``-(P^ + b)`` and ``P^ - b`` for the flat pair indices ``pairs`` from their counts (k, S)."""
-        S = self.model.n_states
-        visits = counts.sum(axis=1)
-        p_hat = counts / np.maximum(1.0, visits)[:, None]
-        b = box_radius(visits, self.horizon, S, self.model.n_actions)[:, None]
-        entries = (pairs[:, None] * S + np.arange(S)).ravel()
-        upper_values, lower_values = self._box_values()
-        upper_values[entries] = -(p_hat + b).ravel()
-        lower_values[entries] = (p_hat - b).ravel()
+        visits = np.add.reduce(counts, axis=1)
+        scale = np.maximum(1.0, visits)                     # P^'s divisor and the radius' max(1, N): one array
+        p_hat = counts / scale[:, None]
+        b = _box_radius_of(scale, self._log_term)[:, None]
+        upper_rows, lower_rows = self._box_rows()
+        upper_rows[pairs] = -(p_hat + b)
+        lower_rows[pairs] = p_hat - b
+        self._visited[pairs] = visits > 0
 
     def _set_sparse_box_rows(self, pairs: np.ndarray) -> None:
         """:meth:`_set_box_rows` on a sparse support: the entries of ``pairs`` (sorted flat pair indices)."""
@@ -436,3 +466,4 @@ class BoxOptimisticProgram(JointProgram):
         upper_values, lower_values = self._box_values()
         upper_values[entries] = -(p_hat + b)
         lower_values[entries] = p_hat - b
+        self._visited[pairs] = (visits > 0) & (sizes > 0)        # reduceat reads on past an empty pair's range

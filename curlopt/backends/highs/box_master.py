@@ -22,7 +22,7 @@ import numpy as np
 
 from ...programs.lp import LPForm
 from ...programs.optimistic import BoxOptimisticProgram
-from .box_vertices import box_usable, box_vertices
+from .box_vertices import box_vertices, usable_from_sums
 from .column_generation import Master
 
 __all__ = ["BoxMaster"]
@@ -44,6 +44,8 @@ class BoxMaster(Master):
         ``u - l``, and the mass ``1 - Σ l`` left after the lower ends: what pricing and the vertices pour.
     usable : ndarray of bool, shape (S·A,)
         Pairs whose box is not empty (the others can carry no mass).
+    zeros : ndarray, shape (S·A, W)
+        Zeros (read only), for clipping at 0 without a scalar's conversion and broadcast at each call.
     """
 
     program: BoxOptimisticProgram
@@ -54,16 +56,29 @@ class BoxMaster(Master):
         self.shared_ranking = program.support.is_dense                   # every pair's slots are the same states
         groups = program.linear.param_groups
         self._upper_group, self._lower_group = groups["box_upper"], groups["box_lower"]
-        self.lower = self.upper = self.room = np.zeros((self.n_pairs, self.W))
-        self.free = np.ones((self.n_pairs, 1))
+        # box_upper's entries then box_lower's, one after the other, on every slot (the dense support): both read
+        # through one (2, pairs, W) view
+        upper_group, lower_group = self._upper_group, self._lower_group
+        self._both_groups = (slice(upper_group.start, lower_group.stop)
+                             if self.all_valid and upper_group.stop == lower_group.start else None)
+        # lower, upper and room stored by slot, (3, W, pairs), and read as (pairs, W) views: pricing ranks the slots
+        # by gathering rows and pours down the W rows in one vectorised pass each (the pour's (pairs, W) arrays have
+        # always had this memory layout, so the products that end pricing are the same BLAS calls)
+        self._box_t = np.zeros((3, self.W, self.n_pairs))
+        self.lower, self.upper, self.room = (part.T for part in self._box_t)
+        self._free = np.ones(self.n_pairs)
+        self.free = self._free[:, None]
+        # zeros of the two box shapes, read only: np.maximum against an array of the same shape skips the scalar's
+        # conversion and broadcast (the same values)
+        self.zeros = np.zeros((self.n_pairs, self.W))
+        self._zeros_t = np.zeros((self.W, self.n_pairs))
         self.usable = np.zeros(self.n_pairs, dtype=bool)
         self.unusable = np.arange(self.n_pairs)
         # Fixed by the structure, kept rather than recomputed at every solve: the flow coefficients' rows
         # (flow_row >= 0) and where a pair's own state is among them (a vertex column's coefficient there is
-        # 1 - v(s), elsewhere -v(s')), and the flat index of each pair's first slot.
+        # 1 - v(s), elsewhere -v(s')).
         self.on_flow = self.flow_row >= 0
         self.own_slot = (self.flow_row == self.own_row[:, None]).astype(float)
-        self.first_slot = np.arange(self.n_pairs) * self.W
         #: each pair's slots in the program's solution vector (ρ, then p over slots): ``n_pairs + s·W + j``
         self.solution_slot = self.n_pairs + np.arange(self.n_pairs * self.W).reshape(self.n_pairs, self.W)
         self._h = np.zeros(self.S)               # pricing's flow duals, written in place
@@ -74,17 +89,26 @@ class BoxMaster(Master):
         """The boxes of the program's current parameter values (exactly the coefficients of its box rows);
         returns which pairs' boxes moved since the last read."""
         values = self.program.linear.param_values
-        upper = self._to_slots(-values[self._upper_group])                       # box_upper holds -(P^ + b)
-        lower = self._to_slots(np.maximum(values[self._lower_group], 0.0))      # box_lower: P^ - b; p >= 0 anyway
-        # ufuncs' own reduce and accumulate (what ndarray.sum, .any and np.cumsum call) spare the Python wrappers'
-        # cost, which on arrays this small is most of the cost, here and in the per-solve steps below
-        moved = upper != self.upper
-        moved |= lower != self.lower
-        moved = np.logical_or.reduce(moved, axis=1)
+        if self._both_groups is not None:
+            raw = values[self._both_groups].reshape(2, self.n_pairs, self.W)
+            upper = np.negative(raw[0])                                   # box_upper holds -(P^ + b)
+            lower = np.maximum(raw[1], self.zeros)                       # box_lower: P^ - b; p >= 0 anyway
+        else:
+            upper = self._to_slots(-values[self._upper_group])
+            lower = self._to_slots(np.maximum(values[self._lower_group], 0.0))
+        box = np.empty((3, self.W, self.n_pairs))
+        box[0], box[1] = lower.T, upper.T
+        np.subtract(box[1], box[0], out=box[2])
+        # moved: a pair any of whose 2·W ends changed (an OR down the rows of the slot-major arrays)
+        moved = np.logical_or.reduce((box[:2] != self._box_t[:2]).reshape(2 * self.W, self.n_pairs), axis=0)
+        # ufuncs' own reduce (what ndarray.sum calls) spares the Python wrapper's cost, which on arrays this small
+        # is most of the cost, here and in the per-solve steps below; the sums run along each pair's own row
         lower_sum = np.add.reduce(lower, axis=1)
-        self.lower, self.upper, self.room = lower, upper, upper - lower
-        self.free = (1.0 - lower_sum)[:, None]                   # the mass left after the lower ends
-        self.usable = box_usable(lower, upper, lower_sum)
+        self._box_t = box
+        self.lower, self.upper, self.room = lower, upper, box[2].T
+        self._free = np.subtract(1.0, lower_sum)                          # the mass left after the lower ends
+        self.free = self._free[:, None]
+        self.usable = usable_from_sums(lower_sum, np.add.reduce(upper, axis=1))
         self.unusable = (~self.usable).nonzero()[0]
         return moved
 
@@ -95,8 +119,8 @@ class BoxMaster(Master):
         return counts / np.maximum(1.0, counts.sum(axis=1))[:, None]
 
     def visited(self) -> np.ndarray:
-        """Pairs with at least one observed transition."""
-        return self.program.visits.ravel() > 0
+        """Pairs with at least one observed transition (the program's own mask: do not write to it)."""
+        return self.program.visited_pairs()
 
     def _to_slots(self, entries: np.ndarray) -> np.ndarray:
         """Per-entry values as (pairs, W) slots; ``entries`` is a new array, which may be returned reshaped."""
@@ -125,16 +149,17 @@ class BoxMaster(Master):
         boxes of ``pairs`` for the slot orders ``orders`` (k, W), by the same arithmetic, read from the current boxes
         by flat index (``u - l`` from ``room``, ``1 - Σ l`` from ``free``: the same sums). The warm start recomputes
         the vertices of the pool columns whose box moved at every solve."""
-        at = orders + self.first_slot[pairs][:, None]
-        low, room = self.lower.ravel()[at], self.room.ravel()[at]      # upper - lower, as box_vertices takes it
+        at = orders * self.n_pairs + pairs[:, None]            # slot j of pair p in the slot-major arrays: j·pairs + p
+        low, room = self._box_t[0].ravel()[at], self._box_t[2].ravel()[at]   # u - l, as box_vertices takes it
         before = np.add.accumulate(room, axis=1)
         before -= room                                       # the room of the slots ranked above
-        poured = self.free[pairs] - before
+        poured = self._free[pairs][:, None] - before         # free's (pairs, 1) values, gathered 1-D
         np.maximum(poured, 0.0, out=poured)
         np.minimum(poured, room, out=poured)
         poured += low
         vertices = np.empty_like(poured)
-        vertices[np.arange(pairs.size)[:, None], orders] = poured
+        # each row's values at its slots, by flat index: row i's slot j is i·W + j
+        vertices.reshape(-1)[orders + np.arange(0, pairs.size * self.W, self.W)[:, None]] = poured
         return vertices
 
     # -- columns --------------------------------------------------------------------------------------------------
@@ -192,28 +217,43 @@ class BoxMaster(Master):
         if self.n_extra:
             constant -= self.extra_of_pair @ duals[S:]
         if self.shared_ranking:     # one order of the states for every pair
-            order = (-h).argsort(kind="stable").astype(np.int32)
-            low, room, ranked_h = self.lower[:, order], self.room[:, order], h[order]
+            order = (-h).argsort(kind="stable")
+            constant += self._pour_shared(order) @ h[order]
+            order = order.astype(np.int32)
         else:
             slot_h = np.where(self.valid, h[np.maximum(self.successor, 0)], 0.0)
             order = np.argsort(np.where(self.valid, -slot_h, np.inf), axis=1, kind="stable").astype(np.int32)
             rows = np.arange(self.n_pairs)[:, None]
             low, room, ranked_h = self.lower[rows, order], self.room[rows, order], slot_h[rows, order]
-        # the mass left after the lower ends, poured by decreasing h (as box_vertices does)
-        poured = np.add.accumulate(room, axis=1)
-        poured -= room
-        np.subtract(self.free, poured, out=poured)
-        np.maximum(poured, 0.0, out=poured)
-        np.minimum(poured, room, out=poured)
-        poured += low
-        if self.shared_ranking:
-            constant += poured @ ranked_h
-        else:
+            # the mass left after the lower ends, poured by decreasing h (as box_vertices does)
+            poured = np.add.accumulate(room, axis=1)
+            poured -= room
+            np.subtract(self.free, poured, out=poured)
+            np.maximum(poured, 0.0, out=poured)
+            np.minimum(poured, room, out=poured)
+            poured += low
             poured *= ranked_h
             constant += np.add.reduce(poured, axis=1)
         if self.unusable.size:
             constant[self.unusable] = -np.inf
         return constant, order
+
+    def _pour_shared(self, order: np.ndarray) -> np.ndarray:
+        """Every pair's best vertex for one slot order (as box_vertices pours it), in its order, shape (pairs, W).
+
+        Poured slot-major: the rows of lower and room gathered by rank, the mass left after the lower ends
+        poured down them in one vectorised pass each. The result is the transpose of a C-ordered (W, pairs)
+        array: the memory layout the (pairs, W) pour has always had (a gather along the slots returns it), so the
+        product that ends pricing is the same BLAS call on the same numbers."""
+        box = self._box_t
+        low, room = box[0].take(order, axis=0), box[2].take(order, axis=0)   # rows by rank (take: cheaper)
+        poured = np.add.accumulate(room, axis=0)
+        poured -= room                                       # the room of the slots ranked above
+        np.subtract(self._free, poured, out=poured)
+        np.maximum(poured, self._zeros_t, out=poured)
+        np.minimum(poured, room, out=poured)
+        poured += low
+        return poured.T
 
     def best_vertices(self, pairs: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The orders (k, W) and vertices of ``pairs`` for the ``order`` :meth:`price` returned."""

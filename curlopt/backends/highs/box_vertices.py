@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["box_vertices", "box_usable", "USABLE_TOLERANCE"]
+__all__ = ["box_vertices", "box_usable", "usable_from_sums", "USABLE_TOLERANCE"]
 
 #: how far ``Σ l`` may exceed 1 (and ``Σ u`` fall short of 1) by rounding for ``Q(s,a)`` still to count as non-empty
 USABLE_TOLERANCE = 1e-12
@@ -33,7 +33,14 @@ def box_usable(lower: np.ndarray, upper: np.ndarray, lower_sum: np.ndarray | Non
     """
     if lower_sum is None:
         lower_sum = lower.sum(axis=1)
-    return (lower_sum <= 1.0 + USABLE_TOLERANCE) & (np.add.reduce(upper, axis=1) >= 1.0 - USABLE_TOLERANCE)
+    return usable_from_sums(lower_sum, np.add.reduce(upper, axis=1))
+
+
+def usable_from_sums(lower_sum: np.ndarray, upper_sum: np.ndarray) -> np.ndarray:
+    """:func:`box_usable` from the rows' sums ``Σ l`` and ``Σ u`` (for a caller that has them)."""
+    usable = lower_sum <= 1.0 + USABLE_TOLERANCE
+    usable &= upper_sum >= 1.0 - USABLE_TOLERANCE
+    return usable
 
 
 def box_vertices(order: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:

@@ -49,6 +49,7 @@ the rest:
 
 from __future__ import annotations
 
+import ctypes
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -303,36 +304,81 @@ class Master(ABC):
 class MasterAccess:
     """A master's solution, duals and basis as numpy arrays through HiGHS's C API
     (:class:`~curlopt.backends.highs.solution.SolutionReader`), or through highspy's lists where the C API cannot
-    be reached or HiGHS uses 64-bit integers (the same values, slower). The caller passes the model's size, which
-    it keeps itself.
+    be reached or HiGHS uses 64-bit integers (the same values, slower).
 
     highspy returns them as Python lists of floats and of enum members; at (S, A) = (100, 10) converting the
-    basis both ways cost more than HiGHS's own re-solve (measured).
+    basis both ways cost more than HiGHS's own re-solve (measured). Through the C API the solution and the basis
+    are read into buffers kept across solves (their addresses taken once, sized by HiGHS's own counts), as a
+    master is re-solved thousands of times a run.
     """
 
     def __init__(self, highs: Any) -> None:
+        import highspy
+
         self.highs = highs
         reader = SolutionReader.create(highs)
         self._api = reader if reader is not None and reader.has_int32_basis() else None
+        # the model status by name without highspy's enum ``name`` property (a few microseconds a call)
+        self._status_names = {member: name for name, member in highspy.HighsModelStatus.__members__.items()}
+        self._status_of_code = {int(member): name for member, name in self._status_names.items()}
+        self._values, self._duals = np.empty(0), np.empty(0)
+        self._values_at = self._duals_at = 0
+        # two pairs of basis buffers, used in turn: a basis read stays valid until the read after next (the
+        # caller's last basis, kept by part, is read while the new one is written)
+        self._bases = [(np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32), 0, 0) for _ in range(2)]
+        self._turn = 0
+        if self._api is not None:
+            # Highs_getSolution and Highs_getBasis on the reader's pointer, writing into the buffers by address
+            # (the reader's own methods allocate the arrays, or take their addresses, at every call)
+            self._read_solution, self._read_basis = self._api._get, self._api._get_basis
+            self._pointer = self._api._pointer
+            # the model status as HiGHS's integer code (a seventh of a microsecond; highspy's enum hashes slower)
+            self._model_status = self._api._library.Highs_getModelStatus
+            self._model_status.argtypes, self._model_status.restype = [ctypes.c_void_p], ctypes.c_int
 
-    def solution(self, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
-        """Column values and row duals of the current solution."""
+    def status_name(self) -> str:
+        """HiGHS's model status, as the name of its ``HighsModelStatus`` member."""
+        if self._api is None:
+            return self._status_names[self.highs.getModelStatus()]
+        return self._status_of_code[self._model_status(self._pointer)]
+
+    def solution(self) -> tuple[np.ndarray, np.ndarray]:
+        """Column values and row duals of the current solution. Through the C API they are views of buffers that
+        the next call overwrites: a caller keeps a copy of what it needs past the next master solve."""
         if self._api is None:
             solution = self.highs.getSolution()
             return np.asarray(solution.col_value, dtype=float), np.asarray(solution.row_dual, dtype=float)
-        return self._api.col_values_and_row_duals(n_rows)
+        # HiGHS writes as many values as its model has columns and rows: the buffers are sized by its own counts
+        n_cols, n_rows = self.highs.getNumCol(), self.highs.getNumRow()
+        if n_cols > self._values.size:
+            self._values = np.empty(2 * n_cols)
+            self._values_at = self._values.ctypes.data
+        if n_rows > self._duals.size:
+            self._duals = np.empty(2 * n_rows)
+            self._duals_at = self._duals.ctypes.data
+        self._read_solution(self._pointer, self._values_at, None, None, self._duals_at)
+        return self._values[:n_cols], self._duals[:n_rows]
 
-    def basis(self, n_cols: int, n_rows: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """Column and row statuses (``HighsBasisStatus`` values), or None without a valid basis."""
+    def basis(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Column and row statuses (``HighsBasisStatus`` values), or None without a valid basis. Through the C API
+        they are views of buffers that the call after next overwrites."""
         if self.highs.getInfoValue("basis_validity")[1] != 1:
             return None
         if self._api is None:
             basis = self.highs.getBasis()
             return (np.array([int(s) for s in basis.col_status], dtype=np.int32),
                     np.array([int(s) for s in basis.row_status], dtype=np.int32))
-        cols, rows = np.empty(n_cols, dtype=np.int32), np.empty(n_rows, dtype=np.int32)
-        self._api.get_basis(cols, rows)
-        return cols, rows
+        # HiGHS writes as many statuses as its model has columns and rows: the buffers are sized by its own counts
+        n_cols, n_rows = self.highs.getNumCol(), self.highs.getNumRow()
+        self._turn ^= 1
+        cols, rows, cols_at, rows_at = self._bases[self._turn]
+        if n_cols > cols.size or n_rows > rows.size:
+            cols = np.empty(max(2 * n_cols, cols.size), dtype=np.int32)
+            rows = np.empty(max(2 * n_rows, rows.size), dtype=np.int32)
+            cols_at, rows_at = cols.ctypes.data, rows.ctypes.data
+            self._bases[self._turn] = (cols, rows, cols_at, rows_at)
+        self._read_basis(self._pointer, cols_at, rows_at)
+        return cols[:n_cols], rows[:n_rows]
 
     def set_basis(self, cols: np.ndarray, rows: np.ndarray) -> None:
         """Start the next run from these statuses (HiGHS refuses an inconsistent basis: a cold start, no error)."""
@@ -410,7 +456,10 @@ class CompiledColumnGeneration(CompiledProgram):
         self._at_lower = int(highspy.HighsBasisStatus.kLower)
         self.form = form = LPForm(program)
         check_representable(form)
-        self.master = self.MASTER(program, form)
+        self.master = master = self.MASTER(program, form)
+        # the basis of no block, by part (read only: the basis kept by part is never written in place)
+        self._no_block_basis = (np.zeros((0, master.block_cols), dtype=np.int32),
+                                np.zeros((0, master.block_rows), dtype=np.int32))
         self._reset()
 
     def _reset(self) -> None:
@@ -546,7 +595,7 @@ class CompiledColumnGeneration(CompiledProgram):
 
     def _remember(self) -> None:
         """Keep the basis by part (for a rebuild), and when each column was last basic and each block carried mass."""
-        found = self._access.basis(self._n_cols, self._n_rows)
+        found = self._access.basis()
         if found is None:
             self._memory = None
             return
@@ -557,8 +606,7 @@ class CompiledColumnGeneration(CompiledProgram):
             block_cols = cols[self._block_index[:, None] + np.arange(master.block_cols)[None, :]]
             block_rows = rows[self._block_row[:, None] + np.arange(master.block_rows)[None, :]]
         else:                                                   # the usual case: no block, nothing to gather
-            block_cols = np.zeros((0, master.block_cols), dtype=cols.dtype)
-            block_rows = np.zeros((0, master.block_rows), dtype=rows.dtype)
+            block_cols, block_rows = self._no_block_basis
         self._memory = {"fixed": cols[: master.n_fixed], "pool": pool, "block_cols": block_cols,
                         "global_rows": rows[: master.n_global], "block_rows": block_rows}
         self._pool_seen[pool == self._basic] = self._solves
@@ -581,11 +629,11 @@ class CompiledColumnGeneration(CompiledProgram):
 
     def _run(self) -> tuple[str, int, float]:
         """One master solve; ``self._solution`` holds its column values and row duals afterwards."""
-        highs = self._master
+        highs, access = self._master, self._access
         run_time = run_highs(highs, self.time_left())
-        self._solution = self._access.solution(self._n_rows)
+        self._solution = access.solution()
         iterations = highs.getInfoValue("simplex_iteration_count")[1]
-        return highs.getModelStatus().name, max(0, int(iterations)), run_time  # -1: HiGHS has no count
+        return access.status_name(), max(0, int(iterations)), run_time  # -1: HiGHS has no count
 
     def _set_phase(self, phase: int) -> None:
         """Phase 1: maximise minus the artificials' sum, every other cost 0; phase 2: the program's objective,
