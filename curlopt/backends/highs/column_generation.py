@@ -49,7 +49,6 @@ the rest:
 
 from __future__ import annotations
 
-import ctypes
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -329,12 +328,11 @@ class MasterAccess:
         self._turn = 0
         if self._api is not None:
             # Highs_getSolution and Highs_getBasis on the reader's pointer, writing into the buffers by address
-            # (the reader's own methods allocate the arrays, or take their addresses, at every call)
-            self._read_solution, self._read_basis = self._api._get, self._api._get_basis
-            self._pointer = self._api._pointer
-            # the model status as HiGHS's integer code (a seventh of a microsecond; highspy's enum hashes slower)
-            self._model_status = self._api._library.Highs_getModelStatus
-            self._model_status.argtypes, self._model_status.restype = [ctypes.c_void_p], ctypes.c_int
+            # (the reader's own methods allocate the arrays, or take their addresses, at every call); the model
+            # status as HiGHS's integer code (a seventh of a microsecond; highspy's enum hashes slower)
+            calls = self._api.c_calls()
+            self._read_solution, self._read_basis = calls.get_solution, calls.get_basis
+            self._model_status, self._pointer = calls.model_status, calls.pointer
 
     def status_name(self) -> str:
         """HiGHS's model status, as the name of its ``HighsModelStatus`` member."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -41,6 +41,15 @@ def _highs_pointer(highs: highspy.Highs) -> tuple[ctypes.CDLL, int] | None:
         return library, pointer(answer, name(answer))
     except Exception:  # another highspy build or platform: the list path is used instead
         return None
+
+
+class RawCalls(NamedTuple):
+    """HiGHS C API functions on one solver (see :meth:`SolutionReader.c_calls`): each takes ``pointer`` first."""
+
+    get_solution: Any  #: Highs_getSolution(pointer, col_value, col_dual, row_value, row_dual) -> status
+    get_basis: Any  #: Highs_getBasis(pointer, col_status, row_status) -> status
+    model_status: Any  #: Highs_getModelStatus(pointer) -> HiGHS's integer model status
+    pointer: ctypes.c_void_p
 
 
 class SolutionReader:
@@ -104,6 +113,14 @@ class SolutionReader:
         values, duals = np.empty(self.n_cols()), np.empty(n_rows)
         self._get(self._handle, values.ctypes.data, None, None, duals.ctypes.data)
         return values, duals
+
+    def c_calls(self) -> RawCalls:
+        """HiGHS's C functions behind this reader and the solver pointer they take, for a caller that reads into
+        buffers it keeps by address (column generation's master reads its solution, basis and status several
+        times an epoch, where making arrays or taking their addresses at each call costs more than the read)."""
+        status = self._library.Highs_getModelStatus
+        status.argtypes, status.restype = [ctypes.c_void_p], ctypes.c_int
+        return RawCalls(self._get, self._get_basis, status, self._handle)
 
     def has_int32_basis(self) -> bool:
         """True when HiGHS's integers are 32-bit, so basis statuses can pass as int32 arrays."""
