@@ -340,6 +340,27 @@ def test_a_ucrl_cmdp_run_plans_every_epoch_at_the_whole_lps_value():
     np.testing.assert_allclose(got, expected, rtol=EXACT, atol=EXACT)
 
 
+def test_the_kept_centre_flag_is_whether_the_pool_holds_a_p_hat_column():
+    """The compiled program keeps whether its pool holds a P^ column (its seeds) rather than looking at every solve:
+    after each solve the flag is what the pool's rankings say, through the seeding, the columns' drop and a count
+    shrink (which drops P^ columns of pairs left without counts)."""
+    model = queue_model()
+    rng = np.random.default_rng(3)
+    program = BoxOptimisticProgram(model, 2e4)
+    compiled = get_backend(NAME, keep_solves=2).compile(program)
+    counts, seen = np.zeros((6, 16, 6)), set()
+    for epoch in range(30):
+        counts = counts + _counts(rng, model.kernel, scale=3, unvisited=0.8)
+        if epoch == 15:
+            counts = np.floor(counts / 3)
+        program.update(counts=counts, time=epoch + 1)
+        assert compiled.solve().status is Status.OPTIMAL
+        holds = bool(np.any(compiled._pool_ranking[:, 0] < 0))
+        assert compiled._has_centre == holds
+        seen.add(holds)
+    assert seen == {True, False}     # both cases met
+
+
 def test_the_list_path_of_highspy_gives_the_c_apis_solutions_bit_for_bit(monkeypatch):
     """Where HiGHS's C API cannot be reached, the master's solution, basis and status come through highspy's lists:
     the same points, iterations and statuses, epoch after epoch (the warm start included), as through the C API."""
