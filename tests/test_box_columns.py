@@ -9,7 +9,9 @@ box vertices, optimum and policy are worked out by hand in the test.
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 
 import numpy as np
 import pytest
@@ -23,6 +25,7 @@ from curlopt.agents.baselines import UcrlCmdp
 from curlopt.backends.base import DelegatedProgram
 from curlopt.backends.highs.backend import CompiledHighs
 from curlopt.backends.highs.box_columns import CompiledBoxColumns
+from curlopt.backends.highs.box_master import SLOT_MAJOR_SUMS_BELOW, BoxMaster
 from curlopt.backends.highs.box_vertices import box_usable, box_vertices
 from curlopt.backends.highs.columns import CompiledColumns
 from curlopt.backends.registry import auto_candidates, backend_names
@@ -157,7 +160,7 @@ def test_the_masters_kept_boxes_and_recomputed_vertices_are_the_closed_forms(S, 
             assert np.array_equal(moved, ((lower != last_lower) | (upper != last_upper)).any(axis=1))
         last_lower, last_upper = lower, upper
         assert np.array_equal(master.room, upper - lower)
-        assert np.array_equal(master.free[:, 0], 1.0 - lower.sum(axis=1))
+        assert np.array_equal(_bits(master.free[:, 0]), _bits(1.0 - lower.sum(axis=1)))
         assert np.array_equal(master.usable, box_usable(lower, upper))
         pairs = rng.integers(0, S * A, size=4)
         orders = np.argsort(rng.random((4, master.W)), axis=1).astype(np.int32)
@@ -175,6 +178,24 @@ def test_the_masters_kept_boxes_and_recomputed_vertices_are_the_closed_forms(S, 
             dense[columns.indices[columns.indptr[j]: columns.indptr[j + 1]], j] = columns.data[columns.indptr[j]: columns.indptr[j + 1]]
         expected = np.where(master.usable, master.cost - duals @ dense, -np.inf)
         assert reduced == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
+@given(st.integers(1, 12), st.integers(1, 40), st.integers(0, 10_000))
+def test_the_masters_slot_sums_are_numpys_row_sums_bit_for_bit(W, n, seed):
+    """The box master sums each pair's slots down its slot-major copy where that adds in numpy's order (below
+    SLOT_MAJOR_SUMS_BELOW slots) and along the rows elsewhere: bit for bit ``np.add.reduce(rows, axis=1)`` on
+    either side of the threshold, on values of mixed scales with zeros of both signs."""
+    rng = np.random.default_rng(seed)
+    rows = rng.random((n, W)) * rng.choice([1e-9, 1e-3, 1.0, 1e3], size=(n, W))
+    rows[rng.random((n, W)) < 0.2] = 0.0
+    rows[rng.random((n, W)) < 0.1] = -0.0
+    rows[rng.random((n, W)) < 0.1] *= -1.0
+    master = object.__new__(BoxMaster)          # only W is read
+    master.W = W
+    assert np.array_equal(_bits(master._row_sums(np.ascontiguousarray(rows.T), rows)), _bits(np.add.reduce(rows, axis=1)))
+    if W < SLOT_MAJOR_SUMS_BELOW:                # the order both take there: from 0, left to right, in Python floats
+        left_to_right = [functools.reduce(operator.add, row, 0.0) for row in rows.tolist()]
+        assert np.array_equal(_bits(master._row_sums(np.ascontiguousarray(rows.T), rows)), _bits(left_to_right))
 
 
 # -- the backend against the whole LP ------------------------------------------------------------------------------
@@ -338,6 +359,27 @@ def test_a_ucrl_cmdp_run_plans_every_epoch_at_the_whole_lps_value():
     assert len(seen) == len(trace.epochs) == 200
     got, expected = np.array(seen).T
     np.testing.assert_allclose(got, expected, rtol=EXACT, atol=EXACT)
+
+
+def test_the_kept_centre_flag_is_whether_the_pool_holds_a_p_hat_column():
+    """The compiled program keeps whether its pool holds a P^ column (its seeds) rather than looking at every solve:
+    after each solve the flag is what the pool's rankings say, through the seeding, the columns' drop and a count
+    shrink (which drops P^ columns of pairs left without counts)."""
+    model = queue_model()
+    rng = np.random.default_rng(3)
+    program = BoxOptimisticProgram(model, 2e4)
+    compiled = get_backend(NAME, keep_solves=2).compile(program)
+    counts, seen = np.zeros((6, 16, 6)), set()
+    for epoch in range(30):
+        counts = counts + _counts(rng, model.kernel, scale=3, unvisited=0.8)
+        if epoch == 15:
+            counts = np.floor(counts / 3)
+        program.update(counts=counts, time=epoch + 1)
+        assert compiled.solve().status is Status.OPTIMAL
+        holds = bool(np.any(compiled._pool_ranking[:, 0] < 0))
+        assert compiled._has_centre == holds
+        seen.add(holds)
+    assert seen == {True, False}     # both cases met
 
 
 def test_the_list_path_of_highspy_gives_the_c_apis_solutions_bit_for_bit(monkeypatch):

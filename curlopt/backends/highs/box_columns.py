@@ -103,6 +103,13 @@ class CompiledBoxColumns(CompiledColumnGeneration):
     def _reset(self) -> None:
         super()._reset()
         self._pool_ranking = np.zeros((0, self.master.W), dtype=np.int32)    # slot orders; a row of -1: P^
+        self._has_centre = False                                # whether a pool column is a P^ column
+
+    def _keep(self, keep: np.ndarray, keep_block: np.ndarray, seed: np.ndarray, seed_vertices: np.ndarray) -> None:
+        super()._keep(keep, keep_block, seed, seed_vertices)
+        # P^ columns enter the pool only here (pricing's columns are slot orders) and leave only here: whether one is
+        # left is found when the pool is rearranged, not at every solve
+        self._has_centre = bool(np.logical_or.reduce(self._pool_ranking[:, 0] < 0))
 
     # -- the epoch's data -----------------------------------------------------------------------------------------
 
@@ -118,10 +125,9 @@ class CompiledBoxColumns(CompiledColumnGeneration):
         usable, pool_pair = master.usable, self._pool_pair
         keep = usable[pool_pair]
         keep &= self._pool_seen >= self._solves - self.backend.keep_solves     # basic in the last keep_solves
-        centre = self._pool_ranking[:, 0] < 0
-        has_centre = bool(np.logical_or.reduce(centre))
+        has_centre = self._has_centre
         if has_centre:
-            keep &= ~centre | master.visited()[pool_pair]
+            keep &= (self._pool_ranking[:, 0] >= 0) | master.visited()[pool_pair]
         if self._block_pair.size:                               # a block holds every point of its pair's box
             keep_block = usable[self._block_pair]
             keep_block &= self._block_seen >= self._solves - self.BLOCK_KEEP_SOLVES
