@@ -350,3 +350,24 @@ def test_a_subclass_that_overrides_limits_is_given_the_visits():
     assert not reads_visits(LinearTrigger()) and not reads_visits(FixedLengthTrigger(3))
     assert reads_visits(Mine()) and reads_visits(patched) and not reads_visits(Declared())
     assert reads_visits(object())
+
+
+def test_linear_trigger_thresholds_follow_the_plain_rule():
+    # the rule written plainly: a pair whose previous epoch's count reached its threshold raises its bar to that
+    # count; the thresholds are max(1, bar + 1)
+    from curlopt.agents.triggers import LinearTrigger
+
+    rng = np.random.default_rng(8)
+    for _ in range(20):
+        trigger, bar, returned = LinearTrigger(), np.ones((5, 4)), None
+        start = 1
+        for _ in range(30):
+            previous = rng.integers(0, 12, (5, 4)).astype(float)
+            if returned is not None:
+                for index in np.ndindex(bar.shape):
+                    if previous[index] >= returned[index]:
+                        bar[index] = previous[index]
+            returned = np.maximum(1.0, bar + 1.0)
+            limits, length = trigger.limits(None, previous, start)
+            assert np.array_equal(limits, returned) and length == math.inf
+            start += int(rng.integers(1, 50))
