@@ -128,8 +128,8 @@ class LinearTrigger:
             self.bar = np.ones(previous.shape)
             self._returned = None
         if self._returned is not None:
-            # bar[met] = previous[met] for met = previous >= returned, in one call without the boolean gathers
-            np.copyto(self.bar, previous, where=previous >= self._returned)
+            met = previous >= self._returned
+            self.bar[met] = previous[met]
         self._returned = np.maximum(1.0, self.bar + 1.0)
         self._start = epoch_start
         return self._returned.copy(), math.inf
