@@ -244,12 +244,15 @@ def test_residuals_follow_a_replaced_cost_map_and_new_parameter_values():
 
 
 def test_one_piece_values_are_the_arrays_sum_at_every_magnitude():
+    # sizes past BLAS's unrolled blocks, and y as a strided view (its dot then steps through memory as matmul's)
     rng = np.random.default_rng(11)
-    for _ in range(2000):
-        d = int(rng.integers(1, 6))
+    for trial in range(2000):
+        d = int(rng.integers(1, 6)) if trial % 2 else int(rng.integers(6, 70))
         weights = rng.normal(size=d) * 10 ** rng.uniform(-8, 8, size=d)
         bound = float(rng.normal() * 10 ** rng.uniform(-8, 8))
         y = rng.normal(size=d) * 10 ** rng.uniform(-8, 8, size=d)
+        if trial % 3 == 0:
+            y = np.repeat(y, 2)[::2]
         utility = LinearBound(weights, bound)
         assert repr(utility.value(y)) == repr(float(np.max(utility.matrix @ y + utility.offset)))
     assert math.isnan(LinearBound([1.0, 1.0], 0.0).value(np.array([math.nan, 1.0])))
@@ -347,3 +350,24 @@ def test_a_subclass_that_overrides_limits_is_given_the_visits():
     assert not reads_visits(LinearTrigger()) and not reads_visits(FixedLengthTrigger(3))
     assert reads_visits(Mine()) and reads_visits(patched) and not reads_visits(Declared())
     assert reads_visits(object())
+
+
+def test_linear_trigger_thresholds_follow_the_plain_rule():
+    # the rule written plainly: a pair whose previous epoch's count reached its threshold raises its bar to that
+    # count; the thresholds are max(1, bar + 1)
+    from curlopt.agents.triggers import LinearTrigger
+
+    rng = np.random.default_rng(8)
+    for _ in range(20):
+        trigger, bar, returned = LinearTrigger(), np.ones((5, 4)), None
+        start = 1
+        for _ in range(30):
+            previous = rng.integers(0, 12, (5, 4)).astype(float)
+            if returned is not None:
+                for index in np.ndindex(bar.shape):
+                    if previous[index] >= returned[index]:
+                        bar[index] = previous[index]
+            returned = np.maximum(1.0, bar + 1.0)
+            limits, length = trigger.limits(None, previous, start)
+            assert np.array_equal(limits, returned) and length == math.inf
+            start += int(rng.integers(1, 50))

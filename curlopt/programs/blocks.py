@@ -222,7 +222,7 @@ def _bounds_residual(x: np.ndarray, layout: _ResidualLayout) -> float:
     ``0 - x_j`` is ``-x_j`` but for the sign of a zero, which the max with 0 drops, and ``x - inf`` is ``-inf`` or
     NaN, neither of which a Python max keeps over 0."""
     if layout.nonnegative and x.shape == layout.lower.shape:
-        return float(max(0.0, -np.minimum.reduce(x)))
+        return float(max(0.0, -float(np.minimum.reduce(x))))  # Python floats compare faster than a numpy scalar
     return float(max(0.0, np.maximum.reduce(layout.lower - x), np.maximum.reduce(x - layout.upper)))
 
 
@@ -266,8 +266,9 @@ class _Products:
 
     def __call__(self, linear: LinearRows, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(A x, cost_map @ x)`` for the current parameter values."""
-        np.copyto(self.parameters, linear.param_values)
-        sums = np.bincount(self.bin_of, weights=self.coefficients * x[self.column_of], minlength=self.bins)
+        self.parameters[...] = linear.param_values  # what np.copyto does, without its dispatch
+        # take: the same elements as x[column_of], without fancy indexing's general machinery
+        sums = np.bincount(self.bin_of, weights=self.coefficients * x.take(self.column_of), minlength=self.bins)
         n = self.n_rows
         return sums[:n] + sums[n:2 * n], sums[2 * n:]
 

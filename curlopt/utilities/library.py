@@ -301,13 +301,14 @@ class _PiecewiseAffine(Utility):
     def value(self, y: np.ndarray) -> float:
         if not (type(y) is np.ndarray and y.dtype == _FLOAT and y.shape == (self.dim,)):
             y = self.check_input(y)
-        products = self.matrix @ y
-        offset = self.offset
-        if products.shape == (1,) and offset.shape == (1,):
+        matrix, offset = self.matrix, self.offset
+        if matrix.shape[0] == 1 and offset.shape == (1,) and matrix.dtype == _FLOAT:
             # One piece (a linear objective or bound, read several times an epoch): its value, the same float
-            # addition as the pieces' array sum, without the array operations around it.
-            return float(products[0] + offset[0])
-        values = products + offset
+            # addition as the pieces' array sum, without the array operations around it. A (1, n) @ (n,) product
+            # is numpy's dot of the row and y (matmul hands a one-by-one output to the dtype's dot function, as
+            # ndarray.dot does for two vectors): the same bits without the generalized ufunc's set-up.
+            return float(matrix[0].dot(y) + offset[0])
+        values = matrix @ y + offset
         # the reductions values.min() and values.max() call, without their Python wrappers
         return float(np.minimum.reduce(values) if self.curvature == "concave" else np.maximum.reduce(values))
 
