@@ -203,6 +203,22 @@ class JointProgram(Program):
             self._set_epsilon(epsilon)
         self.version += 1
 
+    def update_unchecked(self, entry_counts: np.ndarray, time: float, epsilon: float) -> None:
+        """:meth:`update` with counts, time and tightness the caller built valid, without their checks.
+
+        For an agent's own counts, which are finite and non-negative on the program's support by construction
+        (every epoch pushes them; the checks cost more than the write): ``entry_counts`` are ``n(s,a,s')`` at
+        each support entry, shape (nnz,), in the program's entry order (:attr:`entry_counts`: the flat
+        (S, A, S) order on the dense support, the support's CSR order otherwise), ``time >= 1`` and
+        ``0 <= epsilon <=`` the largest tightness. The program keeps a copy, and its data are then those
+        :meth:`update` sets from the same counts, bit for bit.
+        """
+        self._counts = entry_counts.reshape(self._counts.shape).copy()
+        self.time = float(time)
+        self._set_confidence()
+        self._set_epsilon(epsilon)
+        self.version += 1
+
 
 class OptimisticProgram(JointProgram):
     """The optimistic ε-tight program of docs/math.md §3 over joint probabilities ``p(s,a,s')``.
