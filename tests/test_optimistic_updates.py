@@ -4,7 +4,8 @@
 checked ``update(counts=..., time=..., epsilon=...)`` sets from the same counts: the same parameter values (signs of
 zeros included), counts, time, ε and version, on the dense support, on a sparse agent support and on the full
 support of a sparse-stored model (where the program's entries are a pattern's CSR order, not the dense array's).
-The parameter values are also checked against ``-P^``, ``P^`` and ``-β`` written here from their formulas.
+The parameter values are also checked against ``-P^``, ``P^`` and ``-β`` written here from their formulas, and bit
+for bit against the program's own ``empirical_entries()`` and ``radius`` (which sum the visits apart).
 """
 
 from __future__ import annotations
@@ -68,4 +69,7 @@ def test_the_epoch_write_is_the_checked_update(seed):
             beta = np.array([math.sqrt(14 * S * math.log(2 * A * time) / d) for d in divisor.ravel()])
             np.testing.assert_allclose(-values[groups["radius"]], beta, rtol=1e-14, atol=0)
             np.testing.assert_array_equal(values[groups["deviation_upper"]], -values[groups["deviation_lower"]])
+            # and bit for bit the program's own estimates, computed apart (the visits summed by the property)
+            np.testing.assert_array_equal(values[groups["deviation_lower"]], program.empirical_entries())
+            np.testing.assert_array_equal(values[groups["radius"]], -program.radius.ravel())
     assert kinds == [True, False, False]  # the three cases: dense, a sparse pattern, a full pattern
