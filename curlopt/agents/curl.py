@@ -141,7 +141,9 @@ class UcCurl(ProgramAgent):
                                  support=self.program_support)
 
     def _update_program(self, time: int, epsilon: float) -> None:
-        self.program.update(counts=self.counts, time=time, epsilon=epsilon)
+        # The agent's own counts, on the program's support in its entry order (the program is built on the
+        # agent's support): the program takes them without re-checking (the same data as update(counts=...)).
+        cast(OptimisticProgram, self.program).update_unchecked(self.entry_counts, time, epsilon)
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "radius": self.radius, "radius_scale": self.radius_scale}

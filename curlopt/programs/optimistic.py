@@ -203,6 +203,22 @@ class JointProgram(Program):
             self._set_epsilon(epsilon)
         self.version += 1
 
+    def update_unchecked(self, entry_counts: np.ndarray, time: float, epsilon: float) -> None:
+        """:meth:`update` with counts, time and tightness the caller built valid, without their checks.
+
+        For an agent's own counts, which are finite and non-negative on the program's support by construction
+        (every epoch pushes them; the checks cost more than the write): ``entry_counts`` are ``n(s,a,s')`` at
+        each support entry, shape (nnz,), in the program's entry order (:attr:`entry_counts`: the flat
+        (S, A, S) order on the dense support, the support's CSR order otherwise), ``time >= 1`` and
+        ``0 <= epsilon <=`` the largest tightness. The program keeps a copy, and its data are then those
+        :meth:`update` sets from the same counts, bit for bit.
+        """
+        self._counts = entry_counts.reshape(self._counts.shape).copy()
+        self.time = float(time)
+        self._set_confidence()
+        self._set_epsilon(epsilon)
+        self.version += 1
+
 
 class OptimisticProgram(JointProgram):
     """The optimistic ε-tight program of docs/math.md §3 over joint probabilities ``p(s,a,s')``.
@@ -238,6 +254,8 @@ class OptimisticProgram(JointProgram):
     """
 
     kind = "optimistic"
+    #: the parameter array and the arrays :meth:`_set_confidence` writes (see :meth:`_confidence_arrays`)
+    _confidence_kept: tuple[np.ndarray, tuple[np.ndarray, ...]] | None = None
 
     def __init__(self, model: CMDP, counts: Any = None, time: float = 1.0, epsilon: float = 0.0,
                  radius: str = "analysis", radius_scale: float = 1.0, support: Any = None):
@@ -283,22 +301,38 @@ class OptimisticProgram(JointProgram):
     def _set_confidence(self) -> None:
         """Write ``-P^``, ``P^`` and ``-β`` into the parameter entries (every epoch: β moves with the time).
 
-        Every epoch runs this, so the visits are summed and clamped (``max(1, N)``) once for both ``P^`` and β,
-        ``P^`` is divided straight into its entries (a view on the parameter values) and negated from there into
-        the other deviation rows. Each value is the same elementwise operation as in :meth:`empirical_entries`
-        and :attr:`radius`, so the values are bit-identical to theirs.
+        Every epoch runs this, so the visits are summed and clamped (``max(1, N)``) once for both ``P^`` and β, into
+        arrays kept by the program, ``P^`` is divided straight into its entries (a view on the parameter values,
+        made once) and negated from there into the other deviation rows. Each value is the same elementwise
+        operation as in :meth:`empirical_entries` and :attr:`radius`, so the values are bit-identical to theirs.
         """
-        support = self.support
-        visits = self.visits
-        divisor = np.maximum(1.0, visits)
-        values, groups = self.linear.writable_values(), self.linear.param_groups
-        lower = values[groups["deviation_lower"]]
-        if support.is_dense:
-            np.divide(self._counts, divisor[:, :, None], out=lower.reshape(self._counts.shape))
+        visits, divisor, lower, upper, radius = self._confidence_arrays()
+        counts = self._counts
+        if self.support.is_dense:
+            np.add.reduce(counts, axis=2, out=visits)        # :attr:`visits`, into the kept array
+            np.maximum(1.0, visits, out=divisor)
+            np.divide(counts, divisor[:, :, None], out=lower)
         else:
-            np.divide(self._counts, divisor.ravel()[support.pairs], out=lower)
-        np.negative(lower, out=values[groups["deviation_upper"]])
-        np.negative(self._radius_over(divisor).ravel(), out=values[groups["radius"]])
+            np.maximum(1.0, self.visits, out=divisor)
+            np.divide(counts, divisor.ravel()[self.support.pairs], out=lower)
+        np.negative(lower.reshape(-1), out=upper)
+        np.negative(self._radius_over(divisor).ravel(), out=radius)
+
+    def _confidence_arrays(self) -> tuple[np.ndarray, ...]:
+        """The visits and ``max(1, N)`` arrays (S, A) and the views of the ``-P^``, ``P^`` and ``-β`` entries
+        (the first shaped like the counts), made again only if the parameter array is ever replaced or the views
+        are no longer views of it."""
+        values = self.linear.writable_values()
+        kept = self._confidence_kept
+        # the views must still be views of this array (a deep copy of the program copies them apart)
+        if kept is not None and kept[0] is values and all(view.base is values for view in kept[1][2:]):
+            return kept[1]
+        groups = self.linear.param_groups
+        shape = (self.model.n_states, self.model.n_actions)
+        arrays = (np.empty(shape), np.empty(shape), values[groups["deviation_lower"]].reshape(self._counts.shape),
+                  values[groups["deviation_upper"]], values[groups["radius"]])
+        self._confidence_kept = (values, arrays)
+        return arrays
 
 
 def box_radius(visits: np.ndarray, horizon: float, n_states: int, n_actions: int) -> np.ndarray:

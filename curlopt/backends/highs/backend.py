@@ -376,6 +376,9 @@ class CompiledHighs(CompiledProgram):
         #: the (ε, with_constraints) the pushed g bounds were computed from: the same pair gives the same bounds
         self._pushed_g_key: tuple[float, bool] = (program.epsilon, True)
         self._g_lower = np.full(self._g_index.size, -highspy.kHighsInf)
+        #: whether the g rows' bounds with the constraints on are all finite (then ``-c - ε`` is, for every ε
+        #: check_representable allows, and goes to HiGHS as it is)
+        self._g_finite = bool(np.isfinite(self._pushed_g_upper).all())
         self.highs.passModel(self._initial_lp(form, order, marks))
         self._version = program.version
         #: reads solutions into numpy through HiGHS's C API; None: through highspy's lists
@@ -450,9 +453,12 @@ class CompiledHighs(CompiledProgram):
             upper = self.form.constraint_upper(*key)
             # the same shape always (one bound per g row): elementwise equality is np.array_equal's answer
             if upper.size and not (upper == self._pushed_g_upper).all():
+                # HiGHS's infinity for +inf (a fallback program's bounds; finite bounds need no mapping)
+                pushed = upper if with_constraints and self._g_finite else \
+                    np.where(np.isfinite(upper), upper, self._highspy.kHighsInf)
                 # highspy's stubs omit changeRowsBounds, which its extension defines
                 self.highs.changeRowsBounds(upper.size, self._g_index, self._g_lower,  # type: ignore[attr-defined]
-                                            np.where(np.isfinite(upper), upper, self._highspy.kHighsInf))
+                                            pushed)
                 self._pushed_g_upper = upper
             self._pushed_g_key = key
 
