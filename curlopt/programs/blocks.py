@@ -164,6 +164,19 @@ class LinearRows:
         del self._coo_rows, self._coo_cols, self._coo_vals, self._param_rows, self._param_cols
         del self._lower, self._upper
 
+    def __getstate__(self) -> dict:
+        # A copy (copy.deepcopy, pickle) copies each array on its own, so the read-only view would become a
+        # separate array that the copy's update() no longer changes: it is left out and made again from the values.
+        state = dict(vars(self))
+        state.pop("_readonly", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        vars(self).update(state)
+        if "_values" in state:
+            self._readonly = self._values.view()
+            self._readonly.flags.writeable = False
+
     # -- use ------------------------------------------------------------------
     @property
     def param_values(self) -> np.ndarray:

@@ -461,10 +461,11 @@ class BoxOptimisticProgram(JointProgram):
 
     def _box_rows(self) -> tuple[np.ndarray, np.ndarray]:
         """The parameter values of the rows ``box_upper`` and ``box_lower`` as writable (S·A, S) views (dense
-        support), made again only if the parameter array itself is replaced."""
+        support), made again only if the parameter array itself is replaced or the views are no longer views of it
+        (a deep copy of the program copies them apart)."""
         values = self.linear.writable_values()
         kept = getattr(self, "_box_row_views", None)
-        if kept is None or kept[0] is not values:
+        if kept is None or kept[0] is not values or kept[1].base is not values or kept[2].base is not values:
             upper, lower = self._box_values()
             n_pairs = self.support.n_pairs
             kept = self._box_row_views = (values, upper.reshape(n_pairs, -1), lower.reshape(n_pairs, -1))
