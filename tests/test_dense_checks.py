@@ -56,26 +56,25 @@ plants = st.lists(st.tuples(st.integers(0, S * A * S - 1), st.integers(0, len(BA
 @given(seed=st.integers(0, 2**16), planted=plants)
 def test_counts_are_refused_exactly_when_an_entry_is_bad(seed, planted):
     counts = _plant(planted, np.floor(np.random.default_rng(seed).random((S, A, S)) * 50))
-    first = _first_bad_count(counts)
-    if first is None:
-        np.testing.assert_array_equal(check_counts(MODEL, counts), counts)
-        return
-    s, a = divmod(first[0], A)
-    with pytest.raises(ProgramError, match=rf"row of \(s, a\) = \({s}, {a}\), successor {first[1]}"):
-        check_counts(MODEL, counts)
+    _assert_refused_exactly_at(check_counts, counts, _first_bad_count(counts))
 
 
 @settings(max_examples=60, deadline=None)
 @given(planted=plants)
 def test_kernels_are_refused_exactly_when_an_entry_is_bad(planted):
     kernel = _plant(planted, MODEL.kernel)
-    first = _first_bad_kernel(kernel)
+    _assert_refused_exactly_at(check_kernel, kernel, _first_bad_kernel(kernel))
+
+
+def _assert_refused_exactly_at(check, data, first):
+    """``check`` returns ``data`` unchanged when no entry is bad (``first`` is None), else refuses it naming the first
+    bad entry ``first = (row s·A + a, successor)``."""
     if first is None:
-        np.testing.assert_array_equal(check_kernel(MODEL, kernel), kernel)
+        np.testing.assert_array_equal(check(MODEL, data), data)
         return
     s, a = divmod(first[0], A)
     with pytest.raises(ProgramError, match=rf"row of \(s, a\) = \({s}, {a}\), successor {first[1]}"):
-        check_kernel(MODEL, kernel)
+        check(MODEL, data)
 
 
 def test_huge_finite_counts_are_accepted():
